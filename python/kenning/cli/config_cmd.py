@@ -1,0 +1,49 @@
+"""`kenning config get/set/list`."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from kenning import config as cfg
+
+
+@click.group()
+def config() -> None:
+    """Read and change settings (file < KENNING_* environment < flags)."""
+
+
+@config.command("get")
+@click.argument("key")
+def get(key: str) -> None:
+    """Print the value of KEY as it resolves now."""
+    value = cfg.load()[key]
+    click.echo("" if value is None else value)
+
+
+@config.command("set")
+@click.argument("key")
+@click.argument("value")
+def set_(key: str, value: str) -> None:
+    """Write KEY = VALUE to the config file (an empty VALUE unsets optional keys)."""
+    stored = cfg.set_value(key, value)
+    click.echo(f"{key} = {stored!r} written to {cfg.config_path()}")
+
+
+@config.command("list")
+@click.option("--json-output", is_flag=True, help="Print JSON for machines.")
+def list_(json_output: bool) -> None:
+    """Every key with its value, where the value comes from, and what it does."""
+    settings = cfg.load()
+    rows = [
+        {"key": k, "value": settings[k], "origin": settings.origin(k), "env": cfg.env_name(k),
+         "help": spec.help}
+        for k, spec in cfg.KEYS.items()
+    ]
+    if json_output:
+        click.echo(json.dumps({"type": "config", "path": str(cfg.config_path()), "keys": rows}))
+        return
+    click.echo(f"# {cfg.config_path()}")
+    for row in rows:
+        click.echo(f"{row['key']} = {row['value']!r}  ({row['origin']}; {row['help']})")

@@ -1,0 +1,90 @@
+"""Project identity and where its index lives.
+
+A project is a root directory. A path inside a git work tree is lifted to the tree's root. The
+id is explicit in config, else the git remote (lower-cased host/owner/repo) or the folder name,
+plus a short hash of the root path, so two checkouts of one remote never share an index.
+Indexes live in ``$KENNING_HOME/indices/<descriptor-slug>/<project-id>/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kenning.errors import UsageError
+
+SCHEMA_VERSION = 1
+
+
+def find_root(path: str | os.PathLike[str]) -> Path:
+    """The project root for ``path``: the enclosing git work tree's root, else ``path`` itself."""
+    start = Path(path).expanduser()
+    if not start.exists():
+        raise UsageError(f"{start} does not exist.")
+    if not start.is_dir():
+        raise UsageError(f"{start} is not a directory.")
+    start = start.resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return start
+
+
+def _git_remote(root: Path) -> str | None:
+    """The ``origin`` URL from ``.git/config``, read directly so no git binary is needed."""
+    git = root / ".git"
+    if git.is_file():  # a worktree or submodule: "gitdir: <path>"
+        text = git.read_text(encoding="utf-8", errors="replace").strip()
+        if not text.startswith("gitdir:"):
+            return None
+        git = (root / text.removeprefix("gitdir:").strip()).resolve()
+        common = git / "commondir"
+        if common.exists():
+            git = (git / common.read_text().strip()).resolve()
+    try:
+        config = (git / "config").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    match = re.search(r'\[remote "origin"\][^\[]*?url\s*=\s*(\S+)', config)
+    return match.group(1) if match else None
+
+
+def _remote_slug(url: str) -> str:
+    """``git@github.com:Owner/Repo.git`` -> ``github.com/owner/repo``."""
+    url = re.sub(r"^[a-z+]+://", "", url.strip())
+    url = re.sub(r"^[^@/]+@", "", url).replace(":", "/", 1)
+    return url.removesuffix(".git").strip("/").lower()
+
+
+def project_id(root: Path) -> str:
+    remote = _git_remote(root)
+    base = _remote_slug(remote) if remote else root.name.lower()
+    base = re.sub(r"[^a-z0-9._-]+", "-", base).strip("-") or "project"
+    digest = hashlib.blake2b(str(root).encode(), digest_size=4).hexdigest()
+    return f"{base}-{digest}"
+
+
+def kenning_home() -> Path:
+    override = os.environ.get("KENNING_HOME")
+    if override:
+        return Path(override)
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("kenning"))
+
+
+def descriptor_slug(descriptor: Mapping[str, Any]) -> str:
+    """A readable, collision-safe folder name for an embedding descriptor."""
+    model = re.sub(r"[^A-Za-z0-9._-]+", "-", str(descriptor["model"])).strip("-").lower()
+    canonical = json.dumps(dict(descriptor), sort_keys=True)
+    digest = hashlib.blake2b(canonical.encode(), digest_size=4).hexdigest()
+    return f"{model}-{descriptor['dims']}-{digest}"
+
+
+def index_dir(descriptor: Mapping[str, Any], pid: str) -> Path:
+    return kenning_home() / "indices" / descriptor_slug(descriptor) / pid

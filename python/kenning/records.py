@@ -1,0 +1,33 @@
+"""Plain records passed between the parts: files found by the walk, chunks cut by the chunker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A file the walk decided to index."""
+
+    path: str  # relative to the project root, POSIX separators
+    abs_path: Path
+    size: int
+    mtime_ns: int
+    language: str | None  # tree-sitter language name, or None for plain text
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A syntax-aware piece of one file; lines are 1-based and inclusive, bytes half-open."""
+
+    path: str
+    start_byte: int
+    end_byte: int
+    start_line: int
+    end_line: int
+    language: str | None
+    kind: str  # "function", "method", "class", ..., "section" (docs), "window" (plain text)
+    symbol: str | None  # qualified name, e.g. "HttpClient.send"
+    signature: str | None  # the declaration's first line(s), e.g. "def send(self, request):"
+    text: str

@@ -1,0 +1,71 @@
+-- The SQLite half of one index (one project x one embedding descriptor), in WAL mode.
+-- The other half is three fixed-width vector files beside it, addressed by vector id (= row):
+--   vectors.bits   uint8[rows, dims/8]  sign bits, MSB-first (numpy packbits order)
+--   vectors.int8   int8[rows, dims]     rescoring rows
+--   vectors.scale  float32[rows]        one symmetric scale per int8 row
+--   center.f32     float32[dims]        present only for models that need mean-centred bits
+-- Only the first meta('vector_rows') rows are committed; bytes past them are a crash's
+-- leftovers, never read, and cut off by the next writer.
+
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,   -- descriptor (JSON), project_id, root, schema_version, vector_rows
+    value TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS clusters (
+    cluster TEXT PRIMARY KEY, -- a directory, relative to the root ('' for the root itself)
+    digest  BLOB NOT NULL     -- BLAKE3 over its files' (path, digest) pairs
+);
+
+CREATE TABLE IF NOT EXISTS files (
+    path     TEXT PRIMARY KEY, -- relative to the root, POSIX separators
+    size     INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    digest   BLOB NOT NULL,    -- BLAKE3-128 of the bytes
+    cluster  TEXT NOT NULL,
+    language TEXT
+);
+
+-- A chunk row is never updated in place: a changed file's chunks are deleted and new rows
+-- inserted. AUTOINCREMENT means an id is never reused, so `<project>:<generation>:<id>`
+-- can only ever name the chunk it was given for.
+CREATE TABLE IF NOT EXISTS chunks (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    generation   INTEGER NOT NULL,  -- the snapshot generation that created the row
+    path         TEXT NOT NULL,
+    start_byte   INTEGER NOT NULL,
+    end_byte     INTEGER NOT NULL,
+    start_line   INTEGER NOT NULL,  -- 1-based, inclusive
+    end_line     INTEGER NOT NULL,
+    language     TEXT,
+    kind         TEXT NOT NULL,
+    symbol       TEXT,
+    signature    TEXT,
+    content_hash BLOB NOT NULL      -- BLAKE3-128 of the embedding text
+);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
+CREATE INDEX IF NOT EXISTS chunks_symbol ON chunks(symbol COLLATE NOCASE);
+
+-- One vector per distinct embedding text: renames, reverts and duplicates cost nothing.
+CREATE TABLE IF NOT EXISTS vectors (
+    content_hash BLOB PRIMARY KEY,
+    vector_id    INTEGER NOT NULL UNIQUE
+);
+
+CREATE TABLE IF NOT EXISTS snapshots (
+    generation  INTEGER PRIMARY KEY,
+    created_at  REAL NOT NULL,      -- unix time
+    git_head    TEXT,
+    git_branch  TEXT,
+    files       INTEGER NOT NULL,
+    chunks      INTEGER NOT NULL,
+    vectors     INTEGER NOT NULL,   -- chunks that have a vector
+    status      TEXT NOT NULL,      -- 'partial' (vectors still arriving) or 'complete'
+    timings     TEXT NOT NULL       -- JSON: seconds per stage
+);
+
+-- BM25 over code-aware tokens (kenning.tokens), rowid = chunks.id.
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    body, symbol, path, tokenize = 'unicode61 remove_diacritics 0'
+);
