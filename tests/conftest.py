@@ -1,0 +1,19 @@
+"""Shared fixtures: every test gets its own KENNING_HOME and config file, never the user's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("kenning-home")
+    monkeypatch.setenv("KENNING_HOME", str(home / "data"))
+    monkeypatch.setenv("KENNING_CONFIG", str(home / "config.toml"))
+    for name in list(__import__("os").environ):
+        if name.startswith("KENNING_") and name not in {"KENNING_HOME", "KENNING_CONFIG",
+                                                        "KENNING_KERNELS"}:
+            monkeypatch.delenv(name)
+    return home
