@@ -1,0 +1,256 @@
+"""Which files of a project get indexed.
+
+Rules, strongest first:
+
+1. ``.kenningignore`` files (gitignore syntax, any level, deeper files win): a match decides,
+   so ``!pattern`` re-includes even what the default excludes or ``.gitignore`` would drop.
+2. Default excludes: dependency and build folders (``node_modules``, virtualenvs, ``dist``,
+   ``build``, ``target``, caches, ``.git``), lock files, minified bundles and source maps.
+3. ``.gitignore`` files at every level (deeper files win, negations honoured), then
+   ``.git/info/exclude``.
+
+Then files larger than ``max_file_size`` and binary files (a NUL byte in the first 8 KiB) are
+skipped. Ignored directories are pruned, never walked. Symlinks are followed only when they
+point inside the root; a symlink to a folder's own ancestor (a loop) is not followed. Unreadable
+files and directories are skipped silently: one bad file never stops a walk.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from kenning.records import SourceFile
+
+BINARY_SNIFF_BYTES = 8192
+
+DEFAULT_EXCLUDED_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", ".jj",
+        "node_modules", "bower_components", "jspm_packages", ".yarn", ".pnpm-store",
+        ".venv", "venv", "virtualenv", ".virtualenv", ".tox", ".nox", ".eggs",
+        "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis",
+        ".cache", ".parcel-cache", ".next", ".nuxt", ".svelte-kit", ".turbo", ".gradle",
+        ".terraform", ".idea", ".vs", ".kenning",
+        "dist", "build", "target", "out", "coverage", "htmlcov", "_build", "site-packages",
+    }
+)  # fmt: skip
+DEFAULT_EXCLUDED_FILES = frozenset(
+    {
+        "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb",
+        "bun.lock", "Cargo.lock", "poetry.lock", "uv.lock", "Pipfile.lock", "pdm.lock",
+        "composer.lock", "Gemfile.lock", "go.sum", "flake.lock", "mix.lock", "pubspec.lock",
+        "Podfile.lock", "packages.lock.json", "gradle.lockfile", "conda-lock.yml",
+        ".DS_Store", "Thumbs.db",
+    }
+)  # fmt: skip
+# Generated or binary by name alone: skipped without reading them.
+DEFAULT_EXCLUDED_SUFFIXES = (
+    ".min.js", ".min.css", ".min.mjs", ".map", ".bundle.js",
+    ".pyc", ".pyo", ".class", ".o", ".obj", ".a", ".so", ".dylib", ".dll", ".exe", ".wasm",
+    ".png", ".jpg", ".jpeg", ".gif", ".ico", ".webp", ".pdf", ".zip", ".gz", ".tgz", ".bz2",
+    ".xz", ".7z", ".jar", ".whl", ".woff", ".woff2", ".ttf", ".otf", ".mp3", ".mp4",
+    ".sqlite", ".db", ".onnx", ".pt", ".bin", ".npy", ".parquet",
+)  # fmt: skip
+# A folder holding one of these files is an environment, whatever its name.
+ENV_MARKERS = ("pyvenv.cfg", "conda-meta")
+
+IGNORE_FILE = ".gitignore"
+KENNING_IGNORE_FILE = ".kenningignore"
+
+_EXTENSIONS = {
+    ".py": "python", ".pyi": "python", ".pyw": "python",
+    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
+    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
+    ".go": "go", ".rs": "rust", ".java": "java", ".kt": "kotlin", ".kts": "kotlin",
+    ".cs": "csharp", ".php": "php", ".rb": "ruby", ".rake": "ruby", ".gemspec": "ruby",
+    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp",
+    ".hh": "cpp", ".hpp": "cpp", ".hxx": "cpp", ".ipp": "cpp", ".inl": "cpp",
+    ".swift": "swift", ".scala": "scala", ".sc": "scala", ".lua": "lua",
+    ".sh": "bash", ".bash": "bash", ".zsh": "bash",
+    ".m": "objc", ".mm": "objc", ".dart": "dart", ".ex": "elixir", ".exs": "elixir",
+    ".erl": "erlang", ".hs": "haskell", ".ml": "ocaml", ".clj": "clojure", ".r": "r",
+    ".jl": "julia", ".zig": "zig", ".nim": "nim", ".pl": "perl", ".pm": "perl",
+    ".ps1": "powershell", ".groovy": "groovy", ".gradle": "groovy", ".sql": "sql",
+    ".proto": "proto", ".graphql": "graphql", ".sol": "solidity", ".tf": "hcl", ".hcl": "hcl",
+    ".vue": "vue", ".svelte": "svelte", ".html": "html", ".htm": "html", ".css": "css",
+    ".scss": "scss", ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml",
+    ".xml": "xml", ".cmake": "cmake", ".nix": "nix",
+    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown",
+    ".rst": "rst", ".txt": "text", ".adoc": "text",
+}  # fmt: skip
+_FILENAMES = {
+    "Dockerfile": "dockerfile", "Makefile": "make", "GNUmakefile": "make",
+    "CMakeLists.txt": "cmake", "Rakefile": "ruby", "Gemfile": "ruby", "BUILD": "starlark",
+    "BUILD.bazel": "starlark", "WORKSPACE": "starlark", "README": "text", "LICENSE": "text",
+}  # fmt: skip
+
+
+def detect_language(path: str) -> str | None:
+    """The tree-sitter language name for ``path`` by file name or extension, else None."""
+    name = path.rsplit("/", 1)[-1]
+    if name in _FILENAMES:
+        return _FILENAMES[name]
+    dot = name.rfind(".")
+    if dot <= 0:
+        return None
+    return _EXTENSIONS.get(name[dot:].lower())
+
+
+@dataclass
+class WalkStats:
+    """What a walk left out, by reason (``ignored``, ``default``, ``too_large``, ``binary``,
+    ``symlink``, ``unreadable``); pruned folders count once, as a folder."""
+
+    skipped: Counter[str] = field(default_factory=Counter)
+    skipped_dirs: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    """Ignore specs of one folder, with the folder's path relative to the root ("" or "a/b/")."""
+
+    prefix: str
+    git: pathspec.GitIgnoreSpec | None
+    kenning: pathspec.GitIgnoreSpec | None
+
+
+def _read_spec(path: str) -> pathspec.GitIgnoreSpec | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    return spec if len(spec) else None
+
+
+def _decide(stack: list[_Rules], rel: str, is_dir: bool, attr: str) -> bool | None:
+    """True = ignored, False = explicitly kept, None = no rule matched; deepest folder wins."""
+    for rules in reversed(stack):
+        spec = getattr(rules, attr)
+        if spec is None:
+            continue
+        sub = rel[len(rules.prefix) :]
+        verdict = spec.check_file(sub + "/" if is_dir else sub).include
+        if verdict is not None:
+            return bool(verdict)
+    return None
+
+
+def _default_excluded(name: str, is_dir: bool) -> bool:
+    if is_dir:
+        return name in DEFAULT_EXCLUDED_DIRS or name.endswith(".egg-info")
+    return name in DEFAULT_EXCLUDED_FILES or name.endswith(DEFAULT_EXCLUDED_SUFFIXES)
+
+
+def _is_binary(path: str) -> bool:
+    with open(path, "rb") as fh:
+        return b"\0" in fh.read(BINARY_SNIFF_BYTES)
+
+
+class _Walker:
+    def __init__(self, root: Path, max_file_size: int, stats: WalkStats) -> None:
+        self.root = os.path.realpath(root)
+        self.max_file_size = max_file_size
+        self.stats = stats
+        exclude = _read_spec(os.path.join(self.root, ".git", "info", "exclude"))
+        # .git/info/exclude sits below every .gitignore: a root-level entry under them.
+        self.base = [_Rules("", exclude, None)] if exclude else []
+
+    def _inside_root(self, path: str) -> bool:
+        real = os.path.realpath(path)
+        return real == self.root or real.startswith(self.root + os.sep)
+
+    def _skip_reason(self, stack: list[_Rules], rel: str, name: str, is_dir: bool) -> str | None:
+        kept = _decide(stack, rel, is_dir, "kenning")
+        if kept is not None:
+            return "ignored" if kept else None
+        if _default_excluded(name, is_dir):
+            return "default"
+        return "ignored" if _decide(stack, rel, is_dir, "git") else None
+
+    def walk_dir(
+        self,
+        abs_dir: str,
+        prefix: str,
+        stack: list[_Rules],
+        ancestors: frozenset[tuple[int, int]] = frozenset(),
+    ) -> Iterator[SourceFile]:
+        try:
+            st = os.stat(abs_dir)
+            key = (st.st_dev, st.st_ino)
+            if key in ancestors:  # a symlink back up the tree: walking it again never ends
+                self.stats.skipped_dirs["symlink"] += 1
+                return
+            ancestors = ancestors | {key}
+            with os.scandir(abs_dir) as it:
+                entries = list(it)
+        except OSError:
+            self.stats.skipped_dirs["unreadable"] += 1
+            return
+        names = {e.name for e in entries}
+        if prefix and any(marker in names for marker in ENV_MARKERS):
+            kept = _decide(stack, prefix[:-1], True, "kenning")
+            if kept is not False:
+                self.stats.skipped_dirs["default"] += 1
+                return
+        if IGNORE_FILE in names or KENNING_IGNORE_FILE in names:
+            git = _read_spec(os.path.join(abs_dir, IGNORE_FILE)) if IGNORE_FILE in names else None
+            ken = None
+            if KENNING_IGNORE_FILE in names:
+                ken = _read_spec(os.path.join(abs_dir, KENNING_IGNORE_FILE))
+            if git or ken:
+                stack = [*stack, _Rules(prefix, git, ken)]
+        rows = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()  # follows symlinks
+                is_link = entry.is_symlink()
+            except OSError:
+                self.stats.skipped["unreadable"] += 1
+                continue
+            rows.append((entry.name + "/" if is_dir else entry.name, entry, is_dir, is_link))
+        rows.sort(key=lambda row: row[0])  # "a.txt" < "a/b": output sorted by path
+        for _, entry, is_dir, is_link in rows:
+            rel = prefix + entry.name
+            reason = self._skip_reason(stack, rel, entry.name, is_dir)
+            if reason is None and is_link and not self._inside_root(entry.path):
+                reason = "symlink"
+            if reason is not None:
+                (self.stats.skipped_dirs if is_dir else self.stats.skipped)[reason] += 1
+                continue
+            if is_dir:
+                yield from self.walk_dir(entry.path, rel + "/", stack, ancestors)
+            elif entry.is_file():
+                found = self._file(entry, rel)
+                if found is not None:
+                    yield found
+
+    def _file(self, entry: os.DirEntry[str], rel: str) -> SourceFile | None:
+        try:
+            st = entry.stat()
+            if st.st_size > self.max_file_size:
+                self.stats.skipped["too_large"] += 1
+                return None
+            if _is_binary(entry.path):
+                self.stats.skipped["binary"] += 1
+                return None
+        except OSError:
+            self.stats.skipped["unreadable"] += 1
+            return None
+        return SourceFile(rel, Path(entry.path), st.st_size, st.st_mtime_ns, detect_language(rel))
+
+
+def walk(root: Path, *, max_file_size: int, stats: WalkStats | None = None) -> Iterator[SourceFile]:
+    """Every file of ``root`` to index, sorted by relative POSIX path; never raises for a file.
+
+    Pass ``stats`` to learn what was skipped and why (``kenning index --dry-run`` reports it).
+    """
+    walker = _Walker(Path(root), max_file_size, stats if stats is not None else WalkStats())
+    yield from walker.walk_dir(walker.root, "", walker.base)
