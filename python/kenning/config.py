@@ -60,6 +60,8 @@ KEYS: dict[str, Key] = {
         Key("index.ann_threshold", 2_000_000, int, "vectors above which search uses usearch HNSW"),
         Key("search.limit", 10, int, "results per search"),
         Key("search.refresh", True, _bool, "refresh the index before each search"),
+        Key("mcp.max_tokens", 8000, int, "estimated tokens at most in one MCP tool result"),
+        Key("mcp.refresh_interval", 1.0, float, "MCP server: seconds between refreshes"),
     ]
 }
 
