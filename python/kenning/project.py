@@ -35,8 +35,8 @@ def find_root(path: str | os.PathLike[str]) -> Path:
     return start
 
 
-def _git_remote(root: Path) -> str | None:
-    """The ``origin`` URL from ``.git/config``, read directly so no git binary is needed."""
+def git_dirs(root: Path) -> tuple[Path, Path] | None:
+    """(this work tree's git dir, the common git dir): they differ for linked worktrees."""
     git = root / ".git"
     if git.is_file():  # a worktree or submodule: "gitdir: <path>"
         text = git.read_text(encoding="utf-8", errors="replace").strip()
@@ -45,9 +45,17 @@ def _git_remote(root: Path) -> str | None:
         git = (root / text.removeprefix("gitdir:").strip()).resolve()
         common = git / "commondir"
         if common.exists():
-            git = (git / common.read_text().strip()).resolve()
+            return git, (git / common.read_text().strip()).resolve()
+    return (git, git) if git.is_dir() else None
+
+
+def _git_remote(root: Path) -> str | None:
+    """The ``origin`` URL from ``.git/config``, read directly so no git binary is needed."""
+    dirs = git_dirs(root)
+    if dirs is None:
+        return None
     try:
-        config = (git / "config").read_text(encoding="utf-8", errors="replace")
+        config = (dirs[1] / "config").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
     match = re.search(r'\[remote "origin"\][^\[]*?url\s*=\s*(\S+)', config)

@@ -1,0 +1,403 @@
+"""Refresh: bring a project's index up to date with its files, doing only the work that changed.
+
+1. Walk, then a stat pass: only files whose size or mtime differ from the files table are hashed.
+2. Clusters (one per directory) get a digest over their files' digests; ``kernels.diff`` of the
+   cluster manifests narrows the file diff to the directories that changed.
+3. Changed files are re-chunked; each chunk is keyed by a hash of its text, and only hashes
+   without a vector are embedded, so renames, reverts, branch switches and duplicates cost no
+   embedding at all.
+4. Files, chunks and the lexical table commit first as a new generation (status 'partial' while
+   vectors are missing), then vectors arrive in batches, each committed on its own. A killed or
+   failed run leaves the last commit intact and the next run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from kenning import kernels, project
+from kenning.config import Settings
+from kenning.errors import EmbedderError, IndexBusy, UsageError
+from kenning.records import Chunk, SourceFile
+from kenning.store import Index
+from kenning.store.writer import FileRow, IndexWriter, MissingVector, crash_point
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class RefreshResult:
+    """What one refresh did; ``nothing_changed`` when it found no work at all."""
+
+    root: str
+    project_id: str
+    index_dir: str
+    busy: bool = False
+    generation: int = 0
+    status: str = "complete"
+    revision: str | None = None
+    branch: str | None = None
+    files: int = 0
+    files_added: int = 0
+    files_changed: int = 0
+    files_removed: int = 0
+    chunks: int = 0
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    vectors_embedded: int = 0
+    vectors_missing: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def content_changed(self) -> bool:
+        return bool(self.files_added or self.files_changed or self.files_removed)
+
+    @property
+    def nothing_changed(self) -> bool:
+        return not self.busy and not self.content_changed and not self.vectors_embedded
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "nothing_changed": self.nothing_changed}
+
+
+def refresh(root: Path, settings: Settings, *, embedder: Any = None, full: bool = False,
+            wait: bool = False, embed: bool = True,
+            progress: Progress | None = None) -> RefreshResult:
+    """Update the index of the project at ``root``; ``busy=True`` if another process holds it.
+
+    ``full`` re-hashes and re-chunks every file (vectors are still reused by content hash);
+    ``embed=False`` commits files and chunks only.
+    """
+    from kenning.embedding import make_embedder
+
+    started = time.perf_counter()
+    root = _existing_dir(root)
+    embedder = embedder if embedder is not None else make_embedder(settings)
+    index = Index.open(root, settings, embedder=embedder, create=True)
+    emit = progress or (lambda event: None)
+    result = RefreshResult(str(root), index.project_id, str(index.dir))
+    with ExitStack() as stack:
+        try:
+            writer = stack.enter_context(index.writer(wait=False))
+        except IndexBusy:
+            if not wait:
+                result.busy = True
+                emit({"type": "finished", **result.to_dict()})
+                return result
+            emit({"type": "waiting", "root": str(root)})
+            writer = stack.enter_context(index.writer(wait=True))
+        _Refresh(index, writer, settings, embedder, result, emit).run(full=full, embed=embed)
+    result.timings["total"] = round(time.perf_counter() - started, 4)
+    emit({"type": "finished", **result.to_dict()})
+    return result
+
+
+def _existing_dir(root: Path) -> Path:
+    """``root`` resolved; the caller decides whether to lift it to a git root (the CLI does)."""
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise UsageError(f"{path} is not a directory." if path.exists() else
+                         f"{path} does not exist.")
+    return path.resolve()
+
+
+def _cluster(path: str) -> str:
+    parent = PurePosixPath(path).parent.as_posix()
+    return "" if parent == "." else parent
+
+
+def _cluster_digests(digests: dict[str, bytes]) -> dict[str, bytes]:
+    """One digest per directory over its sorted (path, file digest) pairs."""
+    members: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(digests):
+        members[_cluster(path)].append(f"{path}\0{digests[path].hex()}")
+    names = list(members)
+    return dict(zip(names, kernels.hash_many(["\n".join(members[n]) for n in names]),
+                    strict=True))
+
+
+def chunk_budget(embedder: Any, path: str) -> int:
+    """The model's input budget minus the ``Filepath:`` header and the document prefix."""
+    from kenning.embedding import document_text
+
+    prefix = getattr(embedder, "document_prefix", None) or ""
+    header = embedder.count_tokens(prefix + document_text(path, ""))
+    return max(16, int(embedder.max_tokens) - header)
+
+
+def chunk_source(embedder: Any, file: SourceFile, data: bytes) -> list[Chunk]:
+    from kenning.chunking import chunk_file
+
+    return chunk_file(file.path, data, file.language, max_tokens=chunk_budget(embedder, file.path),
+                      count_tokens=embedder.count_tokens)
+
+
+class _Refresh:
+    def __init__(self, index: Index, writer: IndexWriter, settings: Settings, embedder: Any,
+                 result: RefreshResult, emit: Progress) -> None:
+        self.index, self.writer, self.settings = index, writer, settings
+        self.embedder, self.result, self.emit = embedder, result, emit
+        self.texts: dict[bytes, str] = {}  # content hash -> embedding text, for this run's chunks
+        self.timings = result.timings
+        self.clock = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.timings[stage] = round(self.timings.get(stage, 0.0) + now - self.clock, 4)
+        self.clock = now
+
+    def run(self, *, full: bool, embed: bool) -> None:
+        from kenning.sources import walk
+
+        result, writer = self.result, self.writer
+        files = list(walk(self.index.root, max_file_size=int(self.settings["index.max_file_size"])))
+        self.emit({"type": "scan", "files": len(files)})
+        self.lap("walk")
+        stored = writer.files()
+        latest = writer.latest()
+        head, branch = git_state(self.index.root)
+        result.revision, result.branch = head, branch
+        candidates = [f for f in files if full or _stat_changed(stored.get(f.path), f)]
+        present = {f.path for f in files}
+        removed = [p for p in stored if p not in present]
+        self.lap("stat")
+        if candidates or removed:
+            self.apply(files, stored, candidates, removed, latest, full=full)
+        elif latest is not None and (latest["git_head"], latest["git_branch"]) != (head, branch):
+            writer.update_revision(head, branch)
+        if embed:
+            self.embed_missing()
+        final = writer.latest()
+        if final is not None:
+            if result.content_changed or result.vectors_embedded:
+                writer.finish(self.timings)
+                final = writer.latest() or final
+            result.generation, result.status = final["generation"], final["status"]
+            result.files, result.chunks = final["files"], final["chunks"]
+            result.vectors_missing = final["chunks"] - final["vectors"]
+
+    def apply(self, files: list[SourceFile], stored: dict[str, FileRow],
+              candidates: list[SourceFile], removed: list[str], latest: dict[str, Any] | None,
+              *, full: bool) -> None:
+        result, writer = self.result, self.writer
+        hashed = kernels.hash_files([str(f.abs_path) for f in candidates])
+        unreadable = {f.path for f, d in zip(candidates, hashed, strict=True) if d is None}
+        digests = {p: row.digest for p, row in stored.items()}
+        for f, digest in zip(candidates, hashed, strict=True):
+            if digest is not None:
+                digests[f.path] = digest
+        for path in [*removed, *unreadable]:
+            digests.pop(path, None)
+        self.lap("hash")
+
+        old_clusters = writer.clusters()
+        new_clusters = _cluster_digests(digests)
+        _, changed_c, added_c, removed_c = kernels.diff(old_clusters, new_clusters)
+        dirty = set(changed_c) | set(added_c) | set(removed_c)
+        old_files = {p: r.digest for p, r in stored.items() if r.cluster in dirty}
+        new_files = {p: d for p, d in digests.items() if _cluster(p) in dirty}
+        _, changed_f, added_f, removed_f = kernels.diff(old_files, new_files)
+        by_path = {f.path: f for f in files}
+        rechunk = sorted({*changed_f, *added_f} | ({p for p in digests if p in by_path}
+                                                   if full else set()))
+        rechunk_set = set(rechunk)
+        touched = [_file_row(f, digests[f.path]) for f in candidates
+                   if f.path in digests and f.path not in rechunk_set]
+        self.lap("diff")
+
+        replaced, chunks, gone = self.chunk_files([by_path[p] for p in rechunk], digests)
+        removed_all = sorted({*removed_f, *gone})
+        result.files_added = sum(1 for r in replaced if r.path not in stored)
+        result.files_changed = len(replaced) - result.files_added
+        result.files_removed = sum(1 for p in removed_all if p in stored)
+        result.chunks_added = len(chunks)
+        stale = [*removed_all, *(r.path for r in replaced)]
+        result.chunks_removed = self.count_chunks(stale)
+        for path in gone:  # vanished or unreadable since the walk: leave it out of the clusters
+            digests.pop(path, None)
+        if gone:
+            new_clusters = _cluster_digests(digests)
+        content = result.content_changed
+        snapshot = None
+        if content:
+            generation = (latest["generation"] if latest else 0) + 1
+            snapshot = {"generation": generation, "git_head": result.revision,
+                        "git_branch": result.branch, "timings": self.timings}
+        writer.commit_files(removed=removed_all, replaced=replaced, chunks=chunks,
+                            touched=touched, clusters=new_clusters,
+                            removed_clusters=[c for c in old_clusters if c not in new_clusters],
+                            snapshot=snapshot)
+        self.lap("commit")
+        if content:
+            crash_point("chunks-committed")
+
+    def count_chunks(self, paths: Sequence[str]) -> int:
+        total = 0
+        for i in range(0, len(paths), 500):
+            part = list(paths[i:i + 500])
+            marks = ",".join("?" * len(part))
+            total += self.writer.conn.execute(
+                f"SELECT count(*) FROM chunks WHERE path IN ({marks})", part).fetchone()[0]
+        return total
+
+    def chunk_files(self, files: Sequence[SourceFile], digests: dict[str, bytes]
+                    ) -> tuple[list[FileRow], list[tuple[Chunk, bytes]], list[str]]:
+        """New chunks of the files that changed; also the paths that vanished meanwhile."""
+        from kenning.embedding import document_text
+
+        replaced: list[FileRow] = []
+        chunks: list[tuple[Chunk, bytes]] = []
+        gone: list[str] = []
+        for done, file in enumerate(files, 1):
+            try:
+                data = file.abs_path.read_bytes()
+            except OSError:
+                gone.append(file.path)
+                continue
+            pieces = chunk_source(self.embedder, file, data)
+            hashes = kernels.hash_many([c.text for c in pieces])
+            for piece, content_hash in zip(pieces, hashes, strict=True):
+                chunks.append((piece, content_hash))
+                self.texts.setdefault(content_hash, document_text(piece.path, piece.text))
+            replaced.append(_file_row(file, digests[file.path]))
+            if done % 50 == 0 or done == len(files):
+                self.emit({"type": "chunking", "done": done, "total": len(files),
+                           "chunks": len(chunks)})
+        self.lap("chunk")
+        return replaced, chunks, gone
+
+    def embed_missing(self) -> None:
+        missing = self.writer.missing_vectors()
+        if not missing:
+            return
+        texts = self.load_texts(missing)
+        todo = [m.content_hash for m in missing if m.content_hash in texts]
+        self.lap("embed_prepare")
+        batch = max(1, int(self.settings["embedder.batch_size"])) * max(
+            1, int(self.settings["embedder.concurrency"]))
+        needs_centering = bool(getattr(self.embedder, "needs_centering", False))
+        self.emit({"type": "embedding", "done": 0, "total": len(todo)})
+        for start in range(0, len(todo), batch):
+            hashes = todo[start:start + batch]
+            try:
+                vectors = self.embedder.embed_documents([texts[h] for h in hashes])
+            except EmbedderError as exc:
+                self.lap("embed")
+                raise type(exc)(exc.message, hint=" ".join(filter(None, [
+                    exc.hint, f"The index keeps the {start} vectors embedded so far; run "
+                    "`kenning index` again to resume."]))) from exc
+            self.lap("embed")
+            self.writer.add_vectors(hashes, vectors, needs_centering)
+            self.result.vectors_embedded += len(hashes)
+            self.lap("store_vectors")
+            self.emit({"type": "embedding", "done": start + len(hashes), "total": len(todo)})
+
+    def load_texts(self, missing: Iterable[MissingVector]) -> dict[bytes, str]:
+        """Embedding texts for missing hashes: this run's chunks, else re-read from the files
+        (a run that resumes after a crash), skipping chunks whose file has changed since."""
+        from kenning.embedding import document_text
+
+        texts: dict[bytes, str] = {}
+        wanted: dict[str, list[MissingVector]] = defaultdict(list)
+        for m in missing:
+            if m.content_hash in self.texts:
+                texts[m.content_hash] = self.texts[m.content_hash]
+            else:
+                wanted[m.path].append(m)
+        for path, entries in wanted.items():
+            try:
+                data = (self.index.root / path).read_bytes()
+            except OSError:
+                continue
+            pieces = [data[m.start_byte:m.end_byte].decode("utf-8", "replace") for m in entries]
+            for m, text, digest in zip(entries, pieces, kernels.hash_many(pieces), strict=True):
+                if digest == m.content_hash:
+                    texts[m.content_hash] = document_text(path, text)
+        return texts
+
+
+def _stat_changed(row: FileRow | None, file: SourceFile) -> bool:
+    return row is None or row.size != file.size or row.mtime_ns != file.mtime_ns
+
+
+def _file_row(file: SourceFile, digest: bytes) -> FileRow:
+    return FileRow(file.path, file.size, file.mtime_ns, digest, _cluster(file.path), file.language)
+
+
+def git_state(root: Path) -> tuple[str | None, str | None]:
+    """(HEAD commit, branch) read from the git directory itself; (None, None) outside git."""
+    dirs = project.git_dirs(root)
+    if dirs is None:
+        return None, None
+    own, common = dirs
+    try:
+        head = (own / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None, None
+    if not head.startswith("ref:"):
+        return head or None, None  # detached HEAD
+    ref = head.removeprefix("ref:").strip()
+    branch = ref.removeprefix("refs/heads/")
+    for base in (own, common):
+        try:
+            return (base / ref).read_text(encoding="utf-8").strip() or None, branch
+        except OSError:
+            pass
+    try:
+        for line in (common / "packed-refs").read_text(encoding="utf-8").splitlines():
+            sha, _, name = line.partition(" ")
+            if name == ref:
+                return sha, branch
+    except OSError:
+        pass
+    return None, branch  # a branch with no commits yet
+
+
+def dry_run(root: Path, settings: Settings, *, embedder: Any = None,
+            progress: Progress | None = None, top: int = 10) -> dict[str, Any]:
+    """What an index would hold, without embedding or writing anything: files and chunks per
+    language, and the largest files and folders (to fix ignore rules before spending time)."""
+    from kenning.embedding import make_embedder
+    from kenning.sources import walk
+
+    started = time.perf_counter()
+    root = _existing_dir(root)
+    embedder = embedder if embedder is not None else make_embedder(settings)
+    emit = progress or (lambda event: None)
+    files = list(walk(root, max_file_size=int(settings["index.max_file_size"])))
+    emit({"type": "scan", "files": len(files)})
+    languages: dict[str, Counter[str]] = defaultdict(Counter)
+    folders: Counter[str] = Counter()
+    for done, file in enumerate(files, 1):
+        try:
+            data = file.abs_path.read_bytes()
+        except OSError:
+            continue
+        stats = languages[file.language or "text"]
+        stats.update(files=1, bytes=len(data), chunks=len(chunk_source(embedder, file, data)))
+        for parent in PurePosixPath(file.path).parents:
+            if parent.as_posix() != ".":
+                folders[parent.as_posix() + "/"] += len(data)
+        if done % 50 == 0 or done == len(files):
+            emit({"type": "chunking", "done": done, "total": len(files)})
+    largest = sorted(files, key=lambda f: (-f.size, f.path))[:top]
+    return {
+        "type": "dry_run", "root": str(root),
+        "files": sum(s["files"] for s in languages.values()),
+        "chunks": sum(s["chunks"] for s in languages.values()),
+        "bytes": sum(s["bytes"] for s in languages.values()),
+        "languages": {name: dict(stats) for name, stats in
+                      sorted(languages.items(), key=lambda kv: -kv[1]["chunks"])},
+        "largest_files": [{"path": f.path, "bytes": f.size} for f in largest],
+        "largest_folders": [{"path": p, "bytes": b} for p, b in folders.most_common(top)],
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+__all__ = ["RefreshResult", "chunk_budget", "dry_run", "git_state", "refresh"]

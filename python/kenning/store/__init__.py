@@ -1,0 +1,159 @@
+"""One index per (project, embedding descriptor): SQLite metadata plus fixed-width vector files.
+
+``Index.open(...).snapshot()`` gives readers a consistent view that never blocks on, and is
+never disturbed by, a writer; ``Index.writer()`` (under the OS lock ``index.lock``) is the one
+way to change an index.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from filelock import FileLock, Timeout
+
+from kenning import project
+from kenning.errors import IndexBusy, IndexError_, IndexMissing
+from kenning.store import db, vectors
+
+if TYPE_CHECKING:
+    from kenning.config import Settings
+    from kenning.embedding import Embedder
+    from kenning.store.writer import IndexWriter
+
+PRECISION = "b1+int8"
+LOCK_NAME = "index.lock"
+
+__all__ = ["PRECISION", "Index", "Snapshot", "make_descriptor"]
+
+
+def make_descriptor(embedder: Embedder) -> dict[str, Any]:
+    """What decides the index folder: a change of any of these is a new index, never a mix."""
+    from kenning.chunking import CHUNKER_VERSION
+
+    return {"model": embedder.model, "dims": int(embedder.dims), "precision": PRECISION,
+            "chunker_version": CHUNKER_VERSION, "schema_version": project.SCHEMA_VERSION}
+
+
+@dataclass
+class Snapshot:
+    """A consistent read view: one SQLite read transaction plus the vector rows it commits to."""
+
+    conn: sqlite3.Connection
+    generation: int
+    revision: str | None
+    branch: str | None
+    status: str
+    files: int
+    chunks: int
+    vectors: int  # chunks that have a vector
+    vector_rows: int
+    bits: np.ndarray
+    int8: np.ndarray
+    scales: np.ndarray
+    center: np.ndarray | None
+    descriptor: dict[str, Any]
+    created_at: float | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def close(self) -> None:
+        with suppress(sqlite3.Error):
+            self.conn.execute("ROLLBACK")
+        self.conn.close()
+
+    def __enter__(self) -> Snapshot:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+@dataclass
+class Index:
+    root: Path
+    project_id: str
+    descriptor: dict[str, Any]
+    dir: Path
+
+    @classmethod
+    def open(cls, root: Path, settings: Settings, *, embedder: Embedder | None = None,
+             create: bool = False) -> Index:
+        """The index of ``root`` for the configured embedder; IndexMissing if absent."""
+        if embedder is None:
+            from kenning.embedding import make_embedder
+
+            embedder = make_embedder(settings)
+        root = Path(root).resolve()
+        descriptor = make_descriptor(embedder)
+        pid = project_id_for(root, settings)
+        index = cls(root, pid, descriptor, project.index_dir(descriptor, pid))
+        if create:
+            index._create()
+        elif not (index.dir / db.DB_NAME).exists():
+            raise IndexMissing(f"{root} has no index for {descriptor['model']} yet.",
+                               hint=f"Run `kenning index {root}` first.")
+        return index
+
+    def _create(self) -> None:
+        if not (self.dir / db.DB_NAME).exists():
+            db.open_writer(self.dir).close()  # the schema; meta is filled in by the writer
+
+    def exists(self) -> bool:
+        return (self.dir / db.DB_NAME).exists()
+
+    def snapshot(self) -> Snapshot:
+        """The latest committed snapshot; close it (or use ``with``) to release the read view."""
+        conn = db.open_reader(self.dir)
+        try:
+            conn.execute("BEGIN")
+            rows = int(db.get_meta(conn, "vector_rows") or 0)  # first read pins the WAL snapshot
+            snap = conn.execute(
+                "SELECT generation, git_head, git_branch, status, files, chunks, vectors, "
+                "created_at, timings FROM snapshots ORDER BY generation DESC LIMIT 1").fetchone()
+        except sqlite3.Error as exc:
+            conn.close()
+            raise IndexError_(f"Cannot read the index in {self.dir}: {exc}.") from exc
+        dims = int(self.descriptor["dims"])
+        view = vectors.read_rows(self.dir, dims, rows)
+        if snap is None:
+            snap = (0, None, None, "partial", 0, 0, 0, None, "{}")
+        return Snapshot(conn=conn, generation=snap[0], revision=snap[1], branch=snap[2],
+                        status=snap[3], files=snap[4], chunks=snap[5], vectors=snap[6],
+                        vector_rows=rows, bits=view.bits, int8=view.int8, scales=view.scales,
+                        center=vectors.read_center(self.dir, dims), descriptor=self.descriptor,
+                        created_at=snap[7], timings=json.loads(snap[8]))
+
+    @contextmanager
+    def writer(self, *, wait: bool = False) -> Iterator[IndexWriter]:
+        """Exclusive write access under the OS lock; IndexBusy if another process holds it."""
+        from kenning.store.writer import IndexWriter
+
+        self._create()  # removed meanwhile (remove-index)?
+        lock = FileLock(self.dir / LOCK_NAME, timeout=-1 if wait else 0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise IndexBusy(f"Indexing of {self.root} is in progress in another process.",
+                            hint="Pass --wait to wait for it.") from None
+        try:
+            with IndexWriter(self) as writer:
+                yield writer
+        finally:
+            lock.release()
+
+
+def project_id_for(root: Path, settings: Settings) -> str:
+    """The explicit id of a configured ``[[projects]]`` entry for ``root``, else the derived one."""
+    for entry in settings.projects:
+        if (isinstance(entry, Mapping) and entry.get("id") and entry.get("root")
+                and Path(str(entry["root"])).expanduser().resolve() == root):
+            return str(entry["id"])
+    return project.project_id(root)

@@ -1,0 +1,60 @@
+"""SQLite connections for one index: the writer's (creates the schema) and read-only views.
+
+WAL mode lets readers keep a consistent snapshot while the writer commits. ``synchronous=NORMAL``
+is crash safe in WAL mode (a killed process never corrupts or half-applies a transaction; a
+power cut can at worst roll back the last commits, which the vector files tolerate because
+their committed row count lives in the database).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from importlib import resources
+from pathlib import Path
+
+from kenning.errors import IndexError_, IndexMissing
+
+DB_NAME = "index.db"
+
+
+def _schema() -> str:
+    return resources.files("kenning.store").joinpath("schema.sql").read_text(encoding="utf-8")
+
+
+def open_writer(directory: Path) -> sqlite3.Connection:
+    """The read-write connection, schema applied; transactions are explicit (``BEGIN``)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = sqlite3.connect(directory / DB_NAME, isolation_level=None, timeout=30.0)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'meta'")
+        if tables.fetchone()[0] == 0:
+            conn.executescript(_schema())
+    except sqlite3.Error as exc:
+        raise IndexError_(f"Cannot open the index database in {directory}: {exc}.") from exc
+    return conn
+
+
+def open_reader(directory: Path) -> sqlite3.Connection:
+    """A read-only connection; the caller starts the read transaction that pins a snapshot."""
+    path = directory / DB_NAME
+    if not path.exists():
+        raise IndexMissing(f"No index at {directory}.", hint="Run `kenning index` first.")
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, isolation_level=None,
+                               timeout=30.0, check_same_thread=False)
+        conn.execute("PRAGMA query_only=1")
+    except sqlite3.Error as exc:
+        raise IndexError_(f"Cannot read the index database {path}: {exc}.") from exc
+    return conn
+
+
+def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value: object) -> None:
+    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
+                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, str(value)))

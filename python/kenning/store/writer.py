@@ -1,0 +1,262 @@
+"""The write side of an index: one transaction per metadata change, one per vector batch.
+
+Created only by ``Index.writer()``, under the OS lock. Every method that changes the index
+commits a consistent state: a reader sees either all of a change or none of it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kenning import kernels
+from kenning.errors import IndexError_
+from kenning.records import Chunk
+from kenning.store import db, vectors
+from kenning.tokens import code_tokens, path_tokens
+
+if TYPE_CHECKING:
+    from kenning.store import Index
+
+
+@dataclass(frozen=True, slots=True)
+class FileRow:
+    path: str
+    size: int
+    mtime_ns: int
+    digest: bytes
+    cluster: str
+    language: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class MissingVector:
+    """A chunk hash with no vector yet, and where one chunk with that hash lives."""
+
+    content_hash: bytes
+    path: str
+    start_byte: int
+    end_byte: int
+
+
+def fts_row(chunk: Chunk) -> tuple[str, str, str]:
+    """(body, symbol, path) columns of the lexical table, in code-aware tokens."""
+    body = code_tokens(chunk.text + "\n" + (chunk.signature or ""))
+    symbol = code_tokens(chunk.symbol or "")
+    return " ".join(body), " ".join(symbol), " ".join(path_tokens(chunk.path))
+
+
+class IndexWriter:
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self.dims = int(index.descriptor["dims"])
+        self.conn = db.open_writer(index.dir)
+        if db.get_meta(self.conn, "descriptor") is None:
+            self._init_meta()
+        rows = int(db.get_meta(self.conn, "vector_rows") or 0)
+        self.vectors = vectors.VectorWriter(index.dir, self.dims, rows)
+        self.center = vectors.read_center(index.dir, self.dims)
+
+    def _init_meta(self) -> None:
+        index = self.index
+        self.conn.execute("BEGIN IMMEDIATE")
+        for key, value in {"descriptor": json.dumps(index.descriptor, sort_keys=True),
+                           "project_id": index.project_id, "root": str(index.root),
+                           "schema_version": index.descriptor["schema_version"],
+                           "vector_rows": 0}.items():
+            db.set_meta(self.conn, key, value)
+        self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> IndexWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+        self.close()
+
+    # -- reading the writer's own state -------------------------------------------------------
+
+    def files(self) -> dict[str, FileRow]:
+        return {r[0]: FileRow(*r) for r in self.conn.execute(
+            "SELECT path, size, mtime_ns, digest, cluster, language FROM files")}
+
+    def clusters(self) -> dict[str, bytes]:
+        return dict(self.conn.execute("SELECT cluster, digest FROM clusters").fetchall())
+
+    def latest(self) -> dict[str, Any] | None:
+        row = self.conn.execute(
+            "SELECT generation, git_head, git_branch, files, chunks, vectors, status, timings "
+            "FROM snapshots ORDER BY generation DESC LIMIT 1").fetchone()
+        if row is None:
+            return None
+        keys = ("generation", "git_head", "git_branch", "files", "chunks", "vectors", "status",
+                "timings")
+        return dict(zip(keys, row, strict=True))
+
+    def missing_vectors(self) -> list[MissingVector]:
+        """One chunk location per distinct content hash that has no vector, in path order."""
+        rows = self.conn.execute(
+            "SELECT c.content_hash, c.path, c.start_byte, c.end_byte FROM chunks c "
+            "LEFT JOIN vectors v ON v.content_hash = c.content_hash "
+            "WHERE v.vector_id IS NULL GROUP BY c.content_hash ORDER BY c.path, c.start_byte")
+        return [MissingVector(*r) for r in rows]
+
+    def known_hashes(self, hashes: Iterable[bytes]) -> set[bytes]:
+        found: set[bytes] = set()
+        batch = list(dict.fromkeys(hashes))
+        for i in range(0, len(batch), 500):
+            part = batch[i:i + 500]
+            marks = ",".join("?" * len(part))
+            found.update(r[0] for r in self.conn.execute(
+                f"SELECT content_hash FROM vectors WHERE content_hash IN ({marks})", part))
+        return found
+
+    # -- changes -------------------------------------------------------------------------------
+
+    def commit_files(self, *, removed: Sequence[str], replaced: Sequence[FileRow],
+                     chunks: Sequence[tuple[Chunk, bytes]], touched: Sequence[FileRow],
+                     clusters: dict[str, bytes], removed_clusters: Sequence[str],
+                     snapshot: dict[str, Any] | None) -> None:
+        """Apply one refresh's file changes in one transaction.
+
+        ``removed`` and ``replaced`` files lose their chunks; ``chunks`` are the replaced files'
+        new chunks; ``touched`` files changed only their stat data. ``snapshot`` (a new
+        generation's row) is None when no content changed.
+        """
+        generation = snapshot["generation"] if snapshot else 0
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            stale = [*removed, *(f.path for f in replaced)]
+            for i in range(0, len(stale), 500):
+                part = stale[i:i + 500]
+                marks = ",".join("?" * len(part))
+                self.conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN "
+                                  f"(SELECT id FROM chunks WHERE path IN ({marks}))", part)
+                self.conn.execute(f"DELETE FROM chunks WHERE path IN ({marks})", part)
+            self.conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in removed])
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO files(path, size, mtime_ns, digest, cluster, language) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(f.path, f.size, f.mtime_ns, f.digest, f.cluster, f.language)
+                 for f in (*replaced, *touched)])
+            for chunk, content_hash in chunks:
+                cursor = self.conn.execute(
+                    "INSERT INTO chunks(generation, path, start_byte, end_byte, start_line, "
+                    "end_line, language, kind, symbol, signature, content_hash) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (generation, chunk.path, chunk.start_byte, chunk.end_byte, chunk.start_line,
+                     chunk.end_line, chunk.language, chunk.kind, chunk.symbol, chunk.signature,
+                     content_hash))
+                self.conn.execute("INSERT INTO chunks_fts(rowid, body, symbol, path) "
+                                  "VALUES (?, ?, ?, ?)", (cursor.lastrowid, *fts_row(chunk)))
+            self.conn.executemany("DELETE FROM clusters WHERE cluster = ?",
+                                  [(c,) for c in removed_clusters])
+            self.conn.executemany("INSERT OR REPLACE INTO clusters(cluster, digest) VALUES (?, ?)",
+                                  list(clusters.items()))
+            if snapshot is not None:
+                self._insert_snapshot(snapshot)
+            self.conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self.conn.execute("ROLLBACK")
+            raise IndexError_(f"Cannot write the index in {self.index.dir}: {exc}.") from exc
+
+    def _insert_snapshot(self, snapshot: dict[str, Any]) -> None:
+        counts = self.counts()
+        self.conn.execute(
+            "INSERT INTO snapshots(generation, created_at, git_head, git_branch, files, chunks, "
+            "vectors, status, timings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (snapshot["generation"], time.time(), snapshot.get("git_head"),
+             snapshot.get("git_branch"), counts["files"], counts["chunks"], counts["vectors"],
+             "complete" if counts["vectors"] == counts["chunks"] else "partial",
+             json.dumps(snapshot.get("timings", {}))))
+
+    def counts(self) -> dict[str, int]:
+        files = self.conn.execute("SELECT count(*) FROM files").fetchone()[0]
+        chunks, with_vector = self.conn.execute(
+            "SELECT count(*), count(v.vector_id) FROM chunks c "
+            "LEFT JOIN vectors v ON v.content_hash = c.content_hash").fetchone()
+        return {"files": files, "chunks": chunks, "vectors": with_vector}
+
+    def update_revision(self, git_head: str | None, git_branch: str | None) -> None:
+        """Record a new HEAD on the latest snapshot when no file content changed (a commit)."""
+        self.conn.execute("UPDATE snapshots SET git_head = ?, git_branch = ? WHERE generation = "
+                          "(SELECT max(generation) FROM snapshots)", (git_head, git_branch))
+
+    def finish(self, timings: dict[str, float]) -> None:
+        """Store the final counts, status and stage timings on the latest snapshot."""
+        counts = self.counts()
+        status = "complete" if counts["vectors"] == counts["chunks"] else "partial"
+        self.conn.execute(
+            "UPDATE snapshots SET files = ?, chunks = ?, vectors = ?, status = ?, timings = ? "
+            "WHERE generation = (SELECT max(generation) FROM snapshots)",
+            (counts["files"], counts["chunks"], counts["vectors"], status, json.dumps(timings)))
+
+    def add_vectors(self, hashes: Sequence[bytes], embeddings: np.ndarray,
+                    needs_centering: bool) -> None:
+        """Append one batch of vectors and commit it: durable rows first, then the rows' count."""
+        embeddings = np.ascontiguousarray(embeddings, np.float32)
+        if embeddings.shape != (len(hashes), self.dims):
+            raise IndexError_(f"The embedder returned vectors of shape {embeddings.shape}; "
+                              f"expected ({len(hashes)}, {self.dims}).")
+        if needs_centering and self.center is None:
+            # Fixed from the first batch so every row's bits share one reference point.
+            self.center = embeddings.mean(axis=0).astype(np.float32)
+            self.vectors.write_center(self.center)
+        bits = kernels.binarize(embeddings, self.center if needs_centering else None)
+        int8, scales = kernels.quantize_int8(embeddings)
+        ids = self.vectors.append(bits, int8, scales)
+        crash_point("vectors-written")
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.conn.executemany("INSERT INTO vectors(content_hash, vector_id) VALUES (?, ?)",
+                                  zip(hashes, ids, strict=True))
+            db.set_meta(self.conn, "vector_rows", self.vectors.rows)
+            marks = ",".join("?" * len(hashes))
+            gained = self.conn.execute(
+                f"SELECT count(*) FROM chunks WHERE content_hash IN ({marks})", list(hashes)
+            ).fetchone()[0]
+            self.conn.execute(
+                "UPDATE snapshots SET vectors = vectors + ?, status = CASE WHEN vectors + ? >= "
+                "chunks THEN 'complete' ELSE 'partial' END "
+                "WHERE generation = (SELECT max(generation) FROM snapshots)", (gained, gained))
+            self.conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self.conn.execute("ROLLBACK")
+            self.vectors.rows = ids.start  # the appended tail is cut by the next writer
+            raise IndexError_(f"Cannot write the index in {self.index.dir}: {exc}.") from exc
+        crash_point("batch-committed")
+
+
+_CRASH_COUNTS: dict[str, int] = {}
+
+
+def crash_point(stage: str) -> None:
+    """Crash-safety tests only: ``KENNING_TEST_KILL_AT=<stage>[:<n>]`` SIGKILLs this process the
+    n-th time (default 1st) it reaches ``stage``. Stages: chunks-committed, vectors-written
+    (rows fsynced, their transaction not yet committed), batch-committed."""
+    import os
+
+    target = os.environ.get("KENNING_TEST_KILL_AT")
+    if not target:
+        return
+    name, _, nth = target.partition(":")
+    if name != stage:
+        return
+    _CRASH_COUNTS[stage] = _CRASH_COUNTS.get(stage, 0) + 1
+    if _CRASH_COUNTS[stage] == int(nth or 1):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
