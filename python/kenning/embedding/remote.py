@@ -1,0 +1,186 @@
+"""What the Ollama and OpenAI backends share: batching, bounded concurrency, prefixes,
+Matryoshka truncation, learned dims and a cautious token estimate.
+
+A backend supplies ``_embed_batch(texts) -> float rows`` (one HTTP request) and ``_probe_hint``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from kenning.embedding.http import RetryPolicy
+from kenning.embedding.profiles import (
+    HEADER_RESERVE_TOKENS,
+    REMOTE_BUDGET_CAP,
+    Profile,
+    l2_normalise,
+    output_dims,
+    truncate,
+)
+from kenning.errors import ConfigError, EmbedderError
+
+# Sub-word tokenizers average 3.5-4.5 bytes per token on code and prose; counting one token per
+# 3 bytes over-estimates, so a chunk sized by this estimate fits the model's real window.
+BYTES_PER_TOKEN = 3
+
+
+def estimate_tokens(text: str) -> int:
+    return math.ceil(len(text.encode("utf-8")) / BYTES_PER_TOKEN)
+
+
+def _dims_cache_path() -> Path:
+    from kenning.project import kenning_home
+
+    return kenning_home() / "cache" / "embedder-dims.json"
+
+
+class RemoteEmbedder:
+    backend = "remote"
+
+    def __init__(self, *, model: str, url: str, profile: Profile, dims: int | None,
+                 batch_size: int, concurrency: int, timeout: float,
+                 client: httpx.Client | None = None, retry: RetryPolicy | None = None) -> None:
+        if batch_size < 1 or concurrency < 1:
+            raise ConfigError("embedder.batch_size and embedder.concurrency must be at least 1.")
+        if timeout <= 0:
+            raise ConfigError("embedder.timeout must be a positive number of seconds.")
+        self.model = model
+        self.url = url.rstrip("/")
+        self.profile = profile
+        self.needs_centering = profile.needs_centering
+        self.batch_size = batch_size
+        self.concurrency = concurrency
+        self.retry = retry or RetryPolicy()
+        self._requested_dims = dims
+        self._dims = output_dims(profile, model, dims)
+        self._own_client = client is None
+        self.client = client or httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            limits=httpx.Limits(max_connections=concurrency),
+        )
+
+    # -- the Embedder protocol ------------------------------------------------------------------
+
+    @property
+    def dims(self) -> int:
+        """Configured dims, else the profile's, else remembered from this server, else probed."""
+        if self._dims is None:
+            self._dims = self._remembered_dims()
+        if self._dims is None:
+            self._probe()
+        assert self._dims is not None
+        return self._dims
+
+    @property
+    def max_tokens(self) -> int:
+        budget = min(self.profile.context_tokens, REMOTE_BUDGET_CAP)
+        return budget - estimate_tokens(self.profile.document_prefix) - HEADER_RESERVE_TOKENS
+
+    def descriptor(self) -> dict[str, object]:
+        return {"backend": self.backend, "model": self.model, "dims": self.dims}
+
+    def count_tokens(self, text: str) -> int:
+        return estimate_tokens(text)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        prefixed = [self.profile.document_prefix + t for t in texts]
+        batches = [prefixed[i : i + self.batch_size] for i in range(0, len(prefixed),
+                                                                      self.batch_size)]
+        if not batches:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        if len(batches) == 1 or self.concurrency == 1:
+            parts = [self._embed_checked(b) for b in batches]
+        else:
+            pool = ThreadPoolExecutor(min(self.concurrency, len(batches)),
+                                      thread_name_prefix="kenning-embed")
+            try:
+                parts = list(pool.map(self._embed_checked, batches))
+            finally:  # on the first failure, drop batches not yet sent
+                pool.shutdown(wait=True, cancel_futures=True)
+        return np.concatenate(parts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embed_checked([self.profile.query_prefix + text])[0]
+
+    def check(self) -> None:
+        """One tiny embedding request: proves the server, the model (and key) work."""
+        self._probe()
+
+    def close(self) -> None:
+        if self._own_client:
+            self.client.close()
+
+    # -- backend hooks --------------------------------------------------------------------------
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+    # -- shared machinery -----------------------------------------------------------------------
+
+    def _embed_checked(self, texts: list[str]) -> np.ndarray:
+        rows = self._embed_batch(texts)
+        if len(rows) != len(texts) or not rows:
+            raise EmbedderError(f"The embedder at {self.url} returned {len(rows)} vectors for "
+                                f"{len(texts)} inputs.")
+        try:
+            vectors = np.asarray(rows, dtype=np.float32)
+        except ValueError:
+            raise EmbedderError(f"The embedder at {self.url} returned vectors of unequal "
+                                "length.") from None
+        if vectors.ndim != 2 or not np.isfinite(vectors).all():
+            raise EmbedderError(f"The embedder at {self.url} returned malformed vectors.")
+        width = vectors.shape[1]
+        if self._requested_dims is not None:
+            return truncate(vectors, self._requested_dims)
+        if self._dims is None:
+            self._dims = width
+            self._remember_dims(width)
+        elif width != self._dims:
+            raise EmbedderError(
+                f"{self.model} at {self.url} returned {width}-dim vectors; {self._dims} were "
+                "expected.",
+                hint="The model behind this name changed: use a new model name, or set "
+                "embedder.dims.",
+            )
+        return l2_normalise(vectors)
+
+    def _probe(self) -> None:
+        self._embed_checked(["kenning dims probe"])
+
+    def _cache_key(self) -> str:
+        return f"{self.backend} {self.url} {self.model}"
+
+    def _remembered_dims(self) -> int | None:
+        try:
+            value = json.loads(_dims_cache_path().read_text(encoding="utf-8")).get(
+                self._cache_key())
+        except (OSError, ValueError, AttributeError):
+            return None
+        return value if isinstance(value, int) and value > 0 else None
+
+    def _remember_dims(self, dims: int) -> None:
+        """Persist learned dims, so the index of this model is found with the server down."""
+        path = _dims_cache_path()
+        try:
+            known: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            known = {}
+        if not isinstance(known, dict):
+            known = {}
+        known[self._cache_key()] = dims
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(known, indent=1, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a cache only
