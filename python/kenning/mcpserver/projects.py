@@ -1,0 +1,147 @@
+"""The projects one server may touch, and the per-project state that keeps them fresh.
+
+Only the projects named at start (``--project``, else the config's ``[[projects]]``, else the
+working directory's project) are served; a tool argument naming anything else is refused. A
+root that is missing is kept as a placeholder that reports its error, so the other projects
+keep working, and is looked up again on each call in case it reappears.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kenning.config import Settings
+from kenning.errors import KenningError, UsageError
+
+if TYPE_CHECKING:
+    from kenning.search import ProjectRef
+
+
+@dataclass
+class Served:
+    """One served project: ``ref`` once its root resolves, else the ``error`` that says why not."""
+
+    name: str  # as configured or given: an id or a root path
+    ref: ProjectRef | None = None
+    error: KenningError | None = None
+    # refresh state: held during any refresh this process runs for the project
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    last_refresh: float = float("-inf")  # time.monotonic() of the last refresh attempt
+    last_result: dict[str, Any] | None = None
+    last_error: KenningError | None = None
+    job: Job | None = None
+
+    @property
+    def id(self) -> str:
+        return self.ref.id if self.ref else self.name
+
+
+@dataclass
+class Job:
+    """A refresh running on a worker thread (``code_reindex`` or a first index's embedding)."""
+
+    full: bool
+    done: threading.Event = field(default_factory=threading.Event)
+    progress: dict[str, Any] | None = None
+    result: dict[str, Any] | None = None
+    error: KenningError | None = None
+
+    @property
+    def running(self) -> bool:
+        return not self.done.is_set()
+
+
+def _resolve_one(settings: Settings, name: str) -> ProjectRef:
+    from kenning.search import resolve_projects
+
+    refs = resolve_projects(settings, [name])
+    if len(refs) != 1:
+        raise UsageError(f"{name!r} does not name exactly one project.")
+    return refs[0]
+
+
+class Registry:
+    """The served projects, looked up by id or by a path inside one of their roots."""
+
+    def __init__(self, settings: Settings, names: Sequence[str]) -> None:
+        self.settings = settings
+        self.projects: list[Served] = []
+        if names:
+            wanted = list(names)
+        elif settings.projects:
+            wanted = [str(p.get("id") or p.get("root")) for p in settings.projects]
+        else:
+            wanted = []
+        if not wanted:
+            from kenning.search import resolve_projects
+
+            # the working directory's project
+            self.projects = [Served(ref.id, ref=ref) for ref in resolve_projects(settings, [])]
+            return
+        for name in dict.fromkeys(wanted):
+            self.projects.append(self._served(name))
+
+    def _served(self, name: str) -> Served:
+        served = Served(name)
+        self._retry(served)
+        return served
+
+    def _retry(self, served: Served) -> None:
+        if served.ref is not None:
+            if served.ref.root.is_dir():
+                return
+            served.error = UsageError(f"The root of project {served.ref.id}, {served.ref.root}, "
+                                      "no longer exists.", hint="Restore it or remove it from the "
+                                      "kenning config.")
+            return
+        try:
+            served.ref, served.error = _resolve_one(self.settings, served.name), None
+        except KenningError as exc:
+            served.error = exc
+
+    def ids(self) -> list[str]:
+        return [p.id for p in self.projects]
+
+    def live(self) -> list[Served]:
+        """The projects whose root exists right now (each missing one is looked up again)."""
+        for served in self.projects:
+            if served.error is not None or (served.ref and not served.ref.root.is_dir()):
+                served.error = None
+                self._retry(served)
+        return [p for p in self.projects if p.error is None and p.ref is not None]
+
+    def missing(self) -> list[Served]:
+        return [p for p in self.projects if p.error is not None]
+
+    def select(self, project: str | None) -> list[Served]:
+        """All live projects, or the one ``project`` names (an id, or a path inside a root)."""
+        live = self.live()
+        if project is None:
+            return live
+        for served in self.projects:
+            if project in (served.id, served.name):
+                return [self._usable(served)]
+        path = Path(project).expanduser()
+        if path.is_absolute() or path.exists():
+            target = path.resolve()
+            for served in live:
+                assert served.ref is not None
+                if target == served.ref.root or served.ref.root in target.parents:
+                    return [served]
+            raise UsageError(f"{project} is outside the projects this server serves.",
+                             hint=self._served_hint())
+        raise UsageError(f"Unknown project {project!r}.", hint=self._served_hint())
+
+    def _usable(self, served: Served) -> Served:
+        if served.error is not None:
+            self._retry(served)
+        if served.error is not None:
+            raise served.error
+        return served
+
+    def _served_hint(self) -> str:
+        return "Served projects: " + ", ".join(self.ids()) + "."

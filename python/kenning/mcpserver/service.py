@@ -1,0 +1,334 @@
+"""What the tools do, as plain calls returning the CLI's JSON shapes; no MCP types here.
+
+Freshness: before a search each project is refreshed at most once per ``mcp.refresh_interval``
+seconds. A per-project lock serialises this process's refreshes; the index's OS lock
+serialises processes, and a refresh that finds it held returns at once (``busy``) so the
+search is answered from the last committed snapshot instead of waiting. Long work (a first
+index's embedding, ``code_reindex``) runs on a worker thread while searches keep answering
+from the last snapshot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kenning.config import Settings
+from kenning.errors import EmbedderError, IndexMissing, KenningError, UsageError
+from kenning.mcpserver.projects import Job, Registry, Served
+
+if TYPE_CHECKING:
+    from kenning.embedding import Embedder
+
+log = logging.getLogger("kenning.mcp")
+
+# How long a search waits for another search's refresh of the same project before answering
+# from the last snapshot; such refreshes are incremental and normally take milliseconds.
+REFRESH_WAIT = 5.0
+# After the embedder fails, refreshes skip embedding (lexical tables stay fresh) this long.
+EMBEDDER_RETRY_AFTER = 30.0
+# code_reindex waits this long for the work to finish before reporting it as running.
+REINDEX_WAIT = 30.0
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return dict(vars(value))
+
+
+def parse_chunk_id(chunk_id: str) -> tuple[str, int, int]:
+    """``<project>:<generation>:<ordinal>`` -> its parts; project ids may contain colons."""
+    parts = chunk_id.strip().rsplit(":", 2)
+    if len(parts) == 3 and parts[0] and parts[1].isdigit() and parts[2].isdigit():
+        return parts[0], int(parts[1]), int(parts[2])
+    raise UsageError(f"{chunk_id!r} is not a chunk id.",
+                     hint="Chunk ids look like <project>:<generation>:<ordinal>; "
+                          "use one from a code_search result.")
+
+
+class Service:
+    """The served projects, one embedder, and the refresh policy around the search library."""
+
+    def __init__(self, settings: Settings, registry: Registry, embedder: Embedder) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.embedder = embedder
+        self._jobs_lock = threading.Lock()
+        self._embedder_down_until = float("-inf")
+        self._embedder_error: KenningError | None = None
+
+    # -- search ---------------------------------------------------------------------------
+
+    def search(self, query: str, *, path_filter: str | None = None, limit: int = 10,
+               kind: str | None = None, language: str | None = None,
+               project: str | None = None) -> dict[str, Any]:
+        from kenning.search import search
+
+        if not query.strip():
+            raise UsageError("The query is empty.", hint="Describe the code you are looking for.")
+        targets = self.registry.select(project)
+        warnings: list[str] = []
+        if project is None:
+            warnings += [f"Project {p.id} skipped: {p.error.message}"
+                         for p in self.registry.missing() if p.error]
+        if not targets:
+            raise UsageError("None of the served projects is available.",
+                             hint=" ".join(warnings) or None)
+        for served in targets:
+            self._freshen(served, warnings)
+        result = search(query, [p.ref for p in targets if p.ref], settings=self.settings,
+                        limit=limit, path_filter=path_filter, language=language, kind=kind,
+                        refresh=False, embedder=self.embedder)
+        result["warnings"] = warnings + list(result.get("warnings") or [])
+        return result
+
+    def get_chunk(self, chunk_id: str) -> dict[str, Any]:
+        from kenning.search import get_chunk
+
+        project, _, _ = parse_chunk_id(chunk_id)
+        served = self.registry.select(project)
+        return get_chunk(chunk_id.strip(), [p.ref for p in served if p.ref], self.settings)
+
+    def find_repositories(self, query: str, *, limit: int = 10) -> dict[str, Any]:
+        """Served projects ranked by their best hit for ``query``."""
+        found = self.search(query, limit=max(limit, 5 * len(self.registry.projects)))
+        best: dict[str, dict[str, Any]] = {}
+        for hit in found["results"]:
+            entry = best.setdefault(hit["project"], {"project": hit["project"],
+                                                     "score": hit["score"], "hits": 0,
+                                                     "top_paths": []})
+            entry["hits"] += 1
+            if hit["path"] not in entry["top_paths"] and len(entry["top_paths"]) < 3:
+                entry["top_paths"].append(hit["path"])
+        ranked = sorted(best.values(), key=lambda e: -e["score"])
+        roots = {p.id: str(p.ref.root) for p in self.registry.projects if p.ref}
+        for entry in ranked:
+            entry["root"] = roots.get(entry["project"])
+        without = [p.id for p in self.registry.projects if p.id not in best]
+        return {"type": "repositories", "query": query, "repositories": ranked[:limit],
+                "without_hits": without, "warnings": found["warnings"]}
+
+    # -- freshness ------------------------------------------------------------------------
+
+    def _embedder_usable(self) -> bool:
+        return time.monotonic() >= self._embedder_down_until
+
+    def _embedder_failed(self, exc: EmbedderError) -> None:
+        self._embedder_error = exc
+        self._embedder_down_until = time.monotonic() + EMBEDDER_RETRY_AFTER
+
+    def _snapshot_status(self, served: Served) -> str | None:
+        """``complete``/``partial`` for the last committed snapshot, None when there is none."""
+        from kenning.store import Index
+
+        assert served.ref is not None
+        try:
+            index = Index.open(served.ref.root, self.settings, embedder=self.embedder)
+        except IndexMissing:
+            return None
+        with index.snapshot() as snap:
+            return snap.status if snap.generation else None
+
+    def _freshen(self, served: Served, warnings: list[str]) -> None:
+        """Refresh ``served`` unless it was refreshed within the interval; never raises."""
+        if not self.settings["search.refresh"]:
+            return
+        job = served.job
+        if job is not None and job.running:
+            warnings.append(f"{served.id} is being indexed{_progress_note(job.progress)}; "
+                            "results come from its last committed snapshot.")
+            return
+        if not served.lock.acquire(timeout=REFRESH_WAIT):
+            warnings.append(f"{served.id} is being refreshed; results come from its last "
+                            "committed snapshot.")
+            return
+        backlog = False
+        try:
+            if time.monotonic() - served.last_refresh < self.settings["mcp.refresh_interval"]:
+                return
+            served.last_refresh = time.monotonic()
+            status = self._snapshot_status(served)
+            # A first index or a backlog of vectors is long work: commit the lexical tables
+            # now and leave the embedding to a worker thread.
+            embed = status == "complete" and self._embedder_usable()
+            result = self._refresh(served, embed=embed, warnings=warnings)
+            backlog = not embed and self._embedder_usable() and not (result or {}).get("busy")
+        except KenningError as exc:
+            served.last_error = exc
+            warnings.append(f"Could not refresh {served.id}: {exc.message}")
+        finally:
+            served.lock.release()
+        if backlog:
+            self.start_job(served, full=False)
+
+    def _refresh(self, served: Served, *, embed: bool, warnings: list[str],
+                 full: bool = False, progress: Callable[[dict[str, Any]], None] | None = None,
+                 ) -> dict[str, Any] | None:
+        """One refresh of ``served`` (its lock held); an embedder failure falls back to none."""
+        from kenning.indexer import refresh
+
+        assert served.ref is not None
+        try:
+            result = _as_dict(refresh(served.ref.root, self.settings, embedder=self.embedder,
+                                      full=full, wait=False, embed=embed, progress=progress))
+        except EmbedderError as exc:
+            self._embedder_failed(exc)
+            served.last_error = exc
+            warnings.append(f"The embedder failed while refreshing {served.id}: {exc.message}")
+            if not embed:
+                raise
+            return self._refresh(served, embed=False, warnings=warnings, full=full,
+                                 progress=progress)
+        served.last_result = result
+        if embed:
+            served.last_error = None
+        if result.get("busy"):
+            warnings.append(f"Another process is indexing {served.id}; results come from its "
+                            "last committed snapshot.")
+        return result
+
+    # -- background indexing --------------------------------------------------------------
+
+    def start_job(self, served: Served, *, full: bool) -> Job:
+        """Start a refresh of ``served`` on a worker thread, or return the one running."""
+        with self._jobs_lock:
+            if served.job is not None and served.job.running:
+                return served.job
+            job = served.job = Job(full=full)
+        threading.Thread(target=self._run_job, args=(served, job), daemon=True,
+                         name=f"kenning-index-{served.id}").start()
+        return job
+
+    def _run_job(self, served: Served, job: Job) -> None:
+        def progress(event: dict[str, Any]) -> None:
+            job.progress = event
+
+        warnings: list[str] = []
+        try:
+            with served.lock:
+                served.last_refresh = time.monotonic()
+                job.result = self._refresh(served, embed=True, warnings=warnings,
+                                           full=job.full, progress=progress)
+            if warnings and served.last_error is not None:
+                job.error = served.last_error
+        except KenningError as exc:
+            job.error = served.last_error = exc
+        except Exception as exc:  # a bug must not kill the server: report it instead
+            log.exception("indexing %s failed", served.id)
+            job.error = served.last_error = KenningError(
+                f"Indexing {served.id} failed unexpectedly: {exc!r}.")
+        finally:
+            job.done.set()
+
+    def reindex(self, project: str | None, *, full: bool,
+                wait: float = REINDEX_WAIT) -> dict[str, Any]:
+        targets = self.registry.select(project)
+        if not targets:
+            raise UsageError("None of the served projects is available.")
+        started = [(served, served.job if served.job and served.job.running else None,
+                    self.start_job(served, full=full)) for served in targets]
+        deadline = time.monotonic() + wait
+        reports = []
+        for served, already, job in started:
+            job.done.wait(max(0.0, deadline - time.monotonic()))
+            report: dict[str, Any] = {"project": served.id, "full": job.full}
+            if already is not None:
+                report["note"] = "An indexing run was already under way; this reports on it."
+            if job.running:
+                report["state"] = "running"
+                report["progress"] = job.progress
+            elif job.error is not None:
+                report["state"] = "failed"
+                report["error"] = job.error.to_dict()
+            elif (job.result or {}).get("busy"):
+                report["state"] = "busy"
+                report["note"] = ("Another process is indexing this project; searches are "
+                                  "answered from its last snapshot meanwhile.")
+            else:
+                report["state"] = "finished"
+                report["result"] = job.result
+            reports.append(report)
+        return {"type": "reindex", "projects": reports}
+
+    # -- status ---------------------------------------------------------------------------
+
+    def status(self, project: str | None) -> dict[str, Any]:
+        targets = self.registry.select(project)
+        reports = [self._project_status(p) for p in targets]
+        if project is None:
+            reports += [{"project": p.id, "state": "unavailable", "problems": [p.error.to_dict()]}
+                        for p in self.registry.missing() if p.error]
+        return {"type": "index_status", "embedder": self._embedder_status(),
+                "projects": reports}
+
+    def _embedder_status(self) -> dict[str, Any]:
+        report: dict[str, Any] = {"backend": self.settings["embedder.backend"]}
+        report.update(self.embedder.descriptor())
+        try:
+            self.embedder.check()
+        except EmbedderError as exc:
+            self._embedder_failed(exc)
+            report.update(ok=False, problem=exc.to_dict())
+        else:
+            self._embedder_down_until = float("-inf")
+            report["ok"] = True
+        return report
+
+    def _project_status(self, served: Served) -> dict[str, Any]:
+        from kenning.store import Index
+
+        assert served.ref is not None
+        report: dict[str, Any] = {"project": served.id, "root": str(served.ref.root)}
+        problems: list[dict[str, Any]] = []
+        try:
+            index = Index.open(served.ref.root, self.settings, embedder=self.embedder)
+        except IndexMissing as exc:
+            report["state"] = "not indexed"
+            problems.append(exc.to_dict())
+        except KenningError as exc:
+            report["state"] = "unreadable"
+            problems.append(exc.to_dict())
+        else:
+            report.update(_snapshot_report(index.dir, index))
+        if served.job is not None and served.job.running:
+            report["state"] = "indexing"
+            report["progress"] = served.job.progress
+        if served.last_result is not None:
+            report["last_refresh"] = served.last_result
+        if served.last_error is not None:
+            problems.append(served.last_error.to_dict())
+        report["problems"] = problems
+        return report
+
+
+def _snapshot_report(directory: Path, index: Any) -> dict[str, Any]:
+    with index.snapshot() as snap:
+        row = snap.conn.execute(
+            "SELECT created_at, git_branch, files, chunks, vectors FROM snapshots "
+            "WHERE generation = ?", (snap.generation,)).fetchone()
+        report: dict[str, Any] = {
+            "state": "ready" if snap.status == "complete" else "embedding",
+            "index_dir": str(directory), "generation": snap.generation,
+            "revision": snap.revision, "status": snap.status, "descriptor": snap.descriptor}
+    if row is not None:
+        created, branch, files, chunks, vectors = row
+        report.update(indexed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created)),
+                      branch=branch, files=files, chunks=chunks, chunks_embedded=vectors)
+    if not snap.generation:
+        report["state"] = "not indexed"
+    return report
+
+
+def _progress_note(progress: dict[str, Any] | None) -> str:
+    if not progress:
+        return ""
+    done, total = progress.get("embedded"), progress.get("to_embed")
+    return f" ({done} of {total} chunks embedded)" if done is not None and total else ""
