@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from embed_server import embed_server, local_model  # noqa: F401 - fixtures for every test file
 
 
 @pytest.fixture(autouse=True)

@@ -21,7 +21,10 @@ from kenning.errors import EmbedderError, EmbedderUnavailable, KenningError
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     attempts: int = 4  # requests in all, the first included
-    backoff: float = 0.5  # seconds before the first retry; doubles each time
+    # A refused connection is retried less: it usually means the server is not running, and a
+    # search that falls back to lexical results should learn that fast.
+    connect_attempts: int = 2
+    backoff: float = 0.25  # seconds before the first retry; doubles each time
     max_wait: float = 30.0  # no single wait is longer, whatever Retry-After says
 
     def delay(self, attempt: int) -> float:
@@ -73,12 +76,16 @@ class JsonPoster:
     def post(self, url: str, body: Mapping[str, Any],
              headers: Mapping[str, str] | None = None) -> Any:
         error: KenningError | None = None
+        refused = 0
         for attempt in range(self.retry.attempts):
             wait = self.retry.delay(attempt)
             try:
                 response = self.client.post(url, json=body, headers=headers)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
                 error = self.unreachable(exc)
+                refused += 1
+                if refused >= self.retry.connect_attempts:
+                    raise error from None
             except httpx.TimeoutException:
                 raise EmbedderUnavailable(
                     f"The embedder at {url} did not answer within "
