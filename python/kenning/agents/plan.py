@@ -1,0 +1,190 @@
+"""Plan, then apply: the file edits for setting kenning up in an agent, or taking it out.
+
+A plan is computed in full before anything is written: every file it would touch, with its
+exact new content. Any refusal (an unparsable file, a file that is not kenning's) therefore
+happens before the first write. Applying a plan backs up each file it edits into one folder
+per run, ``$KENNING_HOME/backups/agents/<UTC time>-<action>/`` (the file under its absolute
+path, plus ``manifest.json``), then replaces each file atomically (temporary file +
+``os.replace``), keeping its permission bits and writing through symlinks.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from kenning.agents import locations
+from kenning.agents.components import edits
+from kenning.errors import AgentSetupError
+from kenning.project import kenning_home
+
+AGENTS = ("claude", "codex")
+COMPONENTS = ("mcp", "instructions", "skill", "subagent", "hooks")
+# The hook only warms the index: every search refreshes it anyway, so it is opt-in.
+RECOMMENDED = ("mcp", "instructions", "skill", "subagent")
+
+
+@dataclass
+class FileChange:
+    path: Path
+    shown: str  # the path as the user reads it (~/... or relative to the project)
+    agent: str
+    components: list[str]
+    old: str | None
+    new: str | None
+    stop: Path  # empty folders are pruned up to, never including, this one
+
+    @property
+    def action(self) -> str:
+        if self.old == self.new:
+            return "unchanged"
+        if self.old is None:
+            return "create"
+        return "delete" if self.new is None else "update"
+
+    def diff(self) -> str:
+        return "".join(difflib.unified_diff(
+            (self.old or "").splitlines(keepends=True), (self.new or "").splitlines(keepends=True),
+            fromfile=f"{self.shown} (now)", tofile=f"{self.shown} (after)",
+        ))
+
+
+@dataclass
+class Plan:
+    action: str  # "setup" | "remove"
+    scope: str
+    agents: tuple[str, ...]
+    components: tuple[str, ...]
+    changes: list[FileChange] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> list[FileChange]:
+        return [c for c in self.changes if c.action != "unchanged"]
+
+
+def read_text(path: Path, shown: str) -> str | None:
+    """A file's text, None when absent; refuses folders and files that are not UTF-8."""
+    if not path.exists():
+        return None
+    if not path.is_file():
+        raise AgentSetupError(f"{shown} is not a regular file, so kenning leaves it.")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise AgentSetupError(f"{shown} is not UTF-8 text, so kenning leaves it.") from None
+    except OSError as exc:
+        raise AgentSetupError(f"{shown} cannot be read ({exc.strerror}).") from None
+
+
+def _shown(path: Path, place: locations.Place) -> str:
+    try:
+        rel = path.relative_to(place.base)
+    except ValueError:
+        return str(path)
+    return f"~/{rel.as_posix()}" if place.label == "~" else rel.as_posix()
+
+
+def make_plan(
+    action: str, agents: tuple[str, ...], components: tuple[str, ...], scope: str, project: Path,
+    *, explicit: bool = True,
+) -> Plan:
+    """The plan for ``action`` ("setup" or "remove"); ``explicit`` is False when the components
+    are the default set, which silences notes about components an agent lacks."""
+    plan = Plan(action, scope, agents, components)
+    by_path: dict[Path, FileChange] = {}
+    for agent in agents:
+        place = locations.PLACES[agent](scope, project)
+        for component in components:
+            pair = edits(agent, component)
+            if pair is None or component not in place.files:
+                if explicit:
+                    plan.notes.append(f"{agent}: kenning has no {component} for this agent.")
+                continue
+            path = place.files[component]
+            change = by_path.get(path)
+            if change is None:
+                shown = _shown(path, place)
+                text = read_text(path, shown)
+                change = FileChange(path, shown, agent, [], text, text, place.base)
+                by_path[path] = change
+                plan.changes.append(change)
+            outcome = pair[0 if action == "setup" else 1](change.new, change.shown)
+            change.new = outcome.text
+            change.components.append(component)
+            if outcome.note:
+                plan.notes.append(outcome.note)
+    return plan
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".kenning-tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        if path.exists():
+            shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _prune(folder: Path, stop: Path) -> None:
+    """Remove folders left empty by a deletion, from ``folder`` up to ``stop``."""
+    while folder != stop and stop in folder.parents and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
+
+
+def _backup_name(path: Path) -> Path:
+    drive = path.drive.replace(":", "") or "root"
+    return Path(drive, *path.parts[1:])
+
+
+def apply(plan: Plan) -> Path | None:
+    """Write the plan; returns the backup folder (None when no existing file was edited)."""
+    changes = plan.changed
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    backups = kenning_home() / "backups" / "agents" / f"{stamp}-{plan.action}"
+    targets = []
+    for change in changes:  # check every file before writing any
+        # A symlinked dotfile is edited where it points, so the link stays intact.
+        target = change.path.resolve() if change.path.is_symlink() else change.path
+        if read_text(target, change.shown) != change.old:
+            raise AgentSetupError(
+                f"{change.shown} changed while kenning was preparing its edit; nothing was "
+                "written.",
+                hint="Run the command again.",
+            )
+        targets.append(target)
+    manifest: list[dict[str, str | None]] = []
+    for change, target in zip(changes, targets, strict=True):
+        entry: dict[str, str | None] = {"path": str(change.path), "action": change.action,
+                                        "backup": None}
+        if change.old is not None:
+            copy = backups / _backup_name(target.absolute())
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(target, copy)
+            entry["backup"] = str(copy)
+        if change.new is not None:
+            _write_atomic(target, change.new)
+        elif change.path.is_symlink():
+            _write_atomic(target, "")  # never delete through a link: empty the file instead
+        else:
+            target.unlink()
+            _prune(target.parent, change.stop)
+        manifest.append(entry)
+    if not any(entry["backup"] for entry in manifest):
+        return None
+    (backups / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return backups
