@@ -1,0 +1,73 @@
+"""`kenning search QUERY [PATH]`: ranked chunks for people (rich) or machines (JSON)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+@click.command()
+@click.argument("query")
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("-p", "--path-filter", help="Only files under this path or matching this glob "
+              "(relative to the project root).")
+@click.option("--lang", "language", help="Only this language (python, rust, markdown, ...).")
+@click.option("--kind", help="code, docs, or a declaration kind (function, class, ...).")
+@click.option("-n", "--limit", type=click.IntRange(min=1), default=None,
+              help="How many results (default: search.limit, 10).")
+@click.option("--project", "projects", multiple=True,
+              help="A project root or configured id; repeat to search several at once.")
+@click.option("--no-refresh", is_flag=True, help="Search the last snapshot without refreshing.")
+@click.option("--max-snippet-lines", type=click.IntRange(min=0), default=12, show_default=True,
+              help="Lines of each snippet to show (0: none).")
+@click.option("--json-output", is_flag=True, help="Print the search-result JSON for machines.")
+def search(query: str, path: Path | None, path_filter: str | None, language: str | None,
+           kind: str | None, limit: int | None, projects: tuple[str, ...], no_refresh: bool,
+           max_snippet_lines: int, json_output: bool) -> None:
+    """Find code by meaning, words or symbol: `kenning search "how are retries handled"`."""
+    from kenning import config
+    from kenning.search import resolve_projects
+    from kenning.search import search as run_search
+
+    settings = config.load()
+    targets: list[str | Path] = [*projects, *([path] if path else [])]
+    refs = resolve_projects(settings, targets or None)
+    result = run_search(query, refs, settings=settings, limit=limit or settings["search.limit"],
+                        path_filter=path_filter, language=language, kind=kind,
+                        refresh=not no_refresh)
+    if json_output:
+        click.echo(json.dumps(result, ensure_ascii=False))
+    else:
+        _print(result, max_snippet_lines, several=len(refs) > 1)
+
+
+def _print(result: dict[str, Any], max_lines: int, *, several: bool) -> None:
+    from rich.console import Console
+    from rich.syntax import Syntax
+
+    console = Console(highlight=False)
+    err = Console(stderr=True, highlight=False)
+    for warning in result["warnings"]:
+        err.print(f"[yellow]Warning:[/yellow] {warning}", markup=True)
+    if not result["results"]:
+        err.print("No relevant results.")
+        return
+    for hit in result["results"]:
+        where = f"{hit['project']}/" if several else ""
+        lines_ = f"{hit['start_line']}-{hit['end_line']}"
+        title = f"[bold cyan]{where}{hit['path']}[/]:[green]{lines_}[/]"
+        symbol = f"  [magenta]{hit['symbol']}[/]" if hit["symbol"] else ""
+        stale = "  [red](changed since indexed)[/]" if hit["stale"] else ""
+        console.print(f"{title}{symbol}  [dim]{hit['kind']} · {hit['score']:.4f}[/]{stale}")
+        if max_lines:
+            lines = hit["content"].splitlines()
+            shown = "\n".join(lines[:max_lines])
+            lexer = Syntax.guess_lexer(hit["path"], code=shown)
+            console.print(Syntax(shown, lexer, line_numbers=True, start_line=hit["start_line"],
+                                 word_wrap=False, theme="ansi_dark", background_color="default"))
+            if len(lines) > max_lines:
+                console.print(f"[dim]  … {len(lines) - max_lines} more lines[/]")
+        console.print()

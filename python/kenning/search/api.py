@@ -1,0 +1,230 @@
+"""``search`` and ``get_chunk``: the one retrieval path the CLI and the MCP server share."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from kenning.config import Settings
+from kenning.errors import EmbedderError, IndexMissing, StaleChunkId, UsageError
+from kenning.search import dense, lexical, symbols
+from kenning.search.filters import Filters
+from kenning.search.fusion import rrf
+from kenning.search.projects import ProjectRef, resolve_projects
+from kenning.search.query import Query, analyze
+from kenning.search.ranking import Candidate, rank
+from kenning.search.snippets import SnippetReader, file_states
+
+BRANCHES = ("dense", "lexical", "symbol")
+LEXICAL_DEPTH = 100  # ranked chunks each branch hands to fusion
+DENSE_DEPTH = 100
+SYMBOL_DEPTH = 50
+# Rescored cosine below which a chunk is not relevant to the query (all-MiniLM-L6-v2, measured on
+# the dev sets: benchmarks/eval_floor.py). Symbol matches are kept whatever their cosine.
+DEFAULT_FLOOR = 0.12
+FLOORS = {"all-minilm-l6-v2": DEFAULT_FLOOR}
+
+
+@dataclass
+class _Context:
+    query: Query
+    filters: Filters
+    limit: int
+    settings: Settings
+    embedder: Any
+    query_vector: np.ndarray | None
+    floor: float
+    branches: frozenset[str]
+    warnings: list[str] = field(default_factory=list)
+
+
+def relevance_floor(model: str) -> float:
+    return FLOORS.get(model.lower().rsplit("/", 1)[-1], DEFAULT_FLOOR)
+
+
+def branch_weights(query: Query) -> dict[str, float]:
+    """Identifier-like queries weigh the symbol branch up."""
+    return {"dense": 1.0, "lexical": 1.0, "symbol": 2.0 if query.identifier_like else 0.75}
+
+
+def _refresh(ref: ProjectRef, ctx: _Context) -> bool:
+    """Refresh one project; False when the embedder is unreachable (lexical data still fresh)."""
+    from kenning.indexer import refresh
+
+    try:
+        result = refresh(ref.root, ctx.settings, embedder=ctx.embedder)
+    except EmbedderError:
+        refresh(ref.root, ctx.settings, embedder=ctx.embedder, embed=False)
+        return False
+    if result.busy:
+        ctx.warnings.append(f"{ref.root} is being indexed by another process; results come from "
+                            "its last snapshot.")
+    return True
+
+
+def _candidates(conn: Any, ids: list[int]) -> dict[int, Candidate]:
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        "SELECT id, path, start_line, end_line, start_byte, end_byte, language, kind, symbol "
+        f"FROM chunks WHERE id IN ({marks})", ids)
+    return {r[0]: Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], 0.0)
+            for r in rows}
+
+
+def _search_project(ref: ProjectRef, ctx: _Context) -> list[dict[str, Any]]:
+    from kenning.store import Index
+
+    index = Index.open(ref.root, ctx.settings, embedder=ctx.embedder)
+    where, params = ctx.filters.bind(index.root)
+    with index.snapshot() as snap:
+        conn = snap.conn
+        if snap.status == "partial" and snap.chunks:
+            share = round(100 * snap.vectors / snap.chunks)
+            ctx.warnings.append(f"The index of {index.root} is still being built: {snap.vectors} "
+                                f"of {snap.chunks} chunks ({share}%) have vectors so far.")
+        rankings: dict[str, list[int]] = {}
+        cosine: dict[int, float] = {}
+        if "lexical" in ctx.branches:
+            lex = lexical.search(conn, ctx.query, limit=LEXICAL_DEPTH, where=where, params=params)
+            rankings["lexical"] = [cid for cid, _ in lex]
+        if "symbol" in ctx.branches:
+            sym = symbols.search(conn, ctx.query, limit=SYMBOL_DEPTH, where=where, params=params)
+            rankings["symbol"] = [cid for cid, _ in sym]
+        if ctx.query_vector is not None and "dense" in ctx.branches:
+            allowed = (dense.allowed_vectors(conn, snap.vector_rows, where, params)
+                       if where else None)
+            hits = dense.search(snap, ctx.query_vector, allowed=allowed)
+            owners = dense.chunks_of(conn, [v for v, _ in hits], where, params)
+            ranked: list[int] = []
+            for vector_id, score in hits:
+                for chunk_id in owners.get(vector_id, ()):
+                    ranked.append(chunk_id)
+                    cosine[chunk_id] = score
+            rankings["dense"] = ranked[:DENSE_DEPTH]
+        fused = rrf(rankings, branch_weights(ctx.query))
+        if ctx.query_vector is not None:
+            missing = [cid for cid in fused if cid not in cosine]
+            cosine.update(dense.cosines(conn, snap, ctx.query_vector, missing))
+            symbol_hits = set(rankings.get("symbol", ()))
+            # chunks with no vector yet (a partial index) are judged by the other branches
+            fused = {cid: s for cid, s in fused.items()
+                     if cid in symbol_hits or cosine.get(cid, ctx.floor) >= ctx.floor}
+        cands = _candidates(conn, list(fused))
+        ranked_cands = rank([replace(c, score=fused[c.id]) for c in cands.values()],
+                            ctx.query)[: ctx.limit]
+        reader = SnippetReader(index.root, file_states(conn, {c.path for c in ranked_cands}))
+        results = []
+        for c in ranked_cands:
+            content, stale = reader.read(c.path, c.start_byte, c.end_byte)
+            results.append({
+                "id": f"{index.project_id}:{snap.generation}:{c.id}", "project": index.project_id,
+                "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
+                "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
+                "symbol": c.symbol, "score": round(c.score, 6), "content": content,
+                "stale": stale, "_revision": snap.revision,
+                "_file_bytes": reader.file_size(c.path)})
+        return results
+
+
+def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings: Settings,
+           limit: int = 10, path_filter: str | None = None, language: str | None = None,
+           kind: str | None = None, refresh: bool = True, embedder: Any = None,
+           branches: Collection[str] = BRANCHES) -> dict[str, Any]:
+    """Hybrid search over one or more projects; the DESIGN.md search-result JSON.
+
+    ``branches`` selects retrieval branches (all by default; the quality benchmark measures
+    each alone)."""
+    from kenning import usage_log
+
+    started = time.perf_counter()
+    if limit < 1:
+        raise UsageError(f"The limit must be at least 1, got {limit}.")
+    parsed = analyze(query)
+    refs = list(projects) if projects else resolve_projects(settings)
+    if embedder is None:
+        from kenning.embedding import make_embedder
+
+        embedder = make_embedder(settings)
+    filters = Filters(path_filter, language, kind)
+    for ref in refs:  # refuse a bad filter before any work
+        filters.bind(ref.root)
+    ctx = _Context(parsed, filters, limit, settings, embedder, None,
+                   relevance_floor(str(embedder.model)), frozenset(branches))
+    do_refresh = refresh and bool(settings["search.refresh"])
+    if do_refresh:
+        # refresh before embedding the query: a refresh that embeds loads the model anyway
+        for ref in refs:
+            if not _refresh(ref, ctx):
+                ctx.warnings.append(f"The embedder failed while refreshing {ref.root}; its new "
+                                    "chunks are searchable by words and symbols only for now.")
+    try:
+        if "dense" in ctx.branches:
+            ctx.query_vector = np.ascontiguousarray(embedder.embed_query(parsed.text), np.float32)
+    except EmbedderError as exc:
+        ctx.warnings.append(f"Semantic search is off ({exc.message}); results are word and "
+                            "symbol matches from the last snapshot.")
+    if len(refs) == 1:
+        merged = _search_project(refs[0], ctx)
+    else:
+        with ThreadPoolExecutor(max_workers=min(len(refs), 4)) as pool:
+            parts = list(pool.map(lambda r: _search_project(r, ctx), refs))
+        merged = sorted((r for part in parts for r in part), key=lambda r: -r["score"])
+    merged = merged[:limit]
+    revision = merged[0]["_revision"] if merged and len(refs) == 1 else None
+    saved = sum(max(0, r.pop("_file_bytes") - len(r["content"].encode())) for r in merged) // 4
+    for r in merged:
+        r.pop("_revision", None)
+    usage_log.record("search", ms=(time.perf_counter() - started) * 1000, results=len(merged),
+                     tokens_saved=saved,
+                     degraded="dense" in ctx.branches and ctx.query_vector is None)
+    return {"type": "search_result", "query": query, "results": merged,
+            "warnings": list(dict.fromkeys(ctx.warnings)), "revision": revision}
+
+
+def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
+              settings: Settings, embedder: Any = None) -> dict[str, Any]:
+    """One chunk by the id a search returned; StaleChunkId if the index moved past it."""
+    from kenning.store import Index
+
+    try:
+        project_id, generation_text, ordinal_text = chunk_id.rsplit(":", 2)
+        generation, ordinal = int(generation_text), int(ordinal_text)
+    except ValueError:
+        raise UsageError(f"{chunk_id!r} is not a chunk id.",
+                         hint="Chunk ids look like <project>:<generation>:<n>; take one from "
+                              "a search result.") from None
+    refs = list(projects) if projects else resolve_projects(settings)
+    if embedder is None:
+        from kenning.embedding import make_embedder
+
+        embedder = make_embedder(settings)
+    for ref in refs:
+        try:
+            index = Index.open(ref.root, settings, embedder=embedder)
+        except IndexMissing:
+            continue
+        if index.project_id != project_id:
+            continue
+        with index.snapshot() as snap:
+            row = snap.conn.execute(
+                "SELECT path, start_line, end_line, start_byte, end_byte, language, kind, symbol "
+                "FROM chunks WHERE id = ?", (ordinal,)).fetchone()
+            if row is None or generation > snap.generation:
+                raise StaleChunkId(f"Chunk {chunk_id} is from an older index of {project_id}.",
+                                   hint="Search again to get current ids.")
+            path = row[0]
+            reader = SnippetReader(index.root, file_states(snap.conn, {path}))
+            content, stale = reader.read(path, row[3], row[4])
+            return {"type": "chunk", "id": chunk_id, "project": project_id, "path": path,
+                    "start_line": row[1], "end_line": row[2], "start_byte": row[3],
+                    "end_byte": row[4], "language": row[5], "kind": row[6], "symbol": row[7],
+                    "content": content, "stale": stale, "revision": snap.revision}
+    raise UsageError(f"No project {project_id!r} among the searched projects.",
+                     hint="Pass the project's root or configure it.")

@@ -1,0 +1,115 @@
+"""Ranking signals applied to fused candidates.
+
+- a boost for chunks that define a symbol the query names;
+- penalties for tests, examples, vendored, generated and compatibility code, unless the query
+  asks for that kind of code;
+- per-file saturation, so one file cannot fill the page;
+- overlapping chunks of one file merged into one result.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from kenning.search import symbols
+from kenning.search.query import Query
+from kenning.tokens import split_identifier
+
+DEFINITION_BOOST = 1.5  # the chunk defines a symbol the query names
+NAME_MATCH_BOOST = 1.15  # every word of the chunk's own name is in the query
+SATURATION = 0.6  # each further chunk of a file keeps this share of its score
+
+# category -> a path pattern; the multiplier a chunk of that category gets unless asked for
+_CATEGORY_PATTERNS = {
+    "test": re.compile(
+        r"(^|/)(tests?|testing|__tests__|spec|specs|test_?utils|testdata|fixtures?)(/|$)"
+        r"|(^|/)(test_[^/]*|[^/]*_test\.[^/]+|[^/]*_tests\.[^/]+|[^/]*\.(test|spec)\.[^/]+"
+        r"|[^/]*Tests?\.[^/]+|conftest\.py)$"),
+    "example": re.compile(r"(^|/)(examples?|samples?|demos?|docs_src|tutorials?|benchmarks?)(/|$)"),
+    "vendored": re.compile(r"(^|/)(vendor|vendored|third_party|thirdparty|node_modules|external"
+                           r"|extern|deps)(/|$)"),
+    "generated": re.compile(r"(^|/)(generated|gen|__generated__)(/|$)|_pb2(_grpc)?\.py$"
+                            r"|\.pb\.(go|cc|h)$|\.min\.(js|css)$|\.generated\.[^/]+$|_generated\.[^/]+$"),
+    "compat": re.compile(r"(^|/)(compat|legacy|polyfills?|shims?|deprecated)(/|$)"
+                         r"|(^|/)[^/]*(_compat|compat)\.[^/]+$"),
+}
+PENALTY = {"test": 0.45, "example": 0.6, "vendored": 0.5, "generated": 0.5, "compat": 0.6}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    id: int
+    path: str
+    start_line: int
+    end_line: int
+    start_byte: int
+    end_byte: int
+    language: str | None
+    kind: str
+    symbol: str | None
+    score: float
+
+
+def categories(path: str) -> list[str]:
+    return [name for name, pattern in _CATEGORY_PATTERNS.items() if pattern.search(path)]
+
+
+def adjust(candidate: Candidate, query: Query) -> float:
+    """The candidate's score after the definition boost and the category penalties."""
+    score = candidate.score
+    if candidate.symbol:
+        if query.symbol_names and max(symbols.grade(candidate.symbol, name)
+                                      for name in query.symbol_names) >= symbols.CASELESS:
+            score *= DEFINITION_BOOST
+        else:
+            own = split_identifier(re.split(r"\.|::|#|->|/", candidate.symbol)[-1])
+            if len(own) >= 2 and set(own) <= set(query.terms):
+                score *= NAME_MATCH_BOOST
+    for category in categories(candidate.path):
+        if category not in query.asks_for:
+            score *= PENALTY[category]
+    return score
+
+
+def merge_overlaps(ranked: list[Candidate]) -> list[Candidate]:
+    """Drop a chunk nested with a better one of the same file; join partly overlapping ones."""
+    kept: list[Candidate] = []
+    for cand in ranked:
+        merged = False
+        for i, other in enumerate(kept):
+            if other.path != cand.path or cand.start_byte >= other.end_byte \
+                    or cand.end_byte <= other.start_byte:
+                continue
+            inside = other.start_byte <= cand.start_byte and cand.end_byte <= other.end_byte
+            around = cand.start_byte <= other.start_byte and other.end_byte <= cand.end_byte
+            if inside or around:
+                merged = True  # one contains the other: the better one stands for both
+            else:
+                kept[i] = replace(other, start_byte=min(other.start_byte, cand.start_byte),
+                                  end_byte=max(other.end_byte, cand.end_byte),
+                                  start_line=min(other.start_line, cand.start_line),
+                                  end_line=max(other.end_line, cand.end_line))
+                merged = True
+            break
+        if not merged:
+            kept.append(cand)
+    return kept
+
+
+def saturate(ranked: list[Candidate]) -> list[Candidate]:
+    """Each further chunk of an already listed file keeps SATURATION of its score; re-sorted."""
+    seen: dict[str, int] = {}
+    out: list[Candidate] = []
+    for cand in ranked:
+        n = seen.get(cand.path, 0)
+        seen[cand.path] = n + 1
+        out.append(replace(cand, score=cand.score * SATURATION**n) if n else cand)
+    out.sort(key=lambda c: (-c.score, c.path, c.start_line))
+    return out
+
+
+def rank(candidates: list[Candidate], query: Query) -> list[Candidate]:
+    adjusted = [replace(c, score=adjust(c, query)) for c in candidates]
+    adjusted.sort(key=lambda c: (-c.score, c.path, c.start_line))
+    return saturate(merge_overlaps(adjusted))

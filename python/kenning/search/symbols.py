@@ -1,0 +1,66 @@
+"""The symbol branch: exact, case-insensitive and prefix matches of qualified symbol names.
+
+Candidates come from the FTS5 ``symbol`` column (indexed, so no table scan), then each is graded
+against the names the query typed: ``HttpClient.send`` matches the symbol ``HttpClient.send``
+exactly, ``send`` matches it as its last component, ``parse`` matches ``parse_header`` as a
+prefix.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+from kenning.search.query import Query
+from kenning.tokens import code_tokens
+
+_QUALIFIER = re.compile(r"\.|::|#|->|/")
+
+EXACT, LAST_PART, CASELESS, PREFIX = 4.0, 3.0, 2.0, 1.0
+
+
+def grade(symbol: str, name: str) -> float:
+    """How well ``symbol`` (qualified, e.g. ``pkg.Client.send``) matches one queried ``name``."""
+    if symbol == name:
+        return EXACT
+    parts = [p for p in _QUALIFIER.split(symbol) if p]
+    tail = _QUALIFIER.split(name)
+    if len(tail) > 1 and symbol.endswith(name) and symbol[: -len(name)][-1:] in ".:#>/":
+        return LAST_PART  # a qualified query names the symbol's tail: Client.send
+    last = parts[-1] if parts else symbol
+    if last == name:
+        return LAST_PART
+    if symbol.lower() == name.lower() or last.lower() == name.lower():
+        return CASELESS
+    if len(name) >= 3 and last.lower().startswith(name.lower()):
+        return PREFIX
+    return 0.0
+
+
+def search(conn: sqlite3.Connection, query: Query, *, limit: int, where: str = "",
+           params: list[object] | None = None) -> list[tuple[int, float]]:
+    """``(chunk id, grade)`` best first; empty when the query names no identifier."""
+    names = query.symbol_names
+    if not names:
+        return []
+    # the whole last component, lower-cased, is one token of the FTS symbol column
+    tokens = dict.fromkeys(
+        whole[0] for name in names if (whole := code_tokens(_QUALIFIER.split(name)[-1])))
+    if not tokens:
+        return []
+    # a prefix query also finds parse_header for `parse`
+    expression = " OR ".join(f'symbol : "{t}"*' for t in tokens)
+    sql = ("SELECT c.id, c.symbol FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
+           "WHERE chunks_fts MATCH ? AND c.symbol IS NOT NULL")
+    args: list[object] = [expression]
+    if where:
+        sql += f" AND {where}"
+        args += params or []
+    sql += " LIMIT 5000"
+    scored: list[tuple[int, float]] = []
+    for chunk_id, symbol in conn.execute(sql, args):
+        best = max(grade(symbol, name) for name in names)
+        if best > 0:
+            scored.append((chunk_id, best))
+    scored.sort(key=lambda item: (-item[1], item[0]))
+    return scored[:limit]
