@@ -1,0 +1,66 @@
+"""Syntax-aware chunks: one per declaration where the grammar is known, Markdown sections,
+line windows for the rest; none over the embedder's token budget, no non-blank line left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+from kenning.chunking.cutter import Cutter
+from kenning.chunking.languages import LANGUAGES
+from kenning.chunking.syntax import SyntaxChunker, error_fraction
+from kenning.chunking.text import markdown, windows
+from kenning.records import Chunk
+
+__all__ = ["CHUNKER_VERSION", "DOCS_LANGUAGES", "chunk_file", "is_docs_language"]
+
+# Part of the index descriptor: bump whenever the chunks cut from the same bytes change.
+CHUNKER_VERSION = 1
+
+DOCS_LANGUAGES = frozenset({"markdown", "rst", "text"})
+
+# A file whose parse is this much ERROR is cut in line windows instead.
+MAX_ERROR_FRACTION = 0.2
+
+
+def is_docs_language(language: str | None) -> bool:
+    """Whether chunks of ``language`` are documentation (search separates docs from code)."""
+    return language in DOCS_LANGUAGES
+
+
+@cache
+def _parser(language: str) -> Any:
+    from tree_sitter_language_pack import get_parser
+
+    return get_parser(language)  # type: ignore[arg-type]
+
+
+def chunk_file(
+    path: str,
+    data: bytes,
+    language: str | None,
+    *,
+    max_tokens: int,
+    count_tokens: Callable[[str], int],
+) -> list[Chunk]:
+    """Chunks of one file, in file order; byte offsets index ``data``.
+
+    ``max_tokens`` must leave room for one character: ranges are split down to characters.
+    """
+    cutter = Cutter(data, max_tokens, count_tokens)
+    if language == "markdown":
+        pieces = markdown(cutter)
+    elif language in LANGUAGES and data.strip():
+        try:
+            root = _parser(language).parse(data).root_node
+        except Exception:  # a grammar failing on odd bytes must not lose the file
+            root = None
+        if root is not None and error_fraction(root) <= MAX_ERROR_FRACTION:
+            pieces = SyntaxChunker(cutter, LANGUAGES[language]).run(root)
+        else:
+            pieces = windows(cutter)
+    else:
+        pieces = windows(cutter)
+    return cutter.chunks(pieces, path, language)
