@@ -123,12 +123,13 @@ def _cluster_digests(digests: dict[str, bytes]) -> dict[str, bytes]:
 
 
 def chunk_budget(embedder: Any, path: str) -> int:
-    """The model's input budget minus the ``Filepath:`` header and the document prefix."""
+    """Tokens a chunk of ``path`` may have. ``max_tokens`` already leaves out the document
+    prefix and a fixed reserve for the ``Filepath:`` header; a longer header takes the rest."""
     from kenning.embedding import document_text
+    from kenning.embedding.profiles import HEADER_RESERVE_TOKENS
 
-    prefix = getattr(embedder, "document_prefix", None) or ""
-    header = embedder.count_tokens(prefix + document_text(path, ""))
-    return max(16, int(embedder.max_tokens) - header)
+    header = embedder.count_tokens(document_text(path, ""))
+    return max(16, int(embedder.max_tokens) - max(0, header - HEADER_RESERVE_TOKENS))
 
 
 def chunk_source(embedder: Any, file: SourceFile, data: bytes) -> list[Chunk]:

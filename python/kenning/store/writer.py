@@ -169,8 +169,15 @@ class IndexWriter:
                 self._insert_snapshot(snapshot)
             self.conn.execute("COMMIT")
         except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: sqlite3.Error) -> IndexError_:
+        """Roll back what SQLite has not already; the last commit stays as it was."""
+        if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
-            raise IndexError_(f"Cannot write the index in {self.index.dir}: {exc}.") from exc
+        return IndexError_(f"Cannot write the index in {self.index.dir}: {exc}.",
+                           hint="Check free disk space, then run `kenning index` again to "
+                           "resume; the last committed snapshot is intact.")
 
     def _insert_snapshot(self, snapshot: dict[str, Any]) -> None:
         counts = self.counts()
@@ -233,9 +240,8 @@ class IndexWriter:
                 "WHERE generation = (SELECT max(generation) FROM snapshots)", (gained, gained))
             self.conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            self.conn.execute("ROLLBACK")
             self.vectors.rows = ids.start  # the appended tail is cut by the next writer
-            raise IndexError_(f"Cannot write the index in {self.index.dir}: {exc}.") from exc
+            raise self._failed(exc) from exc
         crash_point("batch-committed")
 
 

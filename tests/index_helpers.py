@@ -1,0 +1,123 @@
+"""Helpers shared by the store and indexer tests: fixture repositories, an embedder wrapper
+that counts (and can fail) calls, and an index consistency check."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kenning.errors import EmbedderUnavailable
+from kenning.store import Index
+from kenning.store.vectors import BITS, INT8, SCALE
+
+FILES = {
+    "app/server.py": '''"""HTTP server."""
+
+
+def start_server(port: int) -> None:
+    """Open a socket and serve requests forever."""
+    print("serving on", port)
+
+
+class RetryPolicy:
+    """Exponential backoff for failed requests."""
+
+    def delay(self, attempt: int) -> float:
+        return 0.1 * 2 ** attempt
+''',
+    "app/db.py": '''import sqlite3
+
+
+def connect(path: str) -> sqlite3.Connection:
+    """Open the database in WAL mode."""
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    return conn
+''',
+    "lib/util.js": '''function parseHeader(line) {
+  const [name, value] = line.split(":");
+  return { name: name.trim(), value: value.trim() };
+}
+
+module.exports = { parseHeader };
+''',
+    "docs/guide.md": '''# Guide
+
+Install the tool and run it.
+
+## Configuration
+
+Settings live in a TOML file.
+''',
+    "README.md": "# Demo\n\nA small project used by the tests.\n",
+}
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), "-c", "user.email=t@example.com",
+                           "-c", "user.name=t", "-c", "init.defaultBranch=main", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def make_repo(root: Path, files: dict[str, str] | None = None) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for path, text in (files or FILES).items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "initial")
+    return root
+
+
+class CountingEmbedder:
+    """Wraps a real embedder: records every text it embeds; optionally fails after a number."""
+
+    def __init__(self, inner: Any, *, fail_after: int | None = None, **overrides: Any) -> None:
+        self.inner, self.fail_after, self.overrides = inner, fail_after, overrides
+        self.texts: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self.overrides:
+            return self.overrides[name]
+        return getattr(self.inner, name)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if self.fail_after is not None and len(self.texts) + len(texts) > self.fail_after:
+            raise EmbedderUnavailable("The embedding server at 127.0.0.1 is unreachable.",
+                                      hint="Start it.")
+        self.texts.extend(texts)
+        return np.asarray(self.inner.embed_documents(texts))
+
+
+def check_consistent(index: Index) -> dict[str, Any]:
+    """Assert what a reader may rely on in the latest snapshot; returns its counts."""
+    with index.snapshot() as snap:
+        c = snap.conn
+        files = {r[0] for r in c.execute("SELECT path FROM files")}
+        chunk_ids = {r[0] for r in c.execute("SELECT id FROM chunks")}
+        orphans = c.execute("SELECT count(*) FROM chunks WHERE path NOT IN "
+                            "(SELECT path FROM files)").fetchone()[0]
+        assert orphans == 0, "chunks of files that are not in the index"
+        assert {r[0] for r in c.execute("SELECT rowid FROM chunks_fts")} == chunk_ids
+        ids = [r[0] for r in c.execute("SELECT vector_id FROM vectors ORDER BY vector_id")]
+        assert ids == list(range(snap.vector_rows)), "every committed row, and only those"
+        with_vector = c.execute("SELECT count(*) FROM chunks ch JOIN vectors v "
+                                "ON v.content_hash = ch.content_hash").fetchone()[0]
+        assert (snap.files, snap.chunks, snap.vectors) == (len(files), len(chunk_ids),
+                                                           with_vector)
+        assert snap.status == ("complete" if with_vector == len(chunk_ids) else "partial")
+        dims = int(snap.descriptor["dims"])
+        assert snap.bits.shape == (snap.vector_rows, (dims + 7) // 8)
+        assert snap.int8.shape == (snap.vector_rows, dims)
+        assert snap.scales.shape == (snap.vector_rows,)
+        for name, width in ((BITS, (dims + 7) // 8), (INT8, dims), (SCALE, 4)):
+            path = index.dir / name
+            assert snap.vector_rows == 0 or path.stat().st_size >= snap.vector_rows * width
+        return {"generation": snap.generation, "status": snap.status, "files": snap.files,
+                "chunks": snap.chunks, "vectors": snap.vectors, "rows": snap.vector_rows}
