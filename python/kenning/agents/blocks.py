@@ -26,7 +26,8 @@ def append_block(text: str, block: str) -> str:
 def cut_block(text: str, start: int, end: int) -> str:
     """``text`` without ``text[start:end]``, undoing :func:`append_block` exactly.
 
-    A block that was moved into the middle of the file goes with its own line break only.
+    A block in the middle of the file (moved there, or with text added after it) goes with
+    its line break and, between two blank lines, one of them.
     """
     nl = newline_of(text)
     before, after = text[:start], text[end:]
@@ -36,4 +37,7 @@ def cut_block(text: str, start: int, end: int) -> str:
         if before.endswith(nl + nl):
             return before[: -len(nl)] if after else before[: -2 * len(nl)]
         return before
-    return before + after.removeprefix(nl)
+    after = after.removeprefix(nl)
+    if before.endswith(nl + nl) and after.startswith(nl):
+        after = after[len(nl) :]
+    return before + after
