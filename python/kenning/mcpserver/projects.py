@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kenning.config import Settings
 from kenning.errors import KenningError, UsageError
+from kenning.project import find_root
 
 if TYPE_CHECKING:
     from kenning.search import ProjectRef
@@ -55,13 +56,24 @@ class Job:
         return not self.done.is_set()
 
 
-def _resolve_one(settings: Settings, name: str) -> ProjectRef:
-    from kenning.search import resolve_projects
+def _resolve(settings: Settings, name: str) -> ProjectRef:
+    """The project a configured id or a root path names. Each entry is resolved on its own (not
+    with ``resolve_projects``, which needs every configured root present), and the id is the
+    one its index records, so it matches the ids in search results."""
+    from kenning.search import ProjectRef
+    from kenning.store import project_id_for
 
-    refs = resolve_projects(settings, [name])
-    if len(refs) != 1:
-        raise UsageError(f"{name!r} does not name exactly one project.")
-    return refs[0]
+    entry = next((p for p in settings.projects if str(p.get("id")) == name), None)
+    path = Path(str(entry["root"]) if entry and entry.get("root") else name).expanduser()
+    if not path.exists():
+        if entry is None and not any(str(p.get("root")) == name for p in settings.projects):
+            known = ", ".join(str(p.get("id") or p.get("root")) for p in settings.projects)
+            raise UsageError(f"{name} is neither a directory nor a configured project id.",
+                             hint=f"Configured projects: {known or 'none'}.")
+        raise UsageError(f"The root of project {name}, {path}, does not exist.",
+                         hint="Restore it, or remove the project from the kenning config.")
+    root = find_root(path)
+    return ProjectRef(project_id_for(root, settings), root)
 
 
 class Registry:
@@ -76,11 +88,9 @@ class Registry:
             wanted = [str(p.get("id") or p.get("root")) for p in settings.projects]
         else:
             wanted = []
-        if not wanted:
-            from kenning.search import resolve_projects
-
-            # the working directory's project
-            self.projects = [Served(ref.id, ref=ref) for ref in resolve_projects(settings, [])]
+        if not wanted:  # the working directory's project
+            ref = _resolve(settings, str(Path.cwd()))
+            self.projects = [Served(ref.id, ref=ref)]
             return
         for name in dict.fromkeys(wanted):
             self.projects.append(self._served(name))
@@ -99,7 +109,7 @@ class Registry:
                                       "kenning config.")
             return
         try:
-            served.ref, served.error = _resolve_one(self.settings, served.name), None
+            served.ref, served.error = _resolve(self.settings, served.name), None
         except KenningError as exc:
             served.error = exc
 

@@ -172,7 +172,7 @@ def reindex(result: dict[str, Any]) -> Rendered:
     for proj in result["projects"]:
         line = f"{proj['project']}: {proj['state']}"
         if proj.get("result"):
-            line += " · " + json.dumps(proj["result"], default=str)
+            line += " · " + _refresh_summary(proj["result"])
         if proj.get("progress"):
             line += " · progress " + json.dumps(proj["progress"], default=str)
         if proj.get("error"):
@@ -186,8 +186,14 @@ def reindex(result: dict[str, Any]) -> Rendered:
     return Rendered("\n".join(lines), result)
 
 
-def error(body: dict[str, Any]) -> str:
-    return _problem(body)
+def _refresh_summary(r: dict[str, Any]) -> str:
+    if r.get("nothing_changed"):
+        return f"nothing changed since generation {r.get('generation')}"
+    return (f"generation {r.get('generation')} ({r.get('status')}): {r.get('files')} files "
+            f"({r.get('files_added')} added, {r.get('files_changed')} changed, "
+            f"{r.get('files_removed')} removed), {r.get('chunks')} chunks, "
+            f"{r.get('vectors_embedded')} embedded now, {r.get('vectors_missing')} without a "
+            f"vector, {r.get('timings', {}).get('total', 0):.2f} s")
 
 
 def _problem(problem: dict[str, Any]) -> str:

@@ -10,12 +10,10 @@ from the last snapshot.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kenning.config import Settings
@@ -34,14 +32,6 @@ REFRESH_WAIT = 5.0
 EMBEDDER_RETRY_AFTER = 30.0
 # code_reindex waits this long for the work to finish before reporting it as running.
 REINDEX_WAIT = 30.0
-
-
-def _as_dict(value: Any) -> dict[str, Any]:
-    if isinstance(value, dict):
-        return value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    return dict(vars(value))
 
 
 def parse_chunk_id(chunk_id: str) -> tuple[str, int, int]:
@@ -63,7 +53,7 @@ class Service:
         self.embedder = embedder
         self._jobs_lock = threading.Lock()
         self._embedder_down_until = float("-inf")
-        self._embedder_error: KenningError | None = None
+        self._embedder_error: EmbedderError | None = None
 
     # -- search ---------------------------------------------------------------------------
 
@@ -71,6 +61,7 @@ class Service:
                kind: str | None = None, language: str | None = None,
                project: str | None = None) -> dict[str, Any]:
         from kenning.search import search
+        from kenning.search.filters import normalize_path_filter
 
         if not query.strip():
             raise UsageError("The query is empty.", hint="Describe the code you are looking for.")
@@ -82,11 +73,15 @@ class Service:
         if not targets:
             raise UsageError("None of the served projects is available.",
                              hint=" ".join(warnings) or None)
+        refs = [p.ref for p in targets if p.ref]
+        if path_filter is not None:  # refuse a filter that escapes a root before any work
+            for ref in refs:
+                normalize_path_filter(path_filter, ref.root)
         for served in targets:
             self._freshen(served, warnings)
-        result = search(query, [p.ref for p in targets if p.ref], settings=self.settings,
-                        limit=limit, path_filter=path_filter, language=language, kind=kind,
-                        refresh=False, embedder=self.embedder)
+        result = search(query, refs, settings=self.settings, limit=limit,
+                        path_filter=path_filter, language=language, kind=kind, refresh=False,
+                        embedder=self._query_embedder())
         result["warnings"] = warnings + list(result.get("warnings") or [])
         return result
 
@@ -95,7 +90,8 @@ class Service:
 
         project, _, _ = parse_chunk_id(chunk_id)
         served = self.registry.select(project)
-        return get_chunk(chunk_id.strip(), [p.ref for p in served if p.ref], self.settings)
+        return get_chunk(chunk_id.strip(), [p.ref for p in served if p.ref],
+                         settings=self.settings, embedder=self.embedder)
 
     def find_repositories(self, query: str, *, limit: int = 10) -> dict[str, Any]:
         """Served projects ranked by their best hit for ``query``."""
@@ -124,6 +120,13 @@ class Service:
     def _embedder_failed(self, exc: EmbedderError) -> None:
         self._embedder_error = exc
         self._embedder_down_until = time.monotonic() + EMBEDDER_RETRY_AFTER
+
+    def _query_embedder(self) -> Any:
+        """The embedder, or while it is known to be down a stand-in that fails at once, so a
+        degraded search does not wait on connection retries each time."""
+        if self._embedder_usable() or self._embedder_error is None:
+            return self.embedder
+        return _DownEmbedder(self.embedder, self._embedder_error)
 
     def _snapshot_status(self, served: Served) -> str | None:
         """``complete``/``partial`` for the last committed snapshot, None when there is none."""
@@ -160,7 +163,7 @@ class Service:
             # now and leave the embedding to a worker thread.
             embed = status == "complete" and self._embedder_usable()
             result = self._refresh(served, embed=embed, warnings=warnings)
-            backlog = not embed and self._embedder_usable() and not (result or {}).get("busy")
+            backlog = not embed and self._embedder_usable() and not result.get("busy")
         except KenningError as exc:
             served.last_error = exc
             warnings.append(f"Could not refresh {served.id}: {exc.message}")
@@ -171,26 +174,24 @@ class Service:
 
     def _refresh(self, served: Served, *, embed: bool, warnings: list[str],
                  full: bool = False, progress: Callable[[dict[str, Any]], None] | None = None,
-                 ) -> dict[str, Any] | None:
-        """One refresh of ``served`` (its lock held); an embedder failure falls back to none."""
+                 ) -> dict[str, Any]:
+        """One refresh of ``served``, its lock held. The indexer commits files and chunks before
+        it embeds, so when the embedder fails the lexical tables are already fresh."""
         from kenning.indexer import refresh
 
         assert served.ref is not None
         try:
-            result = _as_dict(refresh(served.ref.root, self.settings, embedder=self.embedder,
-                                      full=full, wait=False, embed=embed, progress=progress))
+            result = refresh(served.ref.root, self.settings, embedder=self.embedder, full=full,
+                             wait=False, embed=embed, progress=progress).to_dict()
         except EmbedderError as exc:
             self._embedder_failed(exc)
             served.last_error = exc
             warnings.append(f"The embedder failed while refreshing {served.id}: {exc.message}")
-            if not embed:
-                raise
-            return self._refresh(served, embed=False, warnings=warnings, full=full,
-                                 progress=progress)
+            return {"embedder_failed": True}
         served.last_result = result
         if embed:
             served.last_error = None
-        if result.get("busy"):
+        if result["busy"]:
             warnings.append(f"Another process is indexing {served.id}; results come from its "
                             "last committed snapshot.")
         return result
@@ -217,7 +218,7 @@ class Service:
                 served.last_refresh = time.monotonic()
                 job.result = self._refresh(served, embed=True, warnings=warnings,
                                            full=job.full, progress=progress)
-            if warnings and served.last_error is not None:
+            if job.result.get("embedder_failed"):
                 job.error = served.last_error
         except KenningError as exc:
             job.error = served.last_error = exc
@@ -297,7 +298,7 @@ class Service:
             report["state"] = "unreadable"
             problems.append(exc.to_dict())
         else:
-            report.update(_snapshot_report(index.dir, index))
+            report.update(_snapshot_report(index))
         if served.job is not None and served.job.running:
             report["state"] = "indexing"
             report["progress"] = served.job.progress
@@ -309,26 +310,37 @@ class Service:
         return report
 
 
-def _snapshot_report(directory: Path, index: Any) -> dict[str, Any]:
+def _snapshot_report(index: Any) -> dict[str, Any]:
     with index.snapshot() as snap:
-        row = snap.conn.execute(
-            "SELECT created_at, git_branch, files, chunks, vectors FROM snapshots "
-            "WHERE generation = ?", (snap.generation,)).fetchone()
-        report: dict[str, Any] = {
-            "state": "ready" if snap.status == "complete" else "embedding",
-            "index_dir": str(directory), "generation": snap.generation,
-            "revision": snap.revision, "status": snap.status, "descriptor": snap.descriptor}
-    if row is not None:
-        created, branch, files, chunks, vectors = row
-        report.update(indexed_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created)),
-                      branch=branch, files=files, chunks=chunks, chunks_embedded=vectors)
-    if not snap.generation:
-        report["state"] = "not indexed"
-    return report
+        if not snap.generation:
+            return {"state": "not indexed", "index_dir": str(index.dir)}
+        return {"state": "ready" if snap.status == "complete" else "embedding",
+                "index_dir": str(index.dir), "generation": snap.generation,
+                "revision": snap.revision, "branch": snap.branch, "status": snap.status,
+                "indexed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(snap.created_at))
+                if snap.created_at else None,
+                "files": snap.files, "chunks": snap.chunks, "chunks_embedded": snap.vectors,
+                "model": snap.descriptor.get("model"), "dims": snap.descriptor.get("dims")}
 
 
 def _progress_note(progress: dict[str, Any] | None) -> str:
-    if not progress:
+    if not progress or progress.get("type") != "embedding":
         return ""
-    done, total = progress.get("embedded"), progress.get("to_embed")
-    return f" ({done} of {total} chunks embedded)" if done is not None and total else ""
+    return f" ({progress.get('done')} of {progress.get('total')} new chunks embedded)"
+
+
+class _DownEmbedder:
+    """The real embedder's identity (model, dims: they name the index) that raises ``error``
+    instead of embedding."""
+
+    def __init__(self, embedder: Embedder, error: EmbedderError) -> None:
+        self._embedder, self._error = embedder, error
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._embedder, name)
+
+    def embed_query(self, text: str) -> Any:
+        raise self._error
+
+    def embed_documents(self, texts: Any) -> Any:
+        raise self._error
