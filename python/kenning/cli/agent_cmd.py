@@ -115,7 +115,8 @@ def _as_json(plan: Plan, dry_run: bool, backups: Path | None) -> dict[str, Any]:
         "components": list(plan.components),
         "changed": bool(plan.changed),
         "files": [{"path": str(c.path), "agent": c.agent, "components": c.components,
-                   "action": c.action, "content": c.new} for c in plan.changes],
+                   "action": c.action, "content": c.new}
+                  for c in plan.changes if c.old is not None or c.new is not None],
         "backup_dir": str(backups) if backups else None,
         "notes": plan.notes,
     }
