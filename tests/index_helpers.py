@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from kenning.errors import EmbedderUnavailable
 from kenning.store import Index
 from kenning.store.vectors import BITS, INT8, SCALE

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from index_helpers import CountingEmbedder, check_consistent, git, make_repo
 from kenning import config, kernels
 from kenning.embedding import document_text, make_embedder
@@ -50,9 +49,10 @@ def test_first_index_commits_every_chunk_with_a_vector(repo, settings, model):
         hit = snap.conn.execute("SELECT c.path FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
                                 "WHERE chunks_fts MATCH 'backoff'").fetchall()
         assert hit == [("app/server.py",)]
-        split = snap.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH "
-                                  "'body: parse AND body: header'").fetchone()[0]
-        assert split == 1
+        split = snap.conn.execute("SELECT c.symbol FROM chunks_fts f JOIN chunks c ON "
+                                  "c.id = f.rowid WHERE chunks_fts MATCH "
+                                  "'symbol: parse AND symbol: header'").fetchall()
+        assert split == [("parseHeader",)]
         by_path = snap.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH "
                                     "'path: guide'").fetchone()[0]
         assert by_path >= 1

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from index_helpers import FILES, CountingEmbedder, check_consistent, make_repo
 from kenning import config
 from kenning.embedding import make_embedder

@@ -139,8 +139,8 @@ def _print_dry_run(report: dict[str, Any], json_output: bool, quiet: bool) -> No
     from rich.table import Table
 
     console = Console()
-    console.print(f"Would index {report['files']} files ({report['bytes'] / 1e6:.1f} MB) in "
-                  f"{report['chunks']} chunks from {report['root']}; nothing was embedded.")
+    click.echo(f"Would index {report['files']} files ({report['bytes'] / 1e6:.1f} MB) in "
+               f"{report['chunks']} chunks from {report['root']}; nothing was embedded.")
     langs = Table("language", "files", "chunks", "MB", title="By language")
     for name, stats in report["languages"].items():
         langs.add_row(name, str(stats["files"]), str(stats["chunks"]),
@@ -151,5 +151,5 @@ def _print_dry_run(report: dict[str, Any], json_output: bool, quiet: bool) -> No
         for row in report[key]:
             table.add_row(row["path"], f"{row['bytes'] / 1024:.0f}")
         console.print(table)
-    console.print("Exclude what should not be searched with a .kenningignore file "
-                  "(gitignore syntax).")
+    click.echo("Exclude what should not be searched with a .kenningignore file "
+               "(gitignore syntax).")

@@ -1,0 +1,88 @@
+"""`kenning index`: progress as JSON lines, quiet, dry run, busy and --wait, clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from index_helpers import make_repo
+from kenning import config
+from kenning.cli import cli
+from kenning.store import Index
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo")
+
+
+def invoke(*args: str):
+    result = CliRunner().invoke(cli, ["index", *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_json_output_reports_progress_then_a_finished_event(repo):
+    lines = [json.loads(line) for line in invoke(str(repo / "app"), "--json-output")
+             .stdout.splitlines()]
+    kinds = [e["type"] for e in lines]
+    assert kinds[0] == "scan" and kinds[-1] == "finished" and "embedding" in kinds
+    done = lines[-1]
+    assert done["root"] == str(repo)  # a path inside the work tree is lifted to its root
+    assert done["files_added"] == 5 and done["vectors_embedded"] == done["chunks"] > 0
+    assert done["status"] == "complete" and done["timings"]["total"] > 0
+    again = json.loads(invoke(str(repo), "--json-output").stdout.splitlines()[-1])
+    assert again["nothing_changed"] and again["vectors_embedded"] == 0
+
+
+def test_people_see_a_summary_and_an_unchanged_tree_says_so(repo):
+    assert "Indexed" in invoke(str(repo)).stdout
+    assert "Nothing changed" in invoke(str(repo)).stdout
+    assert invoke(str(repo), "--quiet").stdout == ""
+
+
+def test_dry_run_reports_languages_and_largest_without_indexing(repo):
+    report = json.loads(invoke(str(repo), "--dry-run", "--json-output").stdout.splitlines()[-1])
+    assert report["type"] == "dry_run" and report["files"] == 5
+    assert set(report["languages"]) >= {"python", "markdown", "javascript"}
+    assert report["languages"]["python"]["files"] == 2
+    assert report["chunks"] == sum(s["chunks"] for s in report["languages"].values())
+    assert report["largest_files"][0]["path"] == "app/server.py"
+    assert {f["path"] for f in report["largest_folders"]} >= {"app/", "docs/", "lib/"}
+    settings = config.load()
+    with pytest.raises(Exception, match="no index"):
+        Index.open(repo, settings)
+    text = invoke(str(repo), "--dry-run").stdout
+    assert "nothing was embedded" in text and "python" in text
+
+
+def kenning(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "kenning", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+
+
+def test_second_indexer_reports_busy_and_wait_waits(repo):
+    index = Index.open(repo, config.load(), create=True)
+    with index.writer():
+        proc = kenning("index", str(repo))
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and "in progress" in out
+        waiting = kenning("index", str(repo), "--wait", "--json-output")
+        time.sleep(1.0)
+        assert waiting.poll() is None
+    out, err = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    assert events[0]["type"] == "waiting" and events[-1]["files_added"] == 5
+
+
+def test_bad_path_is_one_clear_line(tmp_path):
+    proc = kenning("index", str(tmp_path / "missing"))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "does not exist" in err and "Traceback" not in err
