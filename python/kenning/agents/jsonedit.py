@@ -1,8 +1,8 @@
 """Format-preserving edits of JSON files: add or remove one member, keep every other byte.
 
-Re-serialising a user's settings file would reflow their arrays, reorder nothing but still
-rewrite every line. Instead the standard library's decoder locates members (their byte spans),
-and an edit splices text in or out at those spans: an added member follows the indentation of
+Re-serialising a user's settings file would rewrite it in the library's style (reflowed
+arrays, other indentation, escapes). Instead the standard library's decoder locates members
+(their byte spans), and an edit splices text in or out at those spans: an added member follows the indentation of
 its neighbours (or the file's indent unit), and removing it again restores the original bytes.
 """
 
