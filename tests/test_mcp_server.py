@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from embed_server import EmbedServer
@@ -161,6 +162,21 @@ class Client:
         body: dict[str, Any] = json.loads(result.content[0].text)
         assert body == result.structured_content
         return body
+
+    def call_together(self, tool: str, calls: list[dict[str, Any]]) -> list[CallToolResult]:
+        """``tool`` called with each of ``calls`` at once (concurrent requests on one session)."""
+        async def run() -> list[CallToolResult]:
+            out: list[CallToolResult] = []
+
+            async def one(arguments: dict[str, Any]) -> None:
+                out.append(await self.session.call_tool(tool, arguments))
+
+            async with anyio.create_task_group() as group:
+                for arguments in calls:
+                    group.start_soon(one, arguments)
+            return out
+
+        return self.portal.call(run)
 
     def tools(self) -> dict[str, Any]:
         listed = self.portal.call(self.session.list_tools)
@@ -334,6 +350,21 @@ def test_edits_make_old_ids_stale(alpha: Client, world: World) -> None:
         assert "Search again" in body["hint"]
     finally:
         target.write_text(original)
+
+
+def test_concurrent_searches_serialise_their_refreshes(alpha: Client, world: World) -> None:
+    generation = alpha.ok("code_index_status").structured_content["projects"][0]["generation"]
+    extra = world.alpha / "src/extra.py"
+    extra.write_text("def walrus_tally(counts):\n    return sum(counts.values())\n")
+    try:
+        results = alpha.call_together("code_search", [{"query": "walrus_tally"}] * 4)
+        for result in results:
+            assert not result.is_error, result.content[0].text
+            assert result.structured_content["results"][0]["path"] == "src/extra.py"
+        status = alpha.ok("code_index_status").structured_content["projects"][0]
+        assert status["generation"] == generation + 1  # one refresh did the work
+    finally:
+        extra.unlink()
 
 
 def test_another_process_indexing_does_not_block_searches(alpha: Client, world: World) -> None:

@@ -29,6 +29,7 @@ class Served:
     name: str  # as configured or given: an id or a root path
     ref: ProjectRef | None = None
     error: KenningError | None = None
+    retry: bool = True  # look the root up again on each call (False: the error is final)
     # refresh state: held during any refresh this process runs for the project
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_refresh: float = float("-inf")  # time.monotonic() of the last refresh attempt
@@ -90,7 +91,14 @@ class Registry:
             wanted = []
         if not wanted:  # the working directory's project
             ref = _resolve(settings, str(Path.cwd()))
-            self.projects = [Served(ref.id, ref=ref)]
+            if ref.root in (Path.home().resolve(), Path(ref.root.anchor)):
+                # an agent started outside any project: never index a whole home or disk
+                error = UsageError(f"kenning mcp was started in {ref.root}, which is not a "
+                                   "project.", hint="Start it in a project directory, pass "
+                                   "--project PATH, or list [[projects]] in the kenning config.")
+                self.projects = [Served(str(ref.root), error=error, retry=False)]
+            else:
+                self.projects = [Served(ref.id, ref=ref)]
             return
         for name in dict.fromkeys(wanted):
             self.projects.append(self._served(name))
@@ -101,12 +109,13 @@ class Registry:
         return served
 
     def _retry(self, served: Served) -> None:
+        """Check ``served``'s root again: a root may vanish, or reappear, while serving."""
+        if not served.retry:
+            return
         if served.ref is not None:
-            if served.ref.root.is_dir():
-                return
-            served.error = UsageError(f"The root of project {served.ref.id}, {served.ref.root}, "
-                                      "no longer exists.", hint="Restore it or remove it from the "
-                                      "kenning config.")
+            served.error = None if served.ref.root.is_dir() else UsageError(
+                f"The root of project {served.id}, {served.ref.root}, no longer exists.",
+                hint="Restore it, or remove the project from the kenning config.")
             return
         try:
             served.ref, served.error = _resolve(self.settings, served.name), None
@@ -117,11 +126,9 @@ class Registry:
         return [p.id for p in self.projects]
 
     def live(self) -> list[Served]:
-        """The projects whose root exists right now (each missing one is looked up again)."""
+        """The projects whose root exists right now."""
         for served in self.projects:
-            if served.error is not None or (served.ref and not served.ref.root.is_dir()):
-                served.error = None
-                self._retry(served)
+            self._retry(served)
         return [p for p in self.projects if p.error is None and p.ref is not None]
 
     def missing(self) -> list[Served]:
@@ -147,8 +154,7 @@ class Registry:
         raise UsageError(f"Unknown project {project!r}.", hint=self._served_hint())
 
     def _usable(self, served: Served) -> Served:
-        if served.error is not None:
-            self._retry(served)
+        self._retry(served)
         if served.error is not None:
             raise served.error
         return served

@@ -52,6 +52,9 @@ class Service:
         self.registry = registry
         self.embedder = embedder
         self._jobs_lock = threading.Lock()
+        # one indexing job at a time per process, so reindexing many projects does not flood
+        # the embedder; the others wait their turn
+        self._job_slot = threading.Semaphore(1)
         self._embedder_down_until = float("-inf")
         self._embedder_error: EmbedderError | None = None
 
@@ -108,7 +111,7 @@ class Service:
         roots = {p.id: str(p.ref.root) for p in self.registry.projects if p.ref}
         for entry in ranked:
             entry["root"] = roots.get(entry["project"])
-        without = [p.id for p in self.registry.projects if p.id not in best]
+        without = [p.id for p in self.registry.live() if p.id not in best]
         return {"type": "repositories", "query": query, "repositories": ranked[:limit],
                 "without_hits": without, "warnings": found["warnings"]}
 
@@ -213,8 +216,9 @@ class Service:
             job.progress = event
 
         warnings: list[str] = []
+        job.progress = {"type": "queued"}
         try:
-            with served.lock:
+            with self._job_slot, served.lock:
                 served.last_refresh = time.monotonic()
                 job.result = self._refresh(served, embed=True, warnings=warnings,
                                            full=job.full, progress=progress)
