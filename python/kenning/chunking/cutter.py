@@ -23,6 +23,12 @@ PACK_LINES = 50
 
 _NEWLINE = re.compile(b"\n")
 _BLANK_RUN = re.compile(rb"\n[ \t\r\f\v]*\n")
+# Letters (any non-ASCII byte counts as one) or digits: no tokenizer merges across these runs.
+_WORD_RUN = re.compile(rb"[A-Za-z\x80-\xff]+|[0-9]+")
+# Tokens per word run before this file has been measured (WordPiece on code: about 2).
+_FIRST_RATIO = 2.0
+# Estimates aim this much high, so few packed pieces fail their exact check.
+_SAFETY = 1.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,23 +48,45 @@ Segment = tuple[int, int, Any]
 
 
 class Cutter:
+    """Measures and cuts one file. Exact token counts are the costly part (a tokenizer pass),
+    so decisions use an estimate and every emitted piece is checked exactly once: the estimate
+    is the number of word runs (a lower bound for real tokenizers, which never merge across
+    them) times the tokens-per-run ratio seen so far in this file."""
+
     def __init__(self, data: bytes, max_tokens: int, count_tokens: Callable[[str], int]) -> None:
         self.data = data
         self.max_tokens = max_tokens
         self.count_tokens = count_tokens
         self.line_starts = [0, *(m.end() for m in _NEWLINE.finditer(data))]
+        self.run_starts = [m.start() for m in _WORD_RUN.finditer(data)]
         self._counts: dict[tuple[int, int], int] = {}
+        self._counted_tokens = 0
+        self._counted_runs = 0
 
     # -- measures ---------------------------------------------------------------------------
     def text(self, start: int, end: int) -> str:
         return self.data[start:end].decode("utf-8", "replace")
 
     def tokens(self, start: int, end: int) -> int:
+        """Exact token count of [start, end) by the embedder's counter (memoised)."""
         key = (start, end)
         found = self._counts.get(key)
         if found is None:
             found = self._counts[key] = self.count_tokens(self.text(start, end))
+            self._counted_tokens += found
+            self._counted_runs += self.runs(start, end)
         return found
+
+    def runs(self, start: int, end: int) -> int:
+        """Word runs (letters or digits) starting in [start, end), less one for a run cut at
+        ``start``: a lower bound on the tokens of any sane tokenizer."""
+        starts = self.run_starts
+        return max(0, bisect.bisect_left(starts, end) - bisect.bisect_left(starts, start) - 1)
+
+    def estimate(self, start: int, end: int) -> int:
+        runs = self.runs(start, end)
+        ratio = self._counted_tokens / self._counted_runs if self._counted_runs else _FIRST_RATIO
+        return int(runs * ratio * _SAFETY) + 1
 
     def line_of(self, offset: int) -> int:
         """0-based line holding byte ``offset``."""
@@ -76,25 +104,46 @@ class Cutter:
         return self.line_of(max(start, end - 1)) - self.line_of(start) + 1
 
     def fits(self, start: int, end: int, max_lines: int = SPLIT_LINES) -> bool:
-        return self.lines(start, end) <= max_lines and self.tokens(start, end) <= self.max_tokens
+        """Exact, but a range whose lower bound is over the budget is never counted."""
+        return (
+            self.lines(start, end) <= max_lines
+            and self.runs(start, end) <= self.max_tokens
+            and self.tokens(start, end) <= self.max_tokens
+        )
+
+    def probably_fits(self, start: int, end: int) -> bool:
+        lines = self.lines(start, end)
+        return lines <= SPLIT_LINES and self.estimate(start, end) <= self.max_tokens
+
+    def fits_cheaply(self, start: int, end: int) -> bool:
+        """Whether [start, end) might fit: far over by the estimate, it is split uncounted."""
+        return self.estimate(start, end) <= self.max_tokens * 5 // 4 and self.fits(start, end)
 
     # -- packing ----------------------------------------------------------------------------
-    def pack(self, segments: Sequence[Segment], label: Piece) -> list[Piece]:
-        """Greedy: consecutive segments share a piece while it fits the budget and PACK_LINES."""
+    def pack(self, segments: Sequence[Segment], label: Piece, exact: bool = False) -> list[Piece]:
+        """Greedy: consecutive segments share a piece while it fits the budget and PACK_LINES.
+
+        Sizes are estimated and each piece is checked exactly when it closes; a group that
+        turns out too big is packed again with exact counts (``exact``)."""
         out: list[Piece] = []
         group: list[Segment] = []
         total = 0
 
         def flush() -> None:
             nonlocal total
-            if not group:
-                return
+            solid = [seg for seg in group if self.data[seg[0] : seg[1]].strip()]
             start, end = group[0][0], group[-1][1]
-            # Token counts of line-aligned neighbours add up; check the sum once anyway.
-            if len(group) == 1 or self.tokens(start, end) <= self.max_tokens:
+            if not solid:
+                pass
+            elif self.fits(start, end, max_lines=len(self.line_starts)):
                 out.append(replace(label, start=start, end=end))
+            elif len(solid) == 1:
+                seg = solid[0]
+                out.extend(self.split(seg[0], seg[1], seg[2], label))
+            elif exact:  # counts of neighbours nearly always add up; if not, one piece each
+                out.extend(replace(label, start=s, end=e) for s, e, _ in solid)
             else:
-                out.extend(replace(label, start=s, end=e) for s, e, _ in group)
+                out.extend(self.pack(group, label, exact=True))
             group.clear()
             total = 0
 
@@ -106,11 +155,14 @@ class Cutter:
                 if group:
                     group.append(seg)  # blank lines between neighbours travel with them
                 continue
-            count = self.tokens(start, end)
+            count = self.tokens(start, end) if exact else self.estimate(start, end)
             if count > self.max_tokens or self.lines(start, end) > SPLIT_LINES:
-                flush()
-                out.extend(self.split(start, end, node, label))
-                continue
+                if not self.fits(start, end):
+                    if group:
+                        flush()
+                    out.extend(self.split(start, end, node, label))
+                    continue
+                count = self.tokens(start, end)
             overflow = total + count > self.max_tokens
             if group and overflow and node is not None and total < self.max_tokens // 4:
                 inner = self.node_segments(node, start, end)
@@ -121,7 +173,8 @@ class Cutter:
                 flush()
             group.append(seg)
             total += count
-        flush()
+        if group:
+            flush()
         return out
 
     def split(self, start: int, end: int, node: Any, label: Piece) -> list[Piece]:
@@ -131,7 +184,10 @@ class Cutter:
             if len(segments) > 1:
                 return self.pack(segments, label)
         if self.line_of(start) != self.line_of(max(start, end - 1)):
-            return self.pack(self.line_segments(start, end), label)
+            segments = self.line_segments(start, end)
+            if len(segments) == 1:  # one paragraph that only looked small: cut at every line
+                segments = self.line_segments(start, end, by_line=True)
+            return self.pack(segments, label)
         return [replace(label, start=s, end=e) for s, e in self.split_line(start, end)]
 
     def node_segments(self, node: Any, start: int, end: int) -> list[Segment]:
@@ -153,7 +209,7 @@ class Cutter:
             if child.end_byte <= start or child.start_byte >= end:
                 continue
             cut = self.snap(child.start_byte, cuts[-1][0] if cuts else start)
-            too_big = not self.fits(child.start_byte, child.end_byte)
+            too_big = not self.probably_fits(child.start_byte, child.end_byte)
             if too_big and child.named_child_count:
                 cuts.append((cut, None))
                 self._collect_cuts(child, cut, child.end_byte, cuts)
@@ -167,7 +223,7 @@ class Cutter:
             return line
         return offset
 
-    def line_segments(self, start: int, end: int) -> list[Segment]:
+    def line_segments(self, start: int, end: int, by_line: bool = False) -> list[Segment]:
         """One segment per paragraph (blank-line separated) when it fits, else per line."""
         segments: list[Segment] = []
         cursor = start
@@ -178,7 +234,8 @@ class Cutter:
             segments.append((cursor, end, None))
         out: list[Segment] = []
         for s, e, _ in segments:
-            if self.fits(s, e, PACK_LINES) or self.lines(s, e) == 1:
+            small = self.lines(s, e) <= PACK_LINES and self.estimate(s, e) <= self.max_tokens
+            if small and not by_line:
                 out.append((s, e, None))
             else:
                 row, last = self.line_of(s), self.line_of(e - 1)

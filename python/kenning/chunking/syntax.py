@@ -137,7 +137,7 @@ class SyntaxChunker:
         kind = "method" if decl.kind == "function" and in_type else decl.kind
         symbol = _join(qualifier, decl.name)
         label = Piece(0, 0, kind, symbol, self.signature(decl.node))
-        if self.cut.fits(start, end):
+        if self.cut.fits_cheaply(start, end):
             return [replace(label, start=start, end=end)]
         if kind in CONTAINER_KINDS:
             body = self.body(decl.node)
@@ -287,9 +287,8 @@ class SyntaxChunker:
         return out
 
     def _joinable(self, prev: Piece, piece: Piece) -> bool:
-        return (
-            self.cut.lines(prev.start, piece.end) <= PACK_LINES
-            and self.cut.tokens(prev.start, piece.end) <= self.cut.max_tokens
+        return self.cut.lines(prev.start, piece.end) <= PACK_LINES and self.cut.fits_cheaply(
+            prev.start, piece.end
         )
 
 
