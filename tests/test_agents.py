@@ -142,12 +142,12 @@ def test_fresh_install_second_install_and_remove(home: Path, project: Path, scop
     assert snapshot(home, project) == before
 
 
-def test_default_set_leaves_out_hooks_and_codex_only_gets_its_files(home: Path) -> None:
+def test_default_set_is_everything_and_codex_only_gets_its_files(home: Path) -> None:
     result = run("setup-agent", "--agent", "codex")
     assert result.exit_code == 0, result.output
     files = user_files(home)
     assert files["codex_toml"].exists() and files["agents_md"].exists()
-    assert not files["codex_hooks"].exists()
+    assert files["codex_hooks"].exists()
     assert not (home / ".claude").exists() and not files["claude_json"].exists()
 
 

@@ -26,8 +26,9 @@ from kenning.project import kenning_home
 
 AGENTS = ("claude", "codex")
 COMPONENTS = ("mcp", "instructions", "skill", "subagent", "hooks")
-# The hook only warms the index: every search refreshes it anyway, so it is opt-in.
-RECOMMENDED = ("mcp", "instructions", "skill", "subagent")
+# Everything: the hook starts a first index in the background when a session opens, so the
+# agent's first search finds an index instead of waiting for one.
+RECOMMENDED = COMPONENTS
 
 
 @dataclass

@@ -161,10 +161,10 @@ def _print(plan: Plan, dry_run: bool, backups: Path | None) -> None:
 @_options("setup")
 def setup_agent(**options: Any) -> None:
     """Wire kenning into Claude Code and Codex: the MCP server, a short instruction block, a
-    search skill and a read-only explorer subagent (and, with --hooks, a background index
-    refresh at session start).
+    search skill, a read-only explorer subagent and a session-start hook that refreshes the
+    index in the background.
 
-    With no component flags it sets up the recommended set (all but --hooks). Running it again
+    With no component flags it sets up all of these. Running it again
     changes nothing; every edited file is backed up first; `kenning remove-agent` undoes it.
     """
     _run("setup", **options)
