@@ -1,0 +1,198 @@
+"""The file walk on real trees in temporary directories."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from kenning.sources import WalkStats, detect_language, walk
+
+MiB = 1 << 20
+
+
+def make(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
+def paths(root: Path, **kwargs: object) -> list[str]:
+    return [f.path for f in walk(root, max_file_size=MiB, **kwargs)]  # type: ignore[arg-type]
+
+
+def test_records_carry_size_mtime_language_and_come_sorted(tmp_path: Path) -> None:
+    make(tmp_path, {"b.py": "x = 1\n", "a/z.go": "package a\n", "a.txt": "hi\n", "a/b/c.rs": ""})
+    files = list(walk(tmp_path, max_file_size=MiB))
+    assert [f.path for f in files] == ["a.txt", "a/b/c.rs", "a/z.go", "b.py"]
+    by_path = {f.path: f for f in files}
+    assert by_path["b.py"].size == 6
+    assert by_path["b.py"].abs_path == tmp_path / "b.py"
+    assert by_path["b.py"].mtime_ns == os.stat(tmp_path / "b.py").st_mtime_ns
+    assert by_path["a/z.go"].language == "go"
+    assert by_path["a.txt"].language == "text"
+
+
+def test_nested_gitignore_with_negation_and_info_exclude(tmp_path: Path) -> None:
+    make(
+        tmp_path,
+        {
+            ".gitignore": "*.log\n/generated/\n",
+            ".git/info/exclude": "secret.py\n",
+            ".git/HEAD": "ref: refs/heads/main\n",
+            "app.py": "",
+            "debug.log": "",
+            "secret.py": "",
+            "generated/out.py": "",
+            "pkg/.gitignore": "!keep.log\ntmp_*\n",
+            "pkg/keep.log": "",
+            "pkg/other.log": "",
+            "pkg/tmp_x.py": "",
+            "pkg/mod.py": "",
+            "pkg/generated/inner.py": "",  # /generated/ is anchored at the root only
+            "other/tmp_y.py": "",  # pkg's rules do not reach a sibling folder
+        },
+    )
+    assert paths(tmp_path) == [
+        ".gitignore",
+        "app.py",
+        "other/tmp_y.py",
+        "pkg/.gitignore",
+        "pkg/generated/inner.py",
+        "pkg/keep.log",
+        "pkg/mod.py",
+    ]
+
+
+def test_default_excludes_and_kenningignore_reinclude(tmp_path: Path) -> None:
+    make(
+        tmp_path,
+        {
+            "src/main.js": "main()\n",
+            "node_modules/lib/index.js": "x\n",
+            "dist/bundle.js": "x\n",
+            "build/out.js": "x\n",
+            "target/debug/a.rs": "x\n",
+            "src/__pycache__/m.py": "x\n",
+            "env1/pyvenv.cfg": "home = /usr\n",
+            "env1/lib/site.py": "x\n",
+            "package-lock.json": "{}\n",
+            "Cargo.lock": "x\n",
+            "uv.lock": "x\n",
+            "yarn.lock": "x\n",
+            "static/app.min.js": "x\n",
+            "static/app.js.map": "{}\n",
+            "vendor/keep.py": "x\n",
+            "vendor/drop.py": "x\n",
+        },
+    )
+    stats = WalkStats()
+    assert paths(tmp_path, stats=stats) == ["src/main.js", "vendor/drop.py", "vendor/keep.py"]
+    assert stats.skipped["default"] == 6
+    assert stats.skipped_dirs["default"] == 6  # node_modules, dist, build, target, cache, venv
+
+    (tmp_path / ".kenningignore").write_text("vendor/drop.py\n!dist/\n!Cargo.lock\n")
+    assert paths(tmp_path) == [
+        ".kenningignore",
+        "Cargo.lock",
+        "dist/bundle.js",
+        "src/main.js",
+        "vendor/keep.py",
+    ]
+
+
+def test_kenningignore_beats_gitignore(tmp_path: Path) -> None:
+    make(
+        tmp_path,
+        {".gitignore": "docs/\n", ".kenningignore": "!docs/\n", "docs/guide.md": "# Guide\n"},
+    )
+    assert "docs/guide.md" in paths(tmp_path)
+
+
+def test_size_limit_and_binary_files(tmp_path: Path) -> None:
+    make(
+        tmp_path,
+        {
+            "small.py": "x = 1\n",
+            "big.py": "y = 2\n" * 100,
+            "blob.dat": b"head\x00tail",
+            "late_nul.txt": b"a" * 9000 + b"\x00",  # NUL after the first 8 KiB: text
+            "utf8.txt": "héllo wörld\n",
+        },
+    )
+    stats = WalkStats()
+    found = [f.path for f in walk(tmp_path, max_file_size=300, stats=stats)]
+    assert found == ["small.py", "utf8.txt"]
+    assert stats.skipped == {"too_large": 2, "binary": 1}
+    assert [f.path for f in walk(tmp_path, max_file_size=MiB)] == [
+        "big.py",
+        "late_nul.txt",
+        "small.py",
+        "utf8.txt",
+    ]
+
+
+def test_symlinks_loops_and_escapes(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    outside = tmp_path / "outside"
+    make(root, {"src/a.py": "a\n"})
+    make(outside, {"secret.py": "s\n"})
+    (root / "src" / "loop").symlink_to(root / "src", target_is_directory=True)
+    (root / "up").symlink_to(root, target_is_directory=True)
+    (root / "escape").symlink_to(outside, target_is_directory=True)
+    (root / "escape.py").symlink_to(outside / "secret.py")
+    (root / "alias.py").symlink_to(root / "src" / "a.py")
+    (root / "dangling.py").symlink_to(root / "missing.py")
+    stats = WalkStats()
+    found = paths(root, stats=stats)
+    assert found == ["alias.py", "src/a.py"]
+    assert stats.skipped["symlink"] == 1
+    assert stats.skipped_dirs["symlink"] == 3  # escape, and the two loops
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_files_and_folders_are_skipped(tmp_path: Path) -> None:
+    make(tmp_path, {"ok.py": "x\n", "locked.py": "y\n", "closed/inner.py": "z\n"})
+    (tmp_path / "locked.py").chmod(0)
+    (tmp_path / "closed").chmod(0)
+    try:
+        stats = WalkStats()
+        assert paths(tmp_path, stats=stats) == ["ok.py"]
+        assert stats.skipped["unreadable"] == 1
+        assert stats.skipped_dirs["unreadable"] == 1
+    finally:
+        (tmp_path / "closed").chmod(0o755)
+
+
+def test_unreadable_ignore_file_does_not_stop_the_walk(tmp_path: Path) -> None:
+    make(tmp_path, {"a.py": "x\n"})
+    (tmp_path / ".gitignore").mkdir()  # a folder where a file is expected: unreadable as rules
+    assert paths(tmp_path) == ["a.py"]
+
+
+@pytest.mark.parametrize(
+    ("path", "language"),
+    [
+        ("a/b.py", "python"),
+        ("x.tsx", "tsx"),
+        ("x.TS", "typescript"),
+        ("lib.rs", "rust"),
+        ("Main.kt", "kotlin"),
+        ("p.cs", "csharp"),
+        ("h.hpp", "cpp"),
+        ("h.h", "c"),
+        ("run.sh", "bash"),
+        ("README.md", "markdown"),
+        ("docs/x.rst", "rst"),
+        ("Dockerfile", "dockerfile"),
+        ("Makefile", "make"),
+        (".bashrc", None),
+        ("data.unknownext", None),
+    ],
+)
+def test_detect_language(path: str, language: str | None) -> None:
+    assert detect_language(path) == language
