@@ -160,16 +160,17 @@ class _Refresh:
         files = list(walk(self.index.root, max_file_size=int(self.settings["index.max_file_size"])))
         self.emit({"type": "scan", "files": len(files)})
         self.lap("walk")
-        stored = writer.files()
+        known = writer.stat_map()
         latest = writer.latest()
         head, branch = git_state(self.index.root)
         result.revision, result.branch = head, branch
-        candidates = [f for f in files if full or _stat_changed(stored.get(f.path), f)]
-        present = {f.path for f in files}
-        removed = [p for p in stored if p not in present]
+        candidates = [f for f in files if full or known.get(f.path) != (f.size, f.mtime_ns)]
+        removed: list[str] = []
+        if candidates or len(known) != len(files):  # else every walked file is known, unchanged
+            removed = sorted(known.keys() - {f.path for f in files})
         self.lap("stat")
         if candidates or removed:
-            self.apply(files, stored, candidates, removed, latest, full=full)
+            self.apply(files, writer.files(), candidates, removed, latest, full=full)
         elif latest is not None and (latest["git_head"], latest["git_branch"]) != (head, branch):
             writer.update_revision(head, branch)
         if embed:
@@ -321,10 +322,6 @@ class _Refresh:
                 if digest == m.content_hash:
                     texts[m.content_hash] = document_text(path, text)
         return texts
-
-
-def _stat_changed(row: FileRow | None, file: SourceFile) -> bool:
-    return row is None or row.size != file.size or row.mtime_ns != file.mtime_ns
 
 
 def _file_row(file: SourceFile, digest: bytes) -> FileRow:

@@ -92,6 +92,11 @@ class IndexWriter:
         return {r[0]: FileRow(*r) for r in self.conn.execute(
             "SELECT path, size, mtime_ns, digest, cluster, language FROM files")}
 
+    def stat_map(self) -> dict[str, tuple[int, int]]:
+        """path -> (size, mtime_ns): all the stat pass needs, read as cheaply as possible."""
+        return {path: (size, mtime) for path, size, mtime in self.conn.execute(
+            "SELECT path, size, mtime_ns FROM files")}
+
     def clusters(self) -> dict[str, bytes]:
         return dict(self.conn.execute("SELECT cluster, digest FROM clusters").fetchall())
 
