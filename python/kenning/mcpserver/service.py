@@ -22,6 +22,7 @@ from kenning.mcpserver.projects import Job, Registry, Served
 
 if TYPE_CHECKING:
     from kenning.embedding import Embedder
+    from kenning.search import ProjectRef
 
 log = logging.getLogger("kenning.mcp")
 
@@ -76,12 +77,24 @@ class Service:
         if not targets:
             raise UsageError("None of the served projects is available.",
                              hint=" ".join(warnings) or None)
-        refs = [p.ref for p in targets if p.ref]
         if path_filter is not None:  # refuse a filter that escapes a root before any work
-            for ref in refs:
-                normalize_path_filter(path_filter, ref.root)
+            for served in targets:
+                if served.ref is not None:
+                    normalize_path_filter(path_filter, served.ref.root)
         for served in targets:
             self._freshen(served, warnings)
+        refs: list[ProjectRef] = []
+        for served in targets:  # one project without an index must not sink the others
+            problem = self._index_problem(served)
+            if problem is not None and len(targets) == 1:
+                raise problem
+            if problem is not None:
+                warnings.append(f"Project {served.id} skipped: {problem.message}")
+            elif served.ref is not None:
+                refs.append(served.ref)
+        if not refs:
+            raise UsageError("None of the served projects has an index yet.",
+                             hint=" ".join(warnings) or None)
         result = search(query, refs, settings=self.settings, limit=limit,
                         path_filter=path_filter, language=language, kind=kind, refresh=False,
                         embedder=self._query_embedder())
@@ -130,6 +143,16 @@ class Service:
         if self._embedder_usable() or self._embedder_error is None:
             return self.embedder
         return _DownEmbedder(self.embedder, self._embedder_error)
+
+    def _index_problem(self, served: Served) -> KenningError | None:
+        from kenning.store import Index
+
+        assert served.ref is not None
+        try:
+            Index.open(served.ref.root, self.settings, embedder=self.embedder)
+        except KenningError as exc:
+            return exc
+        return None
 
     def _snapshot_status(self, served: Served) -> str | None:
         """``complete``/``partial`` for the last committed snapshot, None when there is none."""
