@@ -19,6 +19,7 @@ process: ``python tests/embed_server.py --port 11434``.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import socket
 import threading
@@ -30,7 +31,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from kenning.embedding import local
 
 OLLAMA_VERSION = "0.12.6"
@@ -43,6 +43,7 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: Any  # parsed JSON, or None
+    at: float = field(default_factory=time.monotonic)  # when the request arrived
 
 
 @dataclass
@@ -174,14 +175,16 @@ class _Server(ThreadingHTTPServer):
     def drop_connections(self) -> None:
         with self.connections_lock:
             for conn in self.connections:
-                try:
+                with contextlib.suppress(OSError):
                     conn.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
             self.connections.clear()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that hung up, or a connection dropped by ``stop()``: nothing to report."""
+        """Quiet for a client that hung up or a connection dropped by ``stop()``; loud for bugs."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
 
 
 class _Reject(Exception):
@@ -284,8 +287,8 @@ class _Handler(BaseHTTPRequestHandler):
         if dims is not None and (not isinstance(dims, int) or not 0 < dims <= local.DIMS):
             raise _Reject(400, {"error": f"invalid dimensions: {dims}"})
         ids = local.token_ids(texts)
-        if body.get("truncate") is False and any(
-                len(t) > MAX_TOKENS for t in _untruncated_lengths(texts)):
+        if body.get("truncate") is False and max(_untruncated_lengths(texts),
+                                                 default=0) > MAX_TOKENS:
             raise _Reject(400, {"error": "the input length exceeds the context length"})
         vectors = local.encode(ids) if texts else np.zeros((0, local.DIMS), np.float32)
         if dims is not None and owner.honour_dimensions:
@@ -303,7 +306,8 @@ class _Handler(BaseHTTPRequestHandler):
             if not auth.startswith("Bearer ") or not auth[7:].strip():
                 raise _Reject(401, _openai_error(
                     "You didn't provide an API key. You need to provide your API key in an "
-                    "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."))
+                    "Authorization header using Bearer auth (i.e. Authorization: Bearer "
+                    "YOUR_KEY)."))
             if auth[7:].strip() != owner.api_key:
                 raise _Reject(401, _openai_error(
                     f"Incorrect API key provided: {auth[7:11]}****.", code="invalid_api_key"))

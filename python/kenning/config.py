@@ -54,8 +54,9 @@ KEYS: dict[str, Key] = {
         Key("embedder.concurrency", 2, int, "embedding requests in flight at once"),
         Key("embedder.timeout", 60.0, float, "seconds before an embedding request fails"),
         Key("embedder.keep_alive", "30m", str, "how long Ollama keeps the model loaded"),
-        Key("embedder.query_prefix", None, _optional_str, "override the model's query prefix"),
-        Key("embedder.document_prefix", None, _optional_str, "override the document prefix"),
+        # str, not _optional_str: "" is a real override (no prefix), unlike unset (the model's).
+        Key("embedder.query_prefix", None, str, "override the model's query prefix"),
+        Key("embedder.document_prefix", None, str, "override the document prefix"),
         Key("index.max_file_size", 1_048_576, int, "files larger than this many bytes are skipped"),
         Key("index.ann_threshold", 2_000_000, int, "vectors above which search uses usearch HNSW"),
         Key("search.limit", 10, int, "results per search"),
