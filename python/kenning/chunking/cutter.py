@@ -27,6 +27,8 @@ _BLANK_RUN = re.compile(rb"\n[ \t\r\f\v]*\n")
 _WORD_RUN = re.compile(rb"[A-Za-z\x80-\xff]+|[0-9]+")
 # Tokens per word run before this file has been measured (WordPiece on code: about 2).
 _FIRST_RATIO = 2.0
+_SAMPLE_BYTES = 1024
+_MIN_SAMPLE_RUNS = 20
 # Estimates aim this much high, so few packed pieces fail their exact check.
 _SAFETY = 1.1
 
@@ -62,6 +64,10 @@ class Cutter:
         self._counts: dict[tuple[int, int], int] = {}
         self._counted_tokens = 0
         self._counted_runs = 0
+        # Calibrate the tokens-per-run ratio on the file's opening lines.
+        sample = self.line_end(min(len(data), _SAMPLE_BYTES) - 1) if data else 0
+        if self.runs(0, sample) >= _MIN_SAMPLE_RUNS:
+            self.tokens(0, sample)
 
     # -- measures ---------------------------------------------------------------------------
     def text(self, start: int, end: int) -> str:
