@@ -173,7 +173,7 @@ class _Refresh:
             self.apply(files, writer.files(), candidates, removed, latest, full=full)
         elif latest is not None and (latest["git_head"], latest["git_branch"]) != (head, branch):
             writer.update_revision(head, branch)
-        if embed:
+        if embed and (result.content_changed or latest is None or latest["status"] != "complete"):
             self.embed_missing()
         final = writer.latest()
         if final is not None:
@@ -383,7 +383,8 @@ def dry_run(root: Path, settings: Settings, *, embedder: Any = None,
             if parent.as_posix() != ".":
                 folders[parent.as_posix() + "/"] += len(data)
         if done % 50 == 0 or done == len(files):
-            emit({"type": "chunking", "done": done, "total": len(files)})
+            emit({"type": "chunking", "done": done, "total": len(files),
+                  "chunks": sum(s["chunks"] for s in languages.values())})
     largest = sorted(files, key=lambda f: (-f.size, f.path))[:top]
     return {
         "type": "dry_run", "root": str(root),

@@ -91,7 +91,7 @@ class _Reporter:
                 TimeRemainingColumn,
             )
 
-            self.bar = Progress(TextColumn("{task.description:<8}"), BarColumn(),
+            self.bar = Progress(TextColumn("{task.description:<20}"), BarColumn(),
                                 MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
                                 TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                                 console=Console(stderr=True), transient=True)
@@ -114,8 +114,9 @@ class _Reporter:
             self.bar.console.print(f"{event['files']} files to check.")
         elif kind == "chunking":
             self._update("files", event["done"], event["total"], "files")
+            self.bar.update(self.tasks["files"], description=f"files ({event['chunks']} chunks)")
         elif kind == "embedding":
-            self._update("vectors", event["done"], event["total"], "chunks")
+            self._update("vectors", event["done"], event["total"], "vectors")
 
     def _task(self, name: str, total: int) -> Any:
         if name not in self.tasks:

@@ -1,0 +1,79 @@
+"""Indexing with the local model is bound by the model: share of wall time inside it, chunks/s.
+
+Indexes a copy of a few packages of this machine's own CPython standard library from scratch
+(a fresh KENNING_HOME) with the default local embedder, and splits the wall time of the whole
+`refresh` into time inside `embed_documents` and everything else (walk, hash, chunk, store).
+Target (issue 3): >= 90% of wall time inside the model.
+
+    python benchmarks/index_local.py [--packages json http logging email] [--batch-size 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+
+class TimedEmbedder:
+    """The real embedder, with the wall time of its document calls summed."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner, self.seconds, self.texts = inner, 0.0, 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+        start = time.perf_counter()
+        try:
+            return self.inner.embed_documents(texts)  # type: ignore[attr-defined]
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.texts += len(texts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--packages", nargs="+", default=["json", "http", "logging", "email"])
+    parser.add_argument("--batch-size", default=None, help="embedder.batch_size override")
+    args = parser.parse_args()
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    tree = Path(tempfile.mkdtemp(prefix="kenning-index-local-"))
+    for name in args.packages:
+        shutil.copytree(stdlib / name, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
+    home = tempfile.mkdtemp(prefix="kenning-index-local-home-")
+    os.environ["KENNING_HOME"] = home
+    os.environ.setdefault("KENNING_CONFIG", os.path.join(home, "config.toml"))
+
+    from kenning import config
+    from kenning.embedding import make_embedder
+    from kenning.indexer import refresh
+
+    settings = config.load({"embedder.batch_size": args.batch_size})
+    embedder = TimedEmbedder(make_embedder(settings))
+    embedder.embed_documents(["warm up: load the model before the clock starts"])
+    embedder.seconds, embedder.texts = 0.0, 0
+    start = time.perf_counter()
+    result = refresh(tree, settings, embedder=embedder)
+    wall = time.perf_counter() - start
+    assert result.status == "complete" and result.vectors_embedded == embedder.texts
+    share = embedder.seconds / wall
+    print(f"tree: {', '.join(args.packages)} from {stdlib} ({result.files} files, "
+          f"{sum(p.stat().st_size for p in tree.rglob('*') if p.is_file()) / 1e6:.1f} MB)")
+    print(f"chunks: {result.chunks}   embedded (distinct texts): {result.vectors_embedded}")
+    print(f"wall: {wall:.1f}s   inside the model: {embedder.seconds:.1f}s ({share:.1%}, "
+          "target >= 90%)")
+    print(f"throughput: {result.chunks / wall:.1f} chunks/s, "
+          f"{result.vectors_embedded / embedder.seconds:.1f} embeddings/s inside the model")
+    print("stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in result.timings.items()))
+    shutil.rmtree(tree)
+    shutil.rmtree(home)
+
+
+if __name__ == "__main__":
+    main()

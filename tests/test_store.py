@@ -1,0 +1,86 @@
+"""The store: consistent read snapshots beside a writer, committed rows only, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from index_helpers import check_consistent, make_repo
+from kenning import config
+from kenning.embedding import make_embedder
+from kenning.errors import IndexMissing
+from kenning.indexer import refresh
+from kenning.store import Index, make_descriptor
+from kenning.store.vectors import BITS, INT8, SCALE
+
+
+@pytest.fixture(scope="module")
+def model():
+    return make_embedder(config.load())
+
+
+@pytest.fixture
+def settings():
+    return config.load({"embedder.batch_size": "4", "embedder.concurrency": "1"})
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo")
+
+
+def test_missing_index_is_a_clear_error(repo, settings, model):
+    with pytest.raises(IndexMissing) as err:
+        Index.open(repo, settings, embedder=model)
+    assert "kenning index" in (err.value.hint or "")
+
+
+def test_descriptor_decides_the_folder(repo, settings, model):
+    index = Index.open(repo, settings, embedder=model, create=True)
+    descriptor = make_descriptor(model)
+    assert descriptor["precision"] == "b1+int8" and descriptor["dims"] == 384
+    assert index.descriptor == descriptor and index.project_id in str(index.dir)
+    with index.snapshot() as snap:  # created but never refreshed: an empty, readable view
+        assert (snap.generation, snap.vector_rows, snap.bits.shape) == (0, 0, (0, 48))
+
+
+def test_a_reader_keeps_its_snapshot_while_the_writer_commits(repo, settings, model):
+    refresh(repo, settings, embedder=model)
+    index = Index.open(repo, settings, embedder=model)
+    old = index.snapshot()
+    old_chunks = old.conn.execute("SELECT id, path FROM chunks").fetchall()
+    old_bits = np.array(old.bits)
+    (repo / "app" / "db.py").unlink()
+    (repo / "new.py").write_text("def brand_new_function():\n    return 'fresh'\n")
+    result = refresh(repo, settings, embedder=model)  # never blocked by the open reader
+    assert result.generation == 2 and result.vectors_embedded >= 1
+    try:
+        assert old.generation == 1
+        assert old.conn.execute("SELECT id, path FROM chunks").fetchall() == old_chunks
+        assert old.conn.execute("SELECT max(generation) FROM snapshots").fetchone()[0] == 1
+        assert np.array_equal(np.array(old.bits), old_bits)
+    finally:
+        old.close()
+    with index.snapshot() as new:
+        assert new.generation == 2 and new.vector_rows > len(old_bits)
+        paths = {p for (p,) in new.conn.execute("SELECT DISTINCT path FROM chunks")}
+        assert "new.py" in paths and "app/db.py" not in paths
+        with pytest.raises(Exception, match="readonly|read-only"):
+            new.conn.execute("DELETE FROM chunks")
+
+
+def test_uncommitted_tail_is_never_read_and_is_cut_by_the_next_writer(repo, settings, model):
+    refresh(repo, settings, embedder=model)
+    index = Index.open(repo, settings, embedder=model)
+    rows = check_consistent(index)["rows"]
+    for name in (BITS, INT8, SCALE):  # what a crash between write and commit leaves behind
+        with (index.dir / name).open("ab") as fh:
+            fh.write(b"\xff" * 1000)
+    with index.snapshot() as snap:
+        assert snap.vector_rows == rows and snap.int8.shape == (rows, 384)
+    with index.writer():
+        pass
+    assert (index.dir / INT8).stat().st_size == rows * 384
+    assert (index.dir / BITS).stat().st_size == rows * 48
+    assert (index.dir / SCALE).stat().st_size == rows * 4
