@@ -12,6 +12,7 @@ import json
 import re
 import sys
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -365,6 +366,29 @@ def test_concurrent_searches_serialise_their_refreshes(alpha: Client, world: Wor
         assert status["generation"] == generation + 1  # one refresh did the work
     finally:
         extra.unlink()
+
+
+def test_two_servers_share_one_index(alpha: Client, world: World, tmp_path: Path) -> None:
+    with serve(world.env(), world.alpha, tmp_path / "second.log") as second:
+        generation = second.ok("code_index_status").structured_content["projects"][0][
+            "generation"]
+        twin = world.alpha / "src/twin.py"
+        twin.write_text("def otter_ledger(entries):\n    return sorted(entries)\n")
+        try:
+            with ThreadPoolExecutor(2) as pool:
+                calls = [pool.submit(c.ok, "code_search", query="otter_ledger")
+                         for c in (alpha, second)]
+                answers = [call.result().structured_content for call in calls]
+            for answer in answers:  # each found it, or was answered from the last snapshot
+                if not any(h["path"] == "src/twin.py" for h in answer["results"]):
+                    assert any("Another process is indexing" in w for w in answer["warnings"])
+            for client in (alpha, second):
+                hits = client.ok("code_search", query="otter_ledger").structured_content
+                assert hits["results"][0]["path"] == "src/twin.py"
+            status = second.ok("code_index_status").structured_content["projects"][0]
+            assert status["generation"] == generation + 1  # indexed once, not twice
+        finally:
+            twin.unlink()
 
 
 def test_another_process_indexing_does_not_block_searches(alpha: Client, world: World) -> None:
