@@ -41,13 +41,14 @@ CREATE TABLE IF NOT EXISTS chunks (
     kind         TEXT NOT NULL,
     symbol       TEXT,
     signature    TEXT,
-    content_hash BLOB NOT NULL      -- BLAKE3-128 of the embedding text
+    content_hash BLOB NOT NULL      -- BLAKE3-128 of the chunk text (no path: see vectors)
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
 CREATE INDEX IF NOT EXISTS chunks_symbol ON chunks(symbol COLLATE NOCASE);
 
--- One vector per distinct embedding text: renames, reverts and duplicates cost nothing.
+-- One vector per distinct chunk text, embedded with the path of the first chunk that had it:
+-- renames, reverts, branch switches and duplicates cost nothing.
 CREATE TABLE IF NOT EXISTS vectors (
     content_hash BLOB PRIMARY KEY,
     vector_id    INTEGER NOT NULL UNIQUE
