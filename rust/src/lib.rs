@@ -1,6 +1,14 @@
-use pyo3::prelude::*;
+//! The native hot path of kenning: Hamming top-k scan, sign binarization, int8 quantization,
+//! BLAKE3 content hashing and manifest diffing. The modules are plain Rust; `py` holds every
+//! Python binding.
 
-#[pymodule]
-fn _core(_m: &Bound<'_, PyModule>) -> PyResult<()> {
-    Ok(())
-}
+pub mod binarize;
+pub mod diff;
+pub mod error;
+pub mod hamming;
+pub mod hash;
+mod parallel;
+mod py;
+pub mod quantize;
+
+pub use error::{CoreError, CoreResult};

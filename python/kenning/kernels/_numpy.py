@@ -15,13 +15,14 @@ DIGEST_SIZE = 16
 _READ_SIZE = 1 << 16
 _BLOCK_BYTES = 8 << 20  # db rows scanned per step, so temporaries stay cache-sized
 
-if hasattr(np, "bitwise_count"):
-    _popcount = np.bitwise_count
-else:  # NumPy < 2.0
-    _POPCOUNT8 = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(axis=1)
+_POPCOUNT8 = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(axis=1)
 
-    def _popcount(x: np.ndarray) -> np.ndarray:
-        return _POPCOUNT8[x.view(np.uint8)].reshape(*x.shape, x.itemsize).sum(axis=-1)
+
+def _popcount(x: np.ndarray) -> np.ndarray:
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x)
+    # NumPy < 2.0: a byte table
+    return _POPCOUNT8[x.view(np.uint8)].reshape(*x.shape, x.itemsize).sum(axis=-1)
 
 
 def binarize(x: np.ndarray, center: np.ndarray | None) -> np.ndarray:

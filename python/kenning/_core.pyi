@@ -1,0 +1,39 @@
+"""The Rust core. Call it through ``kenning.kernels``, which checks arguments for both backends."""
+
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+__all__: Final[list[str]]
+
+def binarize(
+    x: npt.NDArray[np.float32], center: npt.NDArray[np.float32] | None = None
+) -> npt.NDArray[np.uint8]: ...
+def quantize_int8(
+    x: npt.NDArray[np.float32],
+) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]: ...
+def rescore(
+    query: npt.NDArray[np.float32], rows: npt.NDArray[np.int8], scales: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]: ...
+def hamming_topk(
+    queries: npt.NDArray[np.uint8],
+    db: npt.NDArray[np.uint8],
+    k: int,
+    mask: npt.NDArray[np.bool_] | None = None,
+    ids: npt.NDArray[np.int64] | None = None,
+    *,
+    threads: int = 0,
+    kernel: str | None = None,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
+    """``mask`` or sorted unique ``ids`` filter the scan; ``threads=0`` sizes the thread count
+    to the scan; ``kernel`` names one of ``kernels()`` (default: the fastest)."""
+
+def kernels() -> list[str]:
+    """The popcount kernels this CPU can run, fastest first."""
+
+def hash_many(items: list[bytes | str]) -> list[bytes]: ...
+def hash_files(paths: list[str]) -> list[bytes | None]: ...
+def diff(
+    old: dict[str, bytes], new: dict[str, bytes]
+) -> tuple[list[str], list[str], list[str], list[str]]: ...

@@ -1,0 +1,774 @@
+//! Exact Hamming top-k over packed sign bits.
+//!
+//! One pass over `db` serves a whole batch of queries: rows are scanned in blocks small enough
+//! to stay in L2, and every query is compared against a block before the next block is read,
+//! so a 16-query batch costs little more memory traffic than one query. Large scans are split
+//! across threads by row range; each thread keeps its own top-k, merged at the end. The row
+//! filter is applied inside the scan, so a filtered search still returns `min(k, allowed)` hits.
+//! Ties are broken by the lower row index, which makes the result independent of the kernel and
+//! of the thread count.
+
+use std::collections::BinaryHeap;
+use std::thread;
+
+use crate::error::{value_error, CoreResult};
+use crate::parallel::{split, threads_for};
+
+/// Rows scanned per block: small enough to stay in L2 while every query of a batch passes.
+const BLOCK_BYTES: usize = 128 * 1024;
+/// Below this many bytes of scanning per thread, another thread costs more than it saves.
+const MIN_BYTES_PER_THREAD: usize = 4 << 20;
+
+/// Which rows of `db` may be returned.
+#[derive(Clone, Copy, Debug)]
+pub enum Filter<'a> {
+    All,
+    /// One flag per db row.
+    Mask(&'a [bool]),
+    /// Row ids, sorted ascending, without duplicates, each `< n`.
+    Ids(&'a [usize]),
+}
+
+/// A popcount implementation; `Scalar` is the portable reference the others are tested against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    Scalar,
+    #[cfg(target_arch = "x86_64")]
+    Popcnt,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    #[cfg(target_arch = "aarch64")]
+    Neon,
+}
+
+impl Kernel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Scalar => "scalar",
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Popcnt => "popcnt",
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => "avx2",
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => "avx512",
+            #[cfg(target_arch = "aarch64")]
+            Kernel::Neon => "neon",
+        }
+    }
+
+    /// The kernels this CPU can run, best first.
+    pub fn available() -> Vec<Kernel> {
+        let mut kernels = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx512vpopcntdq")
+            {
+                kernels.push(Kernel::Avx512);
+            }
+            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt") {
+                kernels.push(Kernel::Avx2);
+            }
+            if is_x86_feature_detected!("popcnt") {
+                kernels.push(Kernel::Popcnt);
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        if std::arch::is_aarch64_feature_detected!("neon") {
+            kernels.push(Kernel::Neon);
+        }
+        kernels.push(Kernel::Scalar);
+        kernels
+    }
+
+    /// The fastest kernel this CPU can run.
+    pub fn best() -> Kernel {
+        Kernel::available()[0]
+    }
+
+    pub fn from_name(name: &str) -> CoreResult<Kernel> {
+        match Kernel::available().into_iter().find(|k| k.name() == name) {
+            Some(kernel) => Ok(kernel),
+            None => value_error(format!(
+                "popcount kernel {name:?} is not available on this CPU (available: {})",
+                Kernel::available()
+                    .iter()
+                    .map(|k| k.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
+    /// `out[i]` = distance from `query` to row `i` of `rows` (`out.len()` rows of `width` bytes).
+    fn distances(self, query: &[u8], rows: &[u8], width: usize, out: &mut [u32]) {
+        // the SIMD kernels read through raw pointers: this check makes that sound
+        assert!(rows.len() >= out.len() * width && query.len() == width);
+        match self {
+            Kernel::Scalar => distances_with(dist_scalar, query, rows, width, out),
+            // SAFETY: `available()` only offers a kernel whose CPU features were detected.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Popcnt => unsafe { x86::distances_popcnt(query, rows, width, out) },
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => unsafe { x86::distances_avx2(query, rows, width, out) },
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => unsafe { x86::distances_avx512(query, rows, width, out) },
+            #[cfg(target_arch = "aarch64")]
+            Kernel::Neon => unsafe { arm::distances_neon(query, rows, width, out) },
+        }
+    }
+
+    /// `out[j]` = distance from `query` to row `ids[j]` of `db`.
+    fn distances_at(self, query: &[u8], db: &[u8], width: usize, ids: &[usize], out: &mut [u32]) {
+        match self {
+            Kernel::Scalar => distances_at_with(dist_scalar, query, db, width, ids, out),
+            // SAFETY: as in `distances`.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Popcnt => unsafe { x86::distances_at_popcnt(query, db, width, ids, out) },
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => unsafe { x86::distances_at_avx2(query, db, width, ids, out) },
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => unsafe { x86::distances_at_avx512(query, db, width, ids, out) },
+            #[cfg(target_arch = "aarch64")]
+            Kernel::Neon => unsafe { arm::distances_at_neon(query, db, width, ids, out) },
+        }
+    }
+}
+
+#[inline(always)]
+fn distances_with(
+    dist: impl Fn(&[u8], &[u8]) -> u32,
+    query: &[u8],
+    rows: &[u8],
+    width: usize,
+    out: &mut [u32],
+) {
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = dist(query, &rows[i * width..(i + 1) * width]);
+    }
+}
+
+#[inline(always)]
+fn distances_at_with(
+    dist: impl Fn(&[u8], &[u8]) -> u32,
+    query: &[u8],
+    db: &[u8],
+    width: usize,
+    ids: &[usize],
+    out: &mut [u32],
+) {
+    for (&id, slot) in ids.iter().zip(out.iter_mut()) {
+        *slot = dist(query, &db[id * width..(id + 1) * width]);
+    }
+}
+
+/// The reference: one byte at a time.
+pub fn dist_reference(a: &[u8], b: &[u8]) -> u32 {
+    a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
+}
+
+/// Portable: 64-bit words, then the tail bytes.
+#[inline(always)]
+fn dist_scalar(a: &[u8], b: &[u8]) -> u32 {
+    let mut total = 0;
+    let (a_words, b_words) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail = dist_reference(a_words.remainder(), b_words.remainder());
+    for (x, y) in a_words.zip(b_words) {
+        let x = u64::from_ne_bytes(x.try_into().expect("chunks of 8"));
+        let y = u64::from_ne_bytes(y.try_into().expect("chunks of 8"));
+        total += (x ^ y).count_ones();
+    }
+    total + tail
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{dist_scalar, distances_at_with, distances_with};
+    use std::arch::x86_64::*;
+
+    #[target_feature(enable = "popcnt")]
+    pub(super) unsafe fn distances_popcnt(q: &[u8], rows: &[u8], w: usize, out: &mut [u32]) {
+        distances_with(dist_scalar, q, rows, w, out)
+    }
+
+    #[target_feature(enable = "popcnt")]
+    pub(super) unsafe fn distances_at_popcnt(
+        q: &[u8],
+        db: &[u8],
+        w: usize,
+        ids: &[usize],
+        out: &mut [u32],
+    ) {
+        distances_at_with(dist_scalar, q, db, w, ids, out)
+    }
+
+    /// Nibble lookup (pshufb) popcount, bytes summed with `sad_epu8` (Mula et al.).
+    #[target_feature(enable = "avx2,popcnt")]
+    #[inline]
+    unsafe fn dist_avx2(a: &[u8], b: &[u8]) -> u32 {
+        let lut = _mm256_setr_epi8(
+            0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2,
+            3, 3, 4,
+        );
+        let nibble = _mm256_set1_epi8(0x0f);
+        let zero = _mm256_setzero_si256();
+        let vectors = a.len() / 32;
+        let mut sums = zero;
+        let mut i = 0;
+        while i < vectors {
+            // at most 31 vectors of per-byte counts (<= 8 each) fit in a u8 lane
+            let end = vectors.min(i + 31);
+            let mut counts = zero;
+            while i < end {
+                let x = _mm256_xor_si256(
+                    _mm256_loadu_si256(a.as_ptr().add(32 * i).cast()),
+                    _mm256_loadu_si256(b.as_ptr().add(32 * i).cast()),
+                );
+                let lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(x, nibble));
+                let hi =
+                    _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(x, 4), nibble));
+                counts = _mm256_add_epi8(counts, _mm256_add_epi8(lo, hi));
+                i += 1;
+            }
+            sums = _mm256_add_epi64(sums, _mm256_sad_epu8(counts, zero));
+        }
+        let mut lanes = [0u64; 4];
+        _mm256_storeu_si256(lanes.as_mut_ptr().cast(), sums);
+        let done = vectors * 32;
+        lanes.iter().sum::<u64>() as u32 + dist_scalar(&a[done..], &b[done..])
+    }
+
+    #[target_feature(enable = "avx2,popcnt")]
+    pub(super) unsafe fn distances_avx2(q: &[u8], rows: &[u8], w: usize, out: &mut [u32]) {
+        distances_with(|a, b| dist_avx2(a, b), q, rows, w, out)
+    }
+
+    #[target_feature(enable = "avx2,popcnt")]
+    pub(super) unsafe fn distances_at_avx2(
+        q: &[u8],
+        db: &[u8],
+        w: usize,
+        ids: &[usize],
+        out: &mut [u32],
+    ) {
+        distances_at_with(|a, b| dist_avx2(a, b), q, db, w, ids, out)
+    }
+
+    /// Lane sums of VPOPCNTQ over `a ^ b`: `vectors` 64-byte vectors, then `rest` bytes by a
+    /// masked load. `VECTORS > 0` fixes the count at compile time so the loop unrolls.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
+    #[inline]
+    unsafe fn xor_popcnt_lanes<const VECTORS: usize>(
+        a: *const u8,
+        b: *const u8,
+        vectors: usize,
+        rest: __mmask64,
+    ) -> __m512i {
+        let vectors = if VECTORS > 0 { VECTORS } else { vectors };
+        let mut sums = _mm512_setzero_si512();
+        for i in 0..vectors {
+            let x = _mm512_xor_si512(
+                _mm512_loadu_si512(a.add(64 * i).cast()),
+                _mm512_loadu_si512(b.add(64 * i).cast()),
+            );
+            sums = _mm512_add_epi64(sums, _mm512_popcnt_epi64(x));
+        }
+        if rest != 0 {
+            let x = _mm512_xor_si512(
+                _mm512_maskz_loadu_epi8(rest, a.add(64 * vectors).cast()),
+                _mm512_maskz_loadu_epi8(rest, b.add(64 * vectors).cast()),
+            );
+            sums = _mm512_add_epi64(sums, _mm512_popcnt_epi64(x));
+        }
+        sums
+    }
+
+    /// The masked-load mask of the bytes after the last whole 64-byte vector.
+    fn tail_mask(width: usize) -> __mmask64 {
+        (1u64 << (width % 64)) - 1
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
+    #[inline]
+    unsafe fn dist_avx512(a: &[u8], b: &[u8]) -> u32 {
+        let lanes = xor_popcnt_lanes::<0>(a.as_ptr(), b.as_ptr(), a.len() / 64, tail_mask(a.len()));
+        _mm512_reduce_add_epi64(lanes) as u32
+    }
+
+    /// Horizontal sums of 8 vectors at once (a transpose-and-add tree: 21 instructions where 8
+    /// separate reductions take 56), as 8 u32.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn reduce8(v: [__m512i; 8]) -> __m256i {
+        let pair =
+            |a, b| _mm512_add_epi64(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+        let (t0, t1, t2, t3) = (
+            pair(v[0], v[1]),
+            pair(v[2], v[3]),
+            pair(v[4], v[5]),
+            pair(v[6], v[7]),
+        );
+        let fold = |a, b| {
+            _mm512_add_epi64(
+                _mm512_shuffle_i64x2::<0x88>(a, b),
+                _mm512_shuffle_i64x2::<0xDD>(a, b),
+            )
+        };
+        _mm512_cvtepi64_epi32(fold(fold(t0, t1), fold(t2, t3)))
+    }
+
+    /// Eight rows per step, reduced together by `reduce8`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
+    unsafe fn distances_fixed<const VECTORS: usize>(
+        q: &[u8],
+        rows: &[u8],
+        w: usize,
+        out: &mut [u32],
+    ) {
+        let (vectors, rest) = (w / 64, tail_mask(w));
+        let groups = out.len() / 8;
+        for g in 0..groups {
+            let base = rows.as_ptr().add(8 * g * w);
+            let mut lanes = [_mm512_setzero_si512(); 8];
+            for (r, lane) in lanes.iter_mut().enumerate() {
+                *lane = xor_popcnt_lanes::<VECTORS>(q.as_ptr(), base.add(r * w), vectors, rest);
+            }
+            _mm256_storeu_si256(out.as_mut_ptr().add(8 * g).cast(), reduce8(lanes));
+        }
+        let done = groups * 8;
+        distances_with(
+            |a, b| dist_avx512(a, b),
+            q,
+            &rows[done * w..],
+            w,
+            &mut out[done..],
+        )
+    }
+
+    /// Common widths (up to 4096 bits) get a fully unrolled loop.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
+    pub(super) unsafe fn distances_avx512(q: &[u8], rows: &[u8], w: usize, out: &mut [u32]) {
+        match w / 64 {
+            1 => distances_fixed::<1>(q, rows, w, out),
+            2 => distances_fixed::<2>(q, rows, w, out),
+            3 => distances_fixed::<3>(q, rows, w, out),
+            4 => distances_fixed::<4>(q, rows, w, out),
+            5 => distances_fixed::<5>(q, rows, w, out),
+            6 => distances_fixed::<6>(q, rows, w, out),
+            8 => distances_fixed::<8>(q, rows, w, out),
+            _ => distances_fixed::<0>(q, rows, w, out),
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
+    pub(super) unsafe fn distances_at_avx512(
+        q: &[u8],
+        db: &[u8],
+        w: usize,
+        ids: &[usize],
+        out: &mut [u32],
+    ) {
+        distances_at_with(|a, b| dist_avx512(a, b), q, db, w, ids, out)
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use super::{dist_reference, distances_at_with, distances_with};
+    use std::arch::aarch64::*;
+
+    /// CNT per byte, summed across up to 31 vectors before the lanes are added up.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    unsafe fn dist_neon(a: &[u8], b: &[u8]) -> u32 {
+        let vectors = a.len() / 16;
+        let mut total = 0u32;
+        let mut i = 0;
+        while i < vectors {
+            let end = vectors.min(i + 31);
+            let mut counts = vdupq_n_u8(0);
+            while i < end {
+                let x = veorq_u8(
+                    vld1q_u8(a.as_ptr().add(16 * i)),
+                    vld1q_u8(b.as_ptr().add(16 * i)),
+                );
+                counts = vaddq_u8(counts, vcntq_u8(x));
+                i += 1;
+            }
+            total += u32::from(vaddlvq_u8(counts));
+        }
+        let done = vectors * 16;
+        total + dist_reference(&a[done..], &b[done..])
+    }
+
+    #[target_feature(enable = "neon")]
+    pub(super) unsafe fn distances_neon(q: &[u8], rows: &[u8], w: usize, out: &mut [u32]) {
+        distances_with(|a, b| dist_neon(a, b), q, rows, w, out)
+    }
+
+    #[target_feature(enable = "neon")]
+    pub(super) unsafe fn distances_at_neon(
+        q: &[u8],
+        db: &[u8],
+        w: usize,
+        ids: &[usize],
+        out: &mut [u32],
+    ) {
+        distances_at_with(|a, b| dist_neon(a, b), q, db, w, ids, out)
+    }
+}
+
+/// The k best (distance, row) pairs seen so far; rows arrive in ascending order.
+struct TopK {
+    k: usize,
+    heap: BinaryHeap<(u32, usize)>,
+    /// The largest distance kept once the heap is full: a later row must beat it strictly.
+    worst: u32,
+}
+
+impl TopK {
+    fn new(k: usize) -> TopK {
+        TopK {
+            k,
+            heap: BinaryHeap::with_capacity(k + 1),
+            worst: u32::MAX,
+        }
+    }
+
+    #[inline(always)]
+    fn wants(&self, dist: u32) -> bool {
+        dist < self.worst || self.heap.len() < self.k
+    }
+
+    fn push(&mut self, dist: u32, row: usize) {
+        self.heap.push((dist, row));
+        if self.heap.len() > self.k {
+            self.heap.pop();
+        }
+        if self.heap.len() == self.k {
+            self.worst = self.heap.peek().map_or(u32::MAX, |top| top.0);
+        }
+    }
+}
+
+/// The result of a search: `ids` and `dists` are `queries x k` row-major, where `k` is the
+/// number of hits per query (`min(k, allowed rows)`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopKResult {
+    pub k: usize,
+    pub ids: Vec<i64>,
+    pub dists: Vec<u32>,
+}
+
+/// The shape of a search: `queries` rows and `db` rows of `width` bytes each.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub queries: usize,
+    pub rows: usize,
+    pub width: usize,
+}
+
+/// Exact top-`k` rows of `db` for each query. `threads == 0` picks a thread count from the
+/// size of the scan.
+pub fn topk(
+    queries: &[u8],
+    db: &[u8],
+    shape: Shape,
+    k: usize,
+    filter: Filter<'_>,
+    kernel: Kernel,
+    threads: usize,
+) -> CoreResult<TopKResult> {
+    let Shape {
+        queries: q,
+        rows: n,
+        width,
+    } = shape;
+    if queries.len() != q * width || db.len() != n * width {
+        return value_error("queries and db must hold whole rows of the given width");
+    }
+    let owned_ids;
+    let filter = match filter {
+        Filter::Mask(mask) if mask.len() != n => {
+            return value_error(format!(
+                "allowed mask has {} entries but db has {n} rows",
+                mask.len()
+            ))
+        }
+        // a sparse mask is cheaper to scan as a list of rows
+        Filter::Mask(mask) if mask.iter().filter(|&&m| m).count() * 8 < n => {
+            owned_ids = (0..n).filter(|&i| mask[i]).collect::<Vec<_>>();
+            Filter::Ids(&owned_ids)
+        }
+        Filter::Ids(ids) => {
+            if ids.windows(2).any(|w| w[0] >= w[1]) {
+                return value_error("allowed row ids must be sorted and unique");
+            }
+            if let Some(&bad) = ids.iter().find(|&&id| id >= n) {
+                return value_error(format!("allowed row id {bad} is out of range for {n} rows"));
+            }
+            filter
+        }
+        other => other,
+    };
+    let candidates = match filter {
+        Filter::All => n,
+        Filter::Mask(mask) => mask.iter().filter(|&&m| m).count(),
+        Filter::Ids(ids) => ids.len(),
+    };
+    let k = k.min(candidates);
+    if k == 0 || q == 0 {
+        return Ok(TopKResult {
+            k,
+            ids: Vec::new(),
+            dists: Vec::new(),
+        });
+    }
+    let span = match filter {
+        Filter::Ids(ids) => ids.len(),
+        _ => n,
+    };
+    let threads = if threads == 0 {
+        threads_for(span * width.max(1) * q, MIN_BYTES_PER_THREAD)
+    } else {
+        threads.min(span.max(1))
+    };
+    let scan = |range: std::ops::Range<usize>| scan(queries, db, shape, k, filter, kernel, range);
+    let partials: Vec<Vec<TopK>> = if threads == 1 {
+        vec![scan(0..span)]
+    } else {
+        thread::scope(|s| {
+            let handles: Vec<_> = split(span, threads)
+                .into_iter()
+                .map(|range| s.spawn(move || scan(range)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        })
+    };
+    let mut result = TopKResult {
+        k,
+        ids: Vec::with_capacity(q * k),
+        dists: Vec::with_capacity(q * k),
+    };
+    for query in 0..q {
+        let mut hits: Vec<(u32, usize)> = partials
+            .iter()
+            .flat_map(|part| part[query].heap.iter().copied())
+            .collect();
+        hits.sort_unstable();
+        for &(dist, row) in &hits[..k] {
+            result.ids.push(row as i64);
+            result.dists.push(dist);
+        }
+    }
+    Ok(result)
+}
+
+/// One thread's share: rows `range` of db (or of the id list), every query, one top-k each.
+fn scan(
+    queries: &[u8],
+    db: &[u8],
+    shape: Shape,
+    k: usize,
+    filter: Filter<'_>,
+    kernel: Kernel,
+    range: std::ops::Range<usize>,
+) -> Vec<TopK> {
+    let width = shape.width;
+    let mut tops: Vec<TopK> = (0..shape.queries).map(|_| TopK::new(k)).collect();
+    let block = (BLOCK_BYTES / width.max(1)).max(16);
+    let mut dists = vec![0u32; block];
+    let mut start = range.start;
+    while start < range.end {
+        let end = range.end.min(start + block);
+        let dists = &mut dists[..end - start];
+        for (i, top) in tops.iter_mut().enumerate() {
+            let query = &queries[i * width..(i + 1) * width];
+            match filter {
+                Filter::Ids(ids) => {
+                    let ids = &ids[start..end];
+                    kernel.distances_at(query, db, width, ids, dists);
+                    for (&dist, &row) in dists.iter().zip(ids) {
+                        if top.wants(dist) {
+                            top.push(dist, row);
+                        }
+                    }
+                }
+                Filter::All | Filter::Mask(_) => {
+                    kernel.distances(query, &db[start * width..end * width], width, dists);
+                    for (offset, &dist) in dists.iter().enumerate() {
+                        let row = start + offset;
+                        let allowed = match filter {
+                            Filter::Mask(mask) => mask[row],
+                            _ => true,
+                        };
+                        if top.wants(dist) && allowed {
+                            top.push(dist, row);
+                        }
+                    }
+                }
+            }
+        }
+        start = end;
+    }
+    tops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic pseudo-random bytes (xorshift), so tests need no dependency.
+    fn bytes(len: usize, seed: u64) -> Vec<u8> {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect()
+    }
+
+    /// Brute force: every allowed row's distance, sorted by (distance, row).
+    fn brute(queries: &[u8], db: &[u8], width: usize, k: usize, allowed: &[bool]) -> TopKResult {
+        let n = db.len() / width;
+        let mut result = TopKResult {
+            k: k.min(allowed.iter().filter(|&&a| a).count()),
+            ids: vec![],
+            dists: vec![],
+        };
+        for query in queries.chunks_exact(width) {
+            let mut all: Vec<(u32, usize)> = (0..n)
+                .filter(|&i| allowed[i])
+                .map(|i| (dist_reference(query, &db[i * width..(i + 1) * width]), i))
+                .collect();
+            all.sort_unstable();
+            for &(d, i) in &all[..result.k] {
+                result.ids.push(i as i64);
+                result.dists.push(d);
+            }
+        }
+        result
+    }
+
+    #[test]
+    fn every_kernel_matches_the_reference_distance() {
+        for kernel in Kernel::available() {
+            for width in [0, 1, 7, 8, 31, 32, 33, 48, 63, 64, 65, 127, 200, 320, 384, 512, 1000, 2049] {
+                let rows = 13;
+                let (query, db) = (bytes(width, 1), bytes(width * rows, width as u64));
+                let mut out = vec![0; rows];
+                kernel.distances(&query, &db, width, &mut out);
+                let ids: Vec<usize> = (0..rows).rev().collect();
+                let mut out_at = vec![0; rows];
+                kernel.distances_at(&query, &db, width, &ids, &mut out_at);
+                for i in 0..rows {
+                    let expected = dist_reference(&query, &db[i * width..(i + 1) * width]);
+                    assert_eq!(out[i], expected, "{kernel:?} width {width} row {i}");
+                    assert_eq!(out_at[rows - 1 - i], expected, "{kernel:?} by id");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn all_ones_against_zeros_counts_every_bit() {
+        for kernel in Kernel::available() {
+            let width = 2049;
+            let mut out = [0];
+            kernel.distances(&vec![0xff; width], &vec![0; width], width, &mut out);
+            assert_eq!(out[0], 8 * width as u32, "{kernel:?}");
+        }
+    }
+
+    #[test]
+    fn topk_matches_brute_force_for_every_kernel_filter_and_thread_count() {
+        let width = 40;
+        let n = 3000;
+        // few distinct rows, so there are many ties
+        let distinct = bytes(width * 50, 7);
+        let db: Vec<u8> = (0..n)
+            .flat_map(|i| distinct[(i * 31 % 50) * width..][..width].to_vec())
+            .collect();
+        let queries = bytes(width * 5, 9);
+        let mask: Vec<bool> = (0..n).map(|i| i % 3 != 0).collect();
+        let sparse: Vec<bool> = (0..n).map(|i| i % 97 == 5).collect();
+        let ids: Vec<usize> = (0..n).filter(|&i| sparse[i]).collect();
+        for kernel in Kernel::available() {
+            for threads in [1, 3] {
+                for k in [0, 1, 10, 64, n + 5] {
+                    let all = vec![true; n];
+                    let cases = [
+                        (Filter::All, &all),
+                        (Filter::Mask(&mask), &mask),
+                        (Filter::Mask(&sparse), &sparse),
+                        (Filter::Ids(&ids), &sparse),
+                    ];
+                    for (filter, allowed) in cases {
+                        let shape = Shape {
+                            queries: 5,
+                            rows: n,
+                            width,
+                        };
+                        let got = topk(&queries, &db, shape, k, filter, kernel, threads).unwrap();
+                        let mut want = brute(&queries, &db, width, k, allowed);
+                        if want.k == 0 {
+                            want.ids.clear();
+                            want.dists.clear();
+                        }
+                        assert_eq!(got, want, "{kernel:?} threads {threads} k {k} {filter:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    const ONE_BY_TEN: Shape = Shape {
+        queries: 1,
+        rows: 10,
+        width: 64,
+    };
+
+    #[test]
+    fn nothing_allowed_gives_no_hits() {
+        let db = bytes(64 * 10, 3);
+        let none = vec![false; 10];
+        let (q, best) = (&db[..64], Kernel::best());
+        let got = topk(q, &db, ONE_BY_TEN, 5, Filter::Mask(&none), best, 0).unwrap();
+        assert_eq!((got.k, got.ids.len()), (0, 0));
+        let got = topk(q, &db, ONE_BY_TEN, 5, Filter::Ids(&[]), best, 0).unwrap();
+        assert_eq!(got.k, 0);
+    }
+
+    #[test]
+    fn rows_of_zero_bytes_are_all_at_distance_zero() {
+        let shape = Shape {
+            queries: 2,
+            rows: 4,
+            width: 0,
+        };
+        let got = topk(&[], &[], shape, 3, Filter::All, Kernel::best(), 0).unwrap();
+        assert_eq!(got.ids, vec![0, 1, 2, 0, 1, 2]);
+        assert_eq!(got.dists, vec![0; 6]);
+    }
+
+    #[test]
+    fn bad_input_is_an_error_not_a_panic() {
+        let db = bytes(64 * 10, 3);
+        let (q, scalar) = (&db[..64], Kernel::Scalar);
+        assert!(topk(&db[..10], &db, ONE_BY_TEN, 5, Filter::All, scalar, 1).is_err());
+        assert!(topk(q, &db[..70], ONE_BY_TEN, 5, Filter::All, scalar, 1).is_err());
+        assert!(topk(q, &db, ONE_BY_TEN, 5, Filter::Mask(&[true]), scalar, 1).is_err());
+        assert!(topk(q, &db, ONE_BY_TEN, 5, Filter::Ids(&[10]), scalar, 1).is_err());
+        assert!(topk(q, &db, ONE_BY_TEN, 5, Filter::Ids(&[2, 1]), scalar, 1).is_err());
+        assert!(Kernel::from_name("no-such-kernel").is_err());
+    }
+}
