@@ -68,6 +68,20 @@ def resume(repo: Path, settings, model) -> tuple[CountingEmbedder, object]:
     return emb, result
 
 
+def test_killed_inside_the_files_transaction_keeps_the_previous_snapshot(repo, settings,
+                                                                         model):
+    refresh(repo, settings, embedder=model)
+    index = Index.open(repo, settings, embedder=model)
+    before = check_consistent(index)
+    (repo / "app" / "db.py").write_text("def reconnect():\n    return None\n")
+    (repo / "README.md").unlink()
+    killed_at(repo, "files-written")
+    assert check_consistent(index) == before  # nothing of the half-done refresh is visible
+    emb, result = resume(repo, settings, model)
+    assert result.generation == 2 and (result.files_changed, result.files_removed) == (1, 1)
+    assert len(emb.texts) == result.vectors_embedded >= 1
+
+
 def test_killed_after_chunks_commit(repo, settings, model):
     killed_at(repo, "chunks-committed")
     index = Index.open(repo, settings, embedder=model)

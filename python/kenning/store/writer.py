@@ -172,6 +172,7 @@ class IndexWriter:
                                   list(clusters.items()))
             if snapshot is not None:
                 self._insert_snapshot(snapshot)
+            crash_point("files-written")
             self.conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise self._failed(exc) from exc
@@ -255,8 +256,9 @@ _CRASH_COUNTS: dict[str, int] = {}
 
 def crash_point(stage: str) -> None:
     """Crash-safety tests only: ``KENNING_TEST_KILL_AT=<stage>[:<n>]`` SIGKILLs this process the
-    n-th time (default 1st) it reaches ``stage``. Stages: chunks-committed, vectors-written
-    (rows fsynced, their transaction not yet committed), batch-committed."""
+    n-th time (default 1st) it reaches ``stage``. Stages, in order: files-written (files and
+    chunks written, their transaction not committed), chunks-committed, vectors-written (rows
+    fsynced, their transaction not committed), batch-committed."""
     import os
 
     target = os.environ.get("KENNING_TEST_KILL_AT")
