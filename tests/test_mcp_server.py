@@ -8,6 +8,7 @@ touches the user's state.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 import sys
@@ -153,6 +154,21 @@ class Client:
 
     def ok(self, tool: str, **arguments: Any) -> CallToolResult:
         result = self.call(tool, **arguments)
+        return self.check(result)
+
+    def ok_with_progress(self, tool: str, **arguments: Any
+                         ) -> tuple[CallToolResult, list[tuple[float, str | None]]]:
+        seen: list[tuple[float, str | None]] = []
+
+        async def note(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((progress, message))
+
+        result = self.portal.call(functools.partial(self.session.call_tool, tool, arguments,
+                                                    progress_callback=note))
+        return self.check(result), seen
+
+    @staticmethod
+    def check(result: CallToolResult) -> CallToolResult:
         assert not result.is_error, result.content[0].text
         assert result.structured_content is not None
         return result
@@ -332,8 +348,13 @@ def test_status_and_reindex(alpha: Client, world: World) -> None:
     assert proj["problems"] == []
     report = alpha.ok("code_reindex").structured_content["projects"][0]
     assert report["state"] == "finished" and report["result"]["status"] == "complete"
-    assert alpha.ok("code_reindex", full=True).structured_content["projects"][0]["state"] == \
-        "finished"
+    assert report["result"]["nothing_changed"] is True
+    full, progress = alpha.ok_with_progress("code_reindex", full=True)
+    report = full.structured_content["projects"][0]
+    assert report["state"] == "finished" and report["result"]["vectors_embedded"] == 0
+    assert progress and all(proj["project"] in m for _, m in progress if m)
+    steps = [p for p, _ in progress]
+    assert steps == sorted(set(steps))  # progress only ever increases
 
 
 def test_edits_make_old_ids_stale(alpha: Client, world: World) -> None:

@@ -5,18 +5,25 @@ error's JSON body, ``KenningError.to_dict()``), and anything unexpected is logge
 reported the same way.
 """
 
+import functools
 import json
 import logging
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import MCPServer
+import anyio
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from kenning.errors import KenningError
 from kenning.mcpserver import render
-from kenning.mcpserver.service import Service
+from kenning.mcpserver.service import (
+    Service,
+    progress_message,
+    reindex_report,
+)
 
 log = logging.getLogger("kenning.mcp")
 
@@ -70,6 +77,11 @@ REPOSITORIES = """\
 Which of the served projects are most likely to hold the answer to a query, ranked by their \
 best search hit. Use it when you do not know which repository to look in, then \
 code_search(query, project="<id>"). Not needed when you already know the project."""
+
+# code_reindex waits this long for the work to finish before reporting it as running, well
+# inside the tool-call timeouts of common clients (Codex: 60 s).
+REINDEX_WAIT = 30.0
+PROGRESS_POLL = 0.25  # seconds between looks at a running reindex
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -138,13 +150,30 @@ def build_server(service: Service) -> MCPServer:
     def code_index_status(project: ProjectArg = None) -> CallToolResult:
         return _guarded("code_index_status", lambda: render.status(service.status(project)))
 
-    def code_reindex(
+    async def code_reindex(
+        ctx: Context,
         project: ProjectArg = None,
         full: Annotated[bool, Field(description="Rebuild from scratch instead of updating.")
                         ] = False,
     ) -> CallToolResult:
-        return _guarded("code_reindex", lambda: render.reindex(
-            service.reindex(project, full=full)))
+        # async, so it can send progress notifications while the job runs on its thread
+        try:
+            started = await anyio.to_thread.run_sync(
+                functools.partial(service.start_reindex, project, full=full))
+        except KenningError as exc:
+            return _failure(exc.to_dict())
+        deadline = anyio.current_time() + REINDEX_WAIT
+        sent, step = "", 0
+        while True:
+            message = progress_message(started)
+            if message != sent:
+                step, sent = step + 1, message
+                await ctx.report_progress(step, message=message)
+            if not any(item.job.running for item in started) or \
+                    anyio.current_time() >= deadline:
+                break
+            await anyio.sleep(PROGRESS_POLL)
+        return _guarded("code_reindex", lambda: render.reindex(reindex_report(started)))
 
     def find_repositories(
         query: Annotated[str, Field(description="What you are looking for.")],

@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kenning.config import Settings
@@ -31,8 +32,6 @@ log = logging.getLogger("kenning.mcp")
 REFRESH_WAIT = 5.0
 # After the embedder fails, refreshes skip embedding (lexical tables stay fresh) this long.
 EMBEDDER_RETRY_AFTER = 30.0
-# code_reindex waits this long for the work to finish before reporting it as running.
-REINDEX_WAIT = 30.0
 
 
 def parse_chunk_id(chunk_id: str) -> tuple[str, int, int]:
@@ -256,35 +255,16 @@ class Service:
         finally:
             job.done.set()
 
-    def reindex(self, project: str | None, *, full: bool,
-                wait: float = REINDEX_WAIT) -> dict[str, Any]:
+    def start_reindex(self, project: str | None, *, full: bool) -> list[Started]:
+        """Start (or join) an indexing job for ``project``, or for every live project."""
         targets = self.registry.select(project)
         if not targets:
             raise UsageError("None of the served projects is available.")
-        started = [(served, served.job if served.job and served.job.running else None,
-                    self.start_job(served, full=full)) for served in targets]
-        deadline = time.monotonic() + wait
-        reports = []
-        for served, already, job in started:
-            job.done.wait(max(0.0, deadline - time.monotonic()))
-            report: dict[str, Any] = {"project": served.id, "full": job.full}
-            if already is not None:
-                report["note"] = "An indexing run was already under way; this reports on it."
-            if job.running:
-                report["state"] = "running"
-                report["progress"] = job.progress
-            elif job.error is not None:
-                report["state"] = "failed"
-                report["error"] = job.error.to_dict()
-            elif (job.result or {}).get("busy"):
-                report["state"] = "busy"
-                report["note"] = ("Another process is indexing this project; searches are "
-                                  "answered from its last snapshot meanwhile.")
-            else:
-                report["state"] = "finished"
-                report["result"] = job.result
-            reports.append(report)
-        return {"type": "reindex", "projects": reports}
+        started = []
+        for served in targets:
+            joined = served.job is not None and served.job.running
+            started.append(Started(served, self.start_job(served, full=full), joined))
+        return started
 
     # -- status ---------------------------------------------------------------------------
 
@@ -354,6 +334,56 @@ def _progress_note(progress: dict[str, Any] | None) -> str:
     if not progress or progress.get("type") != "embedding":
         return ""
     return f" ({progress.get('done')} of {progress.get('total')} new chunks embedded)"
+
+
+@dataclass
+class Started:
+    """An indexing job a ``code_reindex`` call started, or joined when one was running."""
+
+    served: Served
+    job: Job
+    joined: bool
+
+
+def reindex_report(started: list[Started]) -> dict[str, Any]:
+    reports = []
+    for item in started:
+        job = item.job
+        report: dict[str, Any] = {"project": item.served.id, "full": job.full}
+        if item.joined:
+            report["note"] = "An indexing run was already under way; this reports on it."
+        if job.running:
+            report["state"] = "running"
+            report["progress"] = job.progress
+        elif job.error is not None:
+            report["state"] = "failed"
+            report["error"] = job.error.to_dict()
+        elif (job.result or {}).get("busy"):
+            report["state"] = "busy"
+            report["note"] = ("Another process is indexing this project; searches are "
+                              "answered from its last snapshot meanwhile.")
+        else:
+            report["state"] = "finished"
+            report["result"] = job.result
+        reports.append(report)
+    return {"type": "reindex", "projects": reports}
+
+
+def progress_message(started: list[Started]) -> str:
+    """One line on where the running jobs are, for MCP progress notifications."""
+    parts = []
+    for item in started:
+        event = item.job.progress or {}
+        if not item.job.running:
+            parts.append(f"{item.served.id}: done")
+        elif event.get("type") == "embedding":
+            parts.append(f"{item.served.id}: embedding {event.get('done')}/{event.get('total')}")
+        elif event.get("type") == "chunking":
+            parts.append(f"{item.served.id}: chunking {event.get('done')}/{event.get('total')} "
+                         "files")
+        else:
+            parts.append(f"{item.served.id}: {event.get('type') or 'starting'}")
+    return "; ".join(parts)
 
 
 class _DownEmbedder:
