@@ -48,6 +48,10 @@ def test_people_see_a_summary_and_an_unchanged_tree_says_so(repo):
 
 
 def test_dry_run_reports_languages_and_largest_without_indexing(repo):
+    (repo / "blob.dat").write_bytes(b"head\0tail")
+    (repo / "logo.png").write_bytes(b"\x89PNG")
+    (repo / "node_modules" / "dep").mkdir(parents=True)
+    (repo / "node_modules" / "dep" / "index.js").write_text("module.exports = 1;\n")
     report = json.loads(invoke(str(repo), "--dry-run", "--json-output").stdout.splitlines()[-1])
     assert report["type"] == "dry_run" and report["files"] == 5
     assert set(report["languages"]) >= {"python", "markdown", "javascript"}
@@ -55,11 +59,13 @@ def test_dry_run_reports_languages_and_largest_without_indexing(repo):
     assert report["chunks"] == sum(s["chunks"] for s in report["languages"].values())
     assert report["largest_files"][0]["path"] == "app/server.py"
     assert {f["path"] for f in report["largest_folders"]} >= {"app/", "docs/", "lib/"}
+    assert report["skipped_files"] == {"binary": 1, "default": 1}
+    assert report["skipped_folders"] == {"default": 2}  # .git and node_modules
     settings = config.load()
     with pytest.raises(Exception, match="no index"):
         Index.open(repo, settings)
     text = invoke(str(repo), "--dry-run").stdout
-    assert "nothing was embedded" in text and "python" in text
+    assert "nothing was embedded" in text and "python" in text and "1 binary" in text
 
 
 def kenning(*args: str) -> subprocess.Popen[str]:

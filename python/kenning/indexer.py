@@ -362,13 +362,14 @@ def dry_run(root: Path, settings: Settings, *, embedder: Any = None,
     """What an index would hold, without embedding or writing anything: files and chunks per
     language, and the largest files and folders (to fix ignore rules before spending time)."""
     from kenning.embedding import make_embedder
-    from kenning.sources import walk
+    from kenning.sources import WalkStats, walk
 
     started = time.perf_counter()
     root = _existing_dir(root)
     embedder = embedder if embedder is not None else make_embedder(settings)
     emit = progress or (lambda event: None)
-    files = list(walk(root, max_file_size=int(settings["index.max_file_size"])))
+    skipped = WalkStats()
+    files = list(walk(root, max_file_size=int(settings["index.max_file_size"]), stats=skipped))
     emit({"type": "scan", "files": len(files)})
     languages: dict[str, Counter[str]] = defaultdict(Counter)
     folders: Counter[str] = Counter()
@@ -395,6 +396,7 @@ def dry_run(root: Path, settings: Settings, *, embedder: Any = None,
                       sorted(languages.items(), key=lambda kv: -kv[1]["chunks"])},
         "largest_files": [{"path": f.path, "bytes": f.size} for f in largest],
         "largest_folders": [{"path": p, "bytes": b} for p, b in folders.most_common(top)],
+        "skipped_files": dict(skipped.skipped), "skipped_folders": dict(skipped.skipped_dirs),
         "seconds": round(time.perf_counter() - started, 3),
     }
 

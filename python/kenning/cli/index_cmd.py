@@ -152,5 +152,9 @@ def _print_dry_run(report: dict[str, Any], json_output: bool, quiet: bool) -> No
         for row in report[key]:
             table.add_row(row["path"], f"{row['bytes'] / 1024:.0f}")
         console.print(table)
+    for key, what in (("skipped_files", "files"), ("skipped_folders", "folders")):
+        if report[key]:
+            reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(report[key].items()))
+            click.echo(f"Skipped {what}: {reasons}.")
     click.echo("Exclude what should not be searched with a .kenningignore file "
                "(gitignore syntax).")
