@@ -1,0 +1,156 @@
+"""Search over a small repository indexed with the real local model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from kenning import config
+from kenning.errors import UsageError
+from kenning.search import ProjectRef, get_chunk, resolve_projects, search
+
+if TYPE_CHECKING:
+    from search_fixtures import Indexed
+
+pytest_plugins = ["search_fixtures"]  # the indexed fixture repositories
+
+RESULT_KEYS = {"id", "project", "path", "start_line", "end_line", "start_byte", "end_byte",
+               "kind", "symbol", "score", "content", "stale"}
+
+
+def run(state: Indexed, query: str, **kwargs: object) -> dict:
+    refs = kwargs.pop("projects", None) or resolve_projects(config.load(), [state.root])
+    return search(query, refs, settings=config.load(), refresh=kwargs.pop("refresh", False),
+                  **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("query", "path", "symbol"), [
+    ("how long to wait before trying a failed request again", "src/http/retry.py", None),
+    ("evict the least recently used entries", "src/storage/cache.py", "LruCache"),
+    ("verify that a password matches the stored digest", "src/auth/passwords.py",
+     "verify_password"),
+    ("match an incoming url to a registered route handler", "web/router.js", None),
+])
+def test_natural_queries_find_the_right_chunk_first(indexed: Indexed, query: str, path: str,
+                                                    symbol: str | None) -> None:
+    top = run(indexed, query)["results"][0]
+    assert top["path"] == path
+    if symbol:
+        assert top["symbol"] == symbol
+
+
+@pytest.mark.parametrize(("query", "symbol"), [
+    ("parse_header", "parse_header"),
+    ("HttpClient.send", "HttpClient"),
+    ("Router", "Router"),
+    ("call_with_retries", "call_with_retries"),
+    ("verify_password", "verify_password"),
+])
+def test_identifier_queries_find_the_definition(indexed: Indexed, query: str,
+                                                symbol: str) -> None:
+    assert run(indexed, query)["results"][0]["symbol"] == symbol
+
+
+def test_result_schema(indexed: Indexed) -> None:
+    result = run(indexed, "parse a header line")
+    assert set(result) == {"type", "query", "results", "warnings", "revision"}
+    assert result["type"] == "search_result" and result["query"] == "parse a header line"
+    hit = result["results"][0]
+    assert set(hit) == RESULT_KEYS
+    data = (indexed.root / hit["path"]).read_bytes()
+    assert hit["content"] == data[hit["start_byte"]:hit["end_byte"]].decode()
+    lines = data.decode().splitlines()
+    assert hit["content"].startswith(lines[hit["start_line"] - 1].lstrip()[:1] or "")
+    project, generation, ordinal = hit["id"].rsplit(":", 2)
+    assert project == hit["project"] and int(generation) >= 1 and int(ordinal) >= 1
+    assert hit["stale"] is False
+    chunk = get_chunk(hit["id"], resolve_projects(config.load(), [indexed.root]),
+                      settings=config.load())
+    assert chunk["content"] == hit["content"] and chunk["path"] == hit["path"]
+
+
+def test_filters_apply_inside_retrieval(indexed: Indexed) -> None:
+    query = "how long to wait before trying a failed request again"
+    # the best matches are in src/http, yet a filtered search still fills its page
+    hits = run(indexed, query, path_filter="tests")["results"]
+    assert hits and all(h["path"].startswith("tests/") for h in hits)
+    routes = run(indexed, "match a url to a handler", language="javascript")["results"]
+    assert routes and all(h["path"].endswith(".js") for h in routes)
+    python = run(indexed, "match a url to a handler", language="python")["results"]
+    assert all(h["path"].endswith(".py") for h in python)
+    docs = run(indexed, "configuration settings file", kind="docs")["results"]
+    assert docs and all(h["path"].endswith(".md") for h in docs)
+    code = run(indexed, "configuration settings file", kind="code")["results"]
+    assert all(not h["path"].endswith(".md") for h in code)
+    functions = run(indexed, query, kind="function")["results"]
+    assert functions and all(h["kind"] == "function" for h in functions)
+    globbed = run(indexed, "store a password", path_filter="src/*/pass*.py")["results"]
+    assert globbed and {h["path"] for h in globbed} == {"src/auth/passwords.py"}
+
+
+@pytest.mark.parametrize("bad", ["../elsewhere", "src/../../x", "/definitely/not/the/root"])
+def test_path_filter_escaping_the_root_is_refused(indexed: Indexed, bad: str) -> None:
+    with pytest.raises(UsageError, match="root"):
+        run(indexed, "retry", path_filter=bad)
+
+
+def test_tests_are_penalised_unless_asked_for(indexed: Indexed) -> None:
+    plain = [h["path"] for h in run(indexed, "retry policy backoff")["results"]]
+    assert plain[0] != "tests/test_retry.py"
+    asked = [h["path"] for h in run(indexed, "test for the retry policy backoff")["results"]]
+    assert asked.index("tests/test_retry.py") < plain.index("tests/test_retry.py")
+
+
+def test_one_file_cannot_fill_the_page(indexed: Indexed) -> None:
+    hits = run(indexed, "retry policy attempts delay backoff", limit=5)["results"]
+    assert len({h["path"] for h in hits}) >= 2
+
+
+def test_irrelevant_query_returns_few_or_no_results(indexed: Indexed) -> None:
+    hits = run(indexed, "chocolate cake recipe with fresh strawberries and cream")["results"]
+    assert len(hits) <= 2
+
+
+def test_edit_is_stale_then_searchable_after_refresh(indexed: Indexed) -> None:
+    path = indexed.root / "src/storage/cache.py"
+    original = path.read_text()
+    try:
+        path.write_text(original + '''
+
+def warm_up_from_snapshot(cache, snapshot_file):
+    for line in open(snapshot_file):
+        key, _, value = line.partition("=")
+        cache.entries[key] = value.encode()
+''')
+        before = run(indexed, "evict the least recently used entries")["results"]
+        assert before[0]["path"] == "src/storage/cache.py" and before[0]["stale"] is True
+        fresh = run(indexed, "warm_up_from_snapshot", refresh=True)["results"]
+        assert fresh[0]["symbol"] == "warm_up_from_snapshot" and fresh[0]["stale"] is False
+    finally:
+        path.write_text(original)
+        run(indexed, "evict", refresh=True)
+
+
+def test_several_projects_are_merged_by_score(indexed: Indexed) -> None:
+    refs = resolve_projects(config.load(), [indexed.root, indexed.other])
+    assert len(refs) == 2
+    result = run(indexed, "area of a circle from its radius", projects=refs)
+    top = result["results"][0]
+    assert top["path"] == "geometry/shapes.py" and top["symbol"] == "circle_area"
+    scores = [h["score"] for h in result["results"]]
+    assert scores == sorted(scores, reverse=True)
+    mixed = run(indexed, "parse_header", projects=refs)["results"]
+    assert mixed[0]["symbol"] == "parse_header"
+
+
+def test_empty_query_is_refused(indexed: Indexed) -> None:
+    with pytest.raises(UsageError):
+        run(indexed, "   ")
+
+
+def test_unknown_project_is_refused(indexed: Indexed, tmp_path: Path) -> None:
+    with pytest.raises(UsageError):
+        resolve_projects(config.load(), [str(tmp_path / "missing")])
+    assert resolve_projects(config.load(), [indexed.root]) == [
+        ProjectRef(resolve_projects(config.load(), [indexed.root])[0].id, indexed.root)]
