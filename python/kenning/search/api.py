@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from kenning.config import Settings
-from kenning.errors import EmbedderError, IndexMissing, StaleChunkId, UsageError
+from kenning.errors import EmbedderError, IndexMissing, KenningError, StaleChunkId, UsageError
 from kenning.search import dense, lexical, symbols
 from kenning.search.filters import Filters
 from kenning.search.fusion import rrf
@@ -78,7 +79,8 @@ def _candidates(conn: Any, ids: list[int]) -> dict[int, Candidate]:
             for r in rows}
 
 
-def _search_project(ref: ProjectRef, ctx: _Context) -> list[dict[str, Any]]:
+def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]], str | None]:
+    """Ranked results of one project and the revision of the snapshot they come from."""
     from kenning.store import Index
 
     index = Index.open(ref.root, ctx.settings, embedder=ctx.embedder)
@@ -128,9 +130,23 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> list[dict[str, Any]]:
                 "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
                 "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
                 "symbol": c.symbol, "score": round(c.score, 6), "content": content,
-                "stale": stale, "_revision": snap.revision,
-                "_file_bytes": reader.file_size(c.path)})
-        return results
+                "stale": stale, "_file_bytes": reader.file_size(c.path)})
+        return results, snap.revision
+
+
+@contextmanager
+def _embedder(settings: Settings, given: Any) -> Iterator[Any]:
+    """The caller's embedder, or one made from settings and closed afterwards."""
+    if given is not None:
+        yield given
+        return
+    from kenning.embedding import make_embedder
+
+    made = make_embedder(settings)
+    try:
+        yield made
+    finally:
+        made.close()
 
 
 def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings: Settings,
@@ -144,21 +160,31 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
     from kenning import usage_log
 
     started = time.perf_counter()
-    if limit < 1:
-        raise UsageError(f"The limit must be at least 1, got {limit}.")
-    parsed = analyze(query)
-    refs = list(projects) if projects else resolve_projects(settings)
-    if embedder is None:
-        from kenning.embedding import make_embedder
+    try:
+        if limit < 1:
+            raise UsageError(f"The limit must be at least 1, got {limit}.")
+        parsed = analyze(query)
+        refs = list(projects) if projects else resolve_projects(settings)
+        filters = Filters(path_filter, language, kind)
+        for ref in refs:  # refuse a bad filter before any work
+            filters.bind(ref.root)
+        with _embedder(settings, embedder) as emb:
+            ctx = _Context(parsed, filters, limit, settings, emb, None,
+                           relevance_floor(str(emb.model)), frozenset(branches))
+            result = _run(refs, ctx, refresh=refresh and bool(settings["search.refresh"]))
+    except KenningError as exc:
+        usage_log.record("error", command="search", error=type(exc).__name__)
+        raise
+    results = result["results"]
+    saved = sum(max(0, r.pop("_file_bytes") - len(r["content"].encode())) for r in results)
+    usage_log.record("search", ms=round((time.perf_counter() - started) * 1000, 2),
+                     results=len(results), tokens_saved=saved // 4,
+                     degraded="dense" in ctx.branches and ctx.query_vector is None)
+    return result
 
-        embedder = make_embedder(settings)
-    filters = Filters(path_filter, language, kind)
-    for ref in refs:  # refuse a bad filter before any work
-        filters.bind(ref.root)
-    ctx = _Context(parsed, filters, limit, settings, embedder, None,
-                   relevance_floor(str(embedder.model)), frozenset(branches))
-    do_refresh = refresh and bool(settings["search.refresh"])
-    if do_refresh:
+
+def _run(refs: list[ProjectRef], ctx: _Context, *, refresh: bool) -> dict[str, Any]:
+    if refresh:
         # refresh before embedding the query: a refresh that embeds loads the model anyway
         for ref in refs:
             if not _refresh(ref, ctx):
@@ -166,26 +192,20 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
                                     "chunks are searchable by words and symbols only for now.")
     try:
         if "dense" in ctx.branches:
-            ctx.query_vector = np.ascontiguousarray(embedder.embed_query(parsed.text), np.float32)
+            vector = ctx.embedder.embed_query(ctx.query.text)
+            ctx.query_vector = np.ascontiguousarray(vector, np.float32)
     except EmbedderError as exc:
         ctx.warnings.append(f"Semantic search is off ({exc.message}); results are word and "
                             "symbol matches from the last snapshot.")
     if len(refs) == 1:
-        merged = _search_project(refs[0], ctx)
+        parts = [_search_project(refs[0], ctx)]
     else:
         with ThreadPoolExecutor(max_workers=min(len(refs), 4)) as pool:
             parts = list(pool.map(lambda r: _search_project(r, ctx), refs))
-        merged = sorted((r for part in parts for r in part), key=lambda r: -r["score"])
-    merged = merged[:limit]
-    revision = merged[0]["_revision"] if merged and len(refs) == 1 else None
-    saved = sum(max(0, r.pop("_file_bytes") - len(r["content"].encode())) for r in merged) // 4
-    for r in merged:
-        r.pop("_revision", None)
-    usage_log.record("search", ms=(time.perf_counter() - started) * 1000, results=len(merged),
-                     tokens_saved=saved,
-                     degraded="dense" in ctx.branches and ctx.query_vector is None)
-    return {"type": "search_result", "query": query, "results": merged,
-            "warnings": list(dict.fromkeys(ctx.warnings)), "revision": revision}
+    merged = sorted((r for hits, _ in parts for r in hits), key=lambda r: -r["score"])
+    return {"type": "search_result", "query": ctx.query.text, "results": merged[: ctx.limit],
+            "warnings": list(dict.fromkeys(ctx.warnings)),
+            "revision": parts[0][1] if len(parts) == 1 else None}
 
 
 def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
@@ -201,13 +221,10 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
                          hint="Chunk ids look like <project>:<generation>:<n>; take one from "
                               "a search result.") from None
     refs = list(projects) if projects else resolve_projects(settings)
-    if embedder is None:
-        from kenning.embedding import make_embedder
-
-        embedder = make_embedder(settings)
     for ref in refs:
         try:
-            index = Index.open(ref.root, settings, embedder=embedder)
+            with _embedder(settings, embedder) as emb:
+                index = Index.open(ref.root, settings, embedder=emb)
         except IndexMissing:
             continue
         if index.project_id != project_id:

@@ -16,7 +16,7 @@ from kenning.tokens import code_tokens
 
 _QUALIFIER = re.compile(r"\.|::|#|->|/")
 
-EXACT, LAST_PART, CASELESS, PREFIX = 4.0, 3.0, 2.0, 1.0
+EXACT, LAST_PART, CASELESS, CONTAINER, PREFIX = 4.0, 3.0, 2.0, 1.5, 1.0
 
 
 def grade(symbol: str, name: str) -> float:
@@ -32,6 +32,9 @@ def grade(symbol: str, name: str) -> float:
         return LAST_PART
     if symbol.lower() == name.lower() or last.lower() == name.lower():
         return CASELESS
+    qualifiers = [p.lower() for p in tail[:-1] if p]
+    if qualifiers and last.lower() == qualifiers[-1]:
+        return CONTAINER  # `HttpClient.send` asked, the chunk is the class HttpClient itself
     if len(name) >= 3 and last.lower().startswith(name.lower()):
         return PREFIX
     return 0.0
@@ -43,9 +46,9 @@ def search(conn: sqlite3.Connection, query: Query, *, limit: int, where: str = "
     names = query.symbol_names
     if not names:
         return []
-    # the whole last component, lower-cased, is one token of the FTS symbol column
-    tokens = dict.fromkeys(
-        whole[0] for name in names if (whole := code_tokens(_QUALIFIER.split(name)[-1])))
+    # each whole component, lower-cased, is one token of the FTS symbol column
+    tokens = dict.fromkeys(whole[0] for name in names for part in _QUALIFIER.split(name)
+                           if (whole := code_tokens(part)))
     if not tokens:
         return []
     # a prefix query also finds parse_header for `parse`
