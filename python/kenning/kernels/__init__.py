@@ -8,6 +8,7 @@ caller's back: a wrong dtype is a ``TypeError``, a wrong shape or layout a ``Val
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
@@ -39,10 +40,9 @@ _FUNCTIONS = ("binarize", "quantize_int8", "rescore", "hamming_topk", "hash_many
 
 def _rust_core() -> ModuleType | None:
     try:
-        from kenning import _core
+        return importlib.import_module("kenning._core")
     except ImportError:
         return None
-    return _core
 
 
 def available_backends() -> list[str]:
