@@ -23,8 +23,11 @@ from typing import Any
 
 from kenning import kernels, project
 from kenning.config import Settings
+from kenning.embedding import document_text, make_embedder
+from kenning.embedding.profiles import HEADER_RESERVE_TOKENS
 from kenning.errors import EmbedderError, IndexBusy, UsageError
 from kenning.records import Chunk, SourceFile
+from kenning.sources import WalkStats, walk
 from kenning.store import Index
 from kenning.store.writer import FileRow, IndexWriter, MissingVector, crash_point
 
@@ -74,8 +77,6 @@ def refresh(root: Path, settings: Settings, *, embedder: Any = None, full: bool 
     ``full`` re-hashes and re-chunks every file (vectors are still reused by content hash);
     ``embed=False`` commits files and chunks only.
     """
-    from kenning.embedding import make_embedder
-
     started = time.perf_counter()
     root = _existing_dir(root)
     embedder = embedder if embedder is not None else make_embedder(settings)
@@ -125,9 +126,6 @@ def _cluster_digests(digests: dict[str, bytes]) -> dict[str, bytes]:
 def chunk_budget(embedder: Any, path: str) -> int:
     """Tokens a chunk of ``path`` may have. ``max_tokens`` already leaves out the document
     prefix and a fixed reserve for the ``Filepath:`` header; a longer header takes the rest."""
-    from kenning.embedding import document_text
-    from kenning.embedding.profiles import HEADER_RESERVE_TOKENS
-
     header = embedder.count_tokens(document_text(path, ""))
     return max(16, int(embedder.max_tokens) - max(0, header - HEADER_RESERVE_TOKENS))
 
@@ -154,8 +152,6 @@ class _Refresh:
         self.clock = now
 
     def run(self, *, full: bool, embed: bool) -> None:
-        from kenning.sources import walk
-
         result, writer = self.result, self.writer
         files = list(walk(self.index.root, max_file_size=int(self.settings["index.max_file_size"])))
         self.emit({"type": "scan", "files": len(files)})
@@ -251,8 +247,6 @@ class _Refresh:
     def chunk_files(self, files: Sequence[SourceFile], digests: dict[str, bytes]
                     ) -> tuple[list[FileRow], list[tuple[Chunk, bytes]], list[str]]:
         """New chunks of the files that changed; also the paths that vanished meanwhile."""
-        from kenning.embedding import document_text
-
         replaced: list[FileRow] = []
         chunks: list[tuple[Chunk, bytes]] = []
         gone: list[str] = []
@@ -303,8 +297,6 @@ class _Refresh:
     def load_texts(self, missing: Iterable[MissingVector]) -> dict[bytes, str]:
         """Embedding texts for missing hashes: this run's chunks, else re-read from the files
         (a run that resumes after a crash), skipping chunks whose file has changed since."""
-        from kenning.embedding import document_text
-
         texts: dict[bytes, str] = {}
         wanted: dict[str, list[MissingVector]] = defaultdict(list)
         for m in missing:
@@ -361,9 +353,6 @@ def dry_run(root: Path, settings: Settings, *, embedder: Any = None,
             progress: Progress | None = None, top: int = 10) -> dict[str, Any]:
     """What an index would hold, without embedding or writing anything: files and chunks per
     language, and the largest files and folders (to fix ignore rules before spending time)."""
-    from kenning.embedding import make_embedder
-    from kenning.sources import WalkStats, walk
-
     started = time.perf_counter()
     root = _existing_dir(root)
     embedder = embedder if embedder is not None else make_embedder(settings)
