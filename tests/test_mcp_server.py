@@ -484,6 +484,24 @@ def test_find_repositories_ranks_projects(multi: Client) -> None:
     assert "1. alpha" in ranked.content[0].text
 
 
+# -- a project seen for the first time ------------------------------------------------------------
+
+def test_first_index_answers_at_once_and_embeds_in_the_background(
+        world: World, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "fresh", {"api/handlers.py": HANDLERS,
+                                          "worker/handlers.py": HANDLERS})
+    with serve(world.env("none.toml"), root, tmp_path / "server.log") as client:
+        first = client.ok("code_search", query="handle_request_7").structured_content
+        assert first["results"][0]["symbol"] == "handle_request_7"  # words and symbols already
+        assert any("being built" in w or "being indexed" in w for w in first["warnings"])
+        report = client.ok("code_reindex").structured_content["projects"][0]
+        assert report["state"] == "finished", report
+        status = client.ok("code_index_status").structured_content["projects"][0]
+        assert status["state"] == "ready" and status["chunks_embedded"] == status["chunks"] > 64
+        later = client.ok("code_search", query="handle_request_7").structured_content
+        assert not any("being" in w for w in later["warnings"])
+
+
 # -- the embedder going down mid-session ----------------------------------------------------------
 
 def test_embedder_down_degrades_to_lexical(world: World, local_model: None,

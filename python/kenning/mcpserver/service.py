@@ -30,6 +30,9 @@ log = logging.getLogger("kenning.mcp")
 # How long a search waits for another search's refresh of the same project before answering
 # from the last snapshot; such refreshes are incremental and normally take milliseconds.
 REFRESH_WAIT = 5.0
+# Chunks a search embeds before answering (about two seconds with the local model); a larger
+# backlog is embedded on a worker thread while searches use what is there.
+SYNC_EMBED_LIMIT = 64
 # After the embedder fails, refreshes skip embedding (lexical tables stay fresh) this long.
 EMBEDDER_RETRY_AFTER = 30.0
 
@@ -153,18 +156,6 @@ class Service:
             return exc
         return None
 
-    def _snapshot_status(self, served: Served) -> str | None:
-        """``complete``/``partial`` for the last committed snapshot, None when there is none."""
-        from kenning.store import Index
-
-        assert served.ref is not None
-        try:
-            index = Index.open(served.ref.root, self.settings, embedder=self.embedder)
-        except IndexMissing:
-            return None
-        with index.snapshot() as snap:
-            return snap.status if snap.generation else None
-
     def _freshen(self, served: Served, warnings: list[str]) -> None:
         """Refresh ``served`` unless it was refreshed within the interval; never raises."""
         if not self.settings["search.refresh"]:
@@ -183,12 +174,16 @@ class Service:
             if time.monotonic() - served.last_refresh < self.settings["mcp.refresh_interval"]:
                 return
             served.last_refresh = time.monotonic()
-            status = self._snapshot_status(served)
-            # A first index or a backlog of vectors is long work: commit the lexical tables
-            # now and leave the embedding to a worker thread.
-            embed = status == "complete" and self._embedder_usable()
-            result = self._refresh(served, embed=embed, warnings=warnings)
-            backlog = not embed and self._embedder_usable() and not result.get("busy")
+            # Files and chunks first (a stat pass when nothing changed), then the vectors: a
+            # few now, a first index or a branch switch's worth on a worker thread, so a
+            # search never waits long for its answer.
+            result = self._refresh(served, embed=False, warnings=warnings)
+            missing = int(result.get("vectors_missing") or 0)
+            if missing and not result.get("busy") and self._embedder_usable():
+                if missing <= SYNC_EMBED_LIMIT:
+                    self._refresh(served, embed=True, warnings=warnings)
+                else:
+                    backlog = True
         except KenningError as exc:
             served.last_error = exc
             warnings.append(f"Could not refresh {served.id}: {exc.message}")
