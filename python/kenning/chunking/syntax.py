@@ -138,7 +138,7 @@ class SyntaxChunker:
         symbol = _join(qualifier, decl.name)
         label = Piece(0, 0, kind, symbol, self.signature(decl.node))
         if self.cut.fits_cheaply(start, end):
-            return [replace(label, start=start, end=end)]
+            return [label.at(start, end)]
         if kind in CONTAINER_KINDS:
             body = self.body(decl.node)
             members = body.named_children if body is not None else []
