@@ -80,12 +80,13 @@ def test_second_indexer_reports_busy_and_wait_waits(repo):
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 0 and "in progress" in out
         waiting = kenning("index", str(repo), "--wait", "--json-output")
-        time.sleep(1.0)
-        assert waiting.poll() is None
+        assert waiting.stdout is not None
+        assert json.loads(waiting.stdout.readline())["type"] == "waiting"
+        time.sleep(0.5)
+        assert waiting.poll() is None  # still blocked on the lock
     out, err = waiting.communicate(timeout=120)
     assert waiting.returncode == 0, err
-    events = [json.loads(line) for line in out.splitlines()]
-    assert events[0]["type"] == "waiting" and events[-1]["files_added"] == 5
+    assert json.loads(out.splitlines()[-1])["files_added"] == 5
 
 
 def test_bad_path_is_one_clear_line(tmp_path):
