@@ -232,11 +232,18 @@ def test_lock_held_means_busy_and_wait_waits(repo, settings, model):
     with index.writer():
         assert refresh(repo, settings, embedder=model).busy
         outcome: dict[str, object] = {}
+        blocked = threading.Event()
+
+        def progress(event: dict[str, object]) -> None:
+            if event["type"] == "waiting":
+                blocked.set()
+
         waiter = threading.Thread(target=lambda: outcome.setdefault(
-            "result", refresh(repo, settings, embedder=model, wait=True)))
+            "result", refresh(repo, settings, embedder=model, wait=True, progress=progress)))
         waiter.start()
-        time.sleep(0.5)
-        assert waiter.is_alive()  # blocked on the lock
+        assert blocked.wait(timeout=60)
+        time.sleep(0.3)
+        assert waiter.is_alive() and "result" not in outcome  # still blocked on the lock
     waiter.join(timeout=60)
     result = outcome["result"]
     assert not result.busy and result.files_added == 1  # type: ignore[attr-defined]
