@@ -49,7 +49,7 @@ def resolve_projects(settings: Settings,
             ref = _ref_for_root(project.find_root(item), configured)
         else:
             known = ", ".join(sorted(by_id)) or "none configured"
-            raise UsageError(f"{item} is neither a directory nor a configured project id.",
+            raise UsageError(f"{item} is not a directory, nor a configured project id.",
                              hint=f"Configured project ids: {known}.")
         if ref not in refs:
             refs.append(ref)
