@@ -196,3 +196,15 @@ def test_unreadable_ignore_file_does_not_stop_the_walk(tmp_path: Path) -> None:
 )
 def test_detect_language(path: str, language: str | None) -> None:
     assert detect_language(path) == language
+
+
+def test_known_unchanged_files_are_not_read_again(tmp_path: Path) -> None:
+    make(tmp_path, {"a.py": "x\n", "blob.bin": b"\x00" * 10})
+    st = os.stat(tmp_path / "blob.bin")
+    # A file the caller indexed with this size and mtime is trusted as text without a read.
+    known = {"blob.bin": (st.st_size, st.st_mtime_ns)}
+    found = [f.path for f in walk(tmp_path, max_file_size=MiB, known=known)]
+    assert found == ["a.py", "blob.bin"]
+    os.utime(tmp_path / "blob.bin", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    found = [f.path for f in walk(tmp_path, max_file_size=MiB, known=known)]
+    assert found == ["a.py"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -155,10 +155,17 @@ def _is_binary(path: str) -> bool:
 
 
 class _Walker:
-    def __init__(self, root: Path, max_file_size: int, stats: WalkStats) -> None:
+    def __init__(
+        self,
+        root: Path,
+        max_file_size: int,
+        stats: WalkStats,
+        known: Mapping[str, tuple[int, int]] | None,
+    ) -> None:
         self.root = os.path.realpath(root)
         self.max_file_size = max_file_size
         self.stats = stats
+        self.known = known or {}
         exclude = _read_spec(os.path.join(self.root, ".git", "info", "exclude"))
         # .git/info/exclude sits below every .gitignore: a root-level entry under them.
         self.base = [_Rules("", exclude, None)] if exclude else []
@@ -238,7 +245,8 @@ class _Walker:
             if st.st_size > self.max_file_size:
                 self.stats.skipped["too_large"] += 1
                 return None
-            if _is_binary(entry.path):
+            unchanged = self.known.get(rel) == (st.st_size, st.st_mtime_ns)
+            if not unchanged and _is_binary(entry.path):
                 self.stats.skipped["binary"] += 1
                 return None
         except OSError:
@@ -247,10 +255,20 @@ class _Walker:
         return SourceFile(rel, Path(entry.path), st.st_size, st.st_mtime_ns, detect_language(rel))
 
 
-def walk(root: Path, *, max_file_size: int, stats: WalkStats | None = None) -> Iterator[SourceFile]:
+def walk(
+    root: Path,
+    *,
+    max_file_size: int,
+    stats: WalkStats | None = None,
+    known: Mapping[str, tuple[int, int]] | None = None,
+) -> Iterator[SourceFile]:
     """Every file of ``root`` to index, sorted by relative POSIX path; never raises for a file.
 
     Pass ``stats`` to learn what was skipped and why (``kenning index --dry-run`` reports it).
+    ``known`` maps paths indexed before to their ``(size, mtime_ns)``: a file that still
+    matches was text then and is not read again for the binary check, so a refresh of an
+    unchanged tree is a pure stat pass.
     """
-    walker = _Walker(Path(root), max_file_size, stats if stats is not None else WalkStats())
+    stats = stats if stats is not None else WalkStats()
+    walker = _Walker(Path(root), max_file_size, stats, known)
     yield from walker.walk_dir(walker.root, "", walker.base)
