@@ -199,12 +199,12 @@ def test_detect_language(path: str, language: str | None) -> None:
 
 
 def test_known_unchanged_files_are_not_read_again(tmp_path: Path) -> None:
-    make(tmp_path, {"a.py": "x\n", "blob.bin": b"\x00" * 10})
-    st = os.stat(tmp_path / "blob.bin")
+    make(tmp_path, {"a.py": "x\n", "blob.dat": b"\x00" * 10})
+    st = os.stat(tmp_path / "blob.dat")
     # A file the caller indexed with this size and mtime is trusted as text without a read.
-    known = {"blob.bin": (st.st_size, st.st_mtime_ns)}
+    known = {"blob.dat": (st.st_size, st.st_mtime_ns)}
     found = [f.path for f in walk(tmp_path, max_file_size=MiB, known=known)]
-    assert found == ["a.py", "blob.bin"]
-    os.utime(tmp_path / "blob.bin", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert found == ["a.py", "blob.dat"]
+    os.utime(tmp_path / "blob.dat", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     found = [f.path for f in walk(tmp_path, max_file_size=MiB, known=known)]
     assert found == ["a.py"]
