@@ -151,8 +151,9 @@ def repositories(result: dict[str, Any]) -> Rendered:
 
 def status(result: dict[str, Any]) -> Rendered:
     emb = result["embedder"]
-    lines = [f"embedder: {emb.get('backend')} {emb.get('model')} ({emb.get('dims')} dims) · "
-             + ("reachable" if emb.get("ok") else "NOT WORKING")]
+    dims = f" ({emb['dims']} dims)" if emb.get("dims") else ""
+    lines = [f"embedder: {emb.get('backend')} {emb.get('model')}{dims} · "
+             + ("working" if emb.get("ok") else "NOT WORKING")]
     if not emb.get("ok") and emb.get("problem"):
         lines.append("  " + _problem(emb["problem"]))
         lines.append("  searches fall back to lexical and symbol matches until it is fixed.")

@@ -96,15 +96,20 @@ def _failure(body: dict[str, Any]) -> CallToolResult:
                           structured_content=body, is_error=True)
 
 
+def _error(name: str, exc: Exception) -> CallToolResult:
+    if isinstance(exc, KenningError):
+        return _failure(exc.to_dict())
+    # a bug must reach the agent as an error, not end the session
+    log.error("tool %s failed", name, exc_info=exc)
+    return _failure({"error": "InternalError", "message": f"{name} failed: {exc!r}.",
+                     "hint": "This is a bug in kenning; code_index_status may say more."})
+
+
 def _guarded(name: str, call: Callable[[], render.Rendered]) -> CallToolResult:
     try:
         return _ok(call())
-    except KenningError as exc:
-        return _failure(exc.to_dict())
-    except Exception as exc:  # a bug must reach the agent as an error, not end the session
-        log.exception("tool %s failed", name)
-        return _failure({"error": "InternalError", "message": f"{name} failed: {exc!r}.",
-                         "hint": "This is a bug in kenning; code_index_status may say more."})
+    except Exception as exc:
+        return _error(name, exc)
 
 
 def build_server(service: Service) -> MCPServer:
@@ -160,8 +165,8 @@ def build_server(service: Service) -> MCPServer:
         try:
             started = await anyio.to_thread.run_sync(
                 functools.partial(service.start_reindex, project, full=full))
-        except KenningError as exc:
-            return _failure(exc.to_dict())
+        except Exception as exc:
+            return _error("code_reindex", exc)
         deadline = anyio.current_time() + REINDEX_WAIT
         sent, step = "", 0
         while True:

@@ -24,6 +24,7 @@ from kenning.mcpserver.projects import Job, Registry, Served
 if TYPE_CHECKING:
     from kenning.embedding import Embedder
     from kenning.search import ProjectRef
+    from kenning.store import Index
 
 log = logging.getLogger("kenning.mcp")
 
@@ -273,10 +274,11 @@ class Service:
                 "projects": reports}
 
     def _embedder_status(self) -> dict[str, Any]:
-        report: dict[str, Any] = {"backend": self.settings["embedder.backend"]}
-        report.update(self.embedder.descriptor())
+        report: dict[str, Any] = {"backend": self.settings["embedder.backend"],
+                                  "model": self.embedder.model}
         try:
             self.embedder.check()
+            report["dims"] = self.embedder.dims  # a remote server may be asked for them
         except EmbedderError as exc:
             self._embedder_failed(exc)
             report.update(ok=False, problem=exc.to_dict())
@@ -295,7 +297,8 @@ class Service:
             index = Index.open(served.ref.root, self.settings, embedder=self.embedder)
         except IndexMissing as exc:
             report["state"] = "not indexed"
-            problems.append(exc.to_dict())
+            problems.append({**exc.to_dict(), "hint": "code_reindex indexes it; so does the "
+                                                      "first code_search."})
         except KenningError as exc:
             report["state"] = "unreadable"
             problems.append(exc.to_dict())
@@ -312,7 +315,7 @@ class Service:
         return report
 
 
-def _snapshot_report(index: Any) -> dict[str, Any]:
+def _snapshot_report(index: Index) -> dict[str, Any]:
     with index.snapshot() as snap:
         if not snap.generation:
             return {"state": "not indexed", "index_dir": str(index.dir)}
