@@ -452,7 +452,8 @@ def multi(world: World, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cl
         yield client
 
 
-def test_multi_project_search_merges_and_reports_the_missing_root(multi: Client) -> None:
+def test_multi_project_search_merges_and_reports_the_missing_root(multi: Client,
+                                                                  world: World) -> None:
     assert "find_repositories" in multi.tools()
     result = multi.ok("code_search", query="resize an image into a thumbnail", limit=20)
     data = result.structured_content
@@ -465,6 +466,10 @@ def test_multi_project_search_merges_and_reports_the_missing_root(multi: Client)
     assert "[beta] img/" in multi.ok("code_search", query="thumbnail").content[0].text
     only = multi.ok("code_search", query="thumbnail", project="alpha").structured_content
     assert all(h["project"] == "alpha" for h in only["results"])
+    inside = multi.ok("code_search", query="thumbnail", path_filter=str(world.beta / "img"))
+    assert {h["project"] for h in inside.structured_content["results"]} == {"beta"}
+    body = multi.error("code_search", query="thumbnail", path_filter=str(world.home))
+    assert "outside" in body["message"]
     body = multi.error("code_search", query="thumbnail", project="gamma")
     assert "does not exist" in body["message"]
     status = multi.ok("code_index_status").structured_content["projects"]

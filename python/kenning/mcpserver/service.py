@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kenning.config import Settings
@@ -72,6 +73,8 @@ class Service:
 
         if not query.strip():
             raise UsageError("The query is empty.", hint="Describe the code you are looking for.")
+        if project is None and path_filter and Path(path_filter).expanduser().is_absolute():
+            project = path_filter  # an absolute filter names the project it lies in
         targets = self.registry.select(project)
         warnings: list[str] = []
         if project is None:
