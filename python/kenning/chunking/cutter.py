@@ -171,6 +171,15 @@ class Cutter:
             group.clear()
             total = 0
 
+        if not segments:
+            return out
+        # Aim for even parts (no one-line tail) when the whole needs several.
+        whole_start, whole_end = segments[0][0], segments[-1][1]
+        whole_tokens = int(self.estimate(whole_start, whole_end) / _SAFETY)
+        whole_lines = self.lines(whole_start, whole_end)
+        parts = max(-(-whole_tokens // self.max_tokens), -(-whole_lines // PACK_LINES))
+        soft_tokens = min(self.max_tokens, whole_tokens * 5 // 4 // parts)
+        soft_lines = min(PACK_LINES, whole_lines * 5 // 4 // parts + 1)
         queue = list(reversed(segments))
         while queue:
             seg = queue.pop()
@@ -193,12 +202,18 @@ class Cutter:
                 if len(inner) > 1:  # a small header: pull the body's first statements up to it
                     queue.extend(reversed(inner))
                     continue
-            if group and (overflow or self.lines(group[0][0], end) > PACK_LINES):
+            too_long = self.lines(group[0][0], end) > soft_lines if group else False
+            if group and (overflow or too_long or total + count > soft_tokens):
                 flush()
             group.append(seg)
             total += count
         if group:
             flush()
+        if len(out) > 1 and out[-1].start >= out[-2].end:
+            # A short tail left by a nested split joins the part before it when both fit.
+            prev, last = out[-2], out[-1]
+            if self.lines(last.start, last.end) <= 2 and self.fits(prev.start, last.end):
+                out[-2:] = [prev.at(prev.start, last.end)]
         return out
 
     def split(self, start: int, end: int, node: Any, label: Piece) -> list[Piece]:
