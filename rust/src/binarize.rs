@@ -31,32 +31,11 @@ pub fn binarize(
             &zeros
         }
     };
+    let pack: fn(&[f32], &[f32], &mut [u8]) -> bool = pack_row_fn();
     let mut nan = false;
     for r in 0..rows {
         let row = &x[r * dims..(r + 1) * dims];
-        let packed = &mut out[r * width..(r + 1) * width];
-        let (full_x, tail_x) = row.split_at(dims / 8 * 8);
-        let (full_c, tail_c) = center.split_at(dims / 8 * 8);
-        for ((byte, xs), cs) in packed
-            .iter_mut()
-            .zip(full_x.chunks_exact(8))
-            .zip(full_c.chunks_exact(8))
-        {
-            let mut bits = 0u8;
-            for t in 0..8 {
-                bits |= u8::from(xs[t] > cs[t]) << (7 - t);
-                nan |= xs[t].is_nan();
-            }
-            *byte = bits;
-        }
-        if !tail_x.is_empty() {
-            let mut bits = 0u8;
-            for (t, (&v, &c)) in tail_x.iter().zip(tail_c).enumerate() {
-                bits |= u8::from(v > c) << (7 - t);
-                nan |= v.is_nan();
-            }
-            packed[width - 1] = bits;
-        }
+        nan |= pack(row, center, &mut out[r * width..(r + 1) * width]);
     }
     if nan {
         return value_error("binarize input contains NaN");
@@ -65,6 +44,48 @@ pub fn binarize(
         return value_error("binarize center contains NaN");
     }
     Ok(())
+}
+
+/// The fastest row packer this CPU can run.
+fn pack_row_fn() -> fn(&[f32], &[f32], &mut [u8]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 was detected.
+        return |row, center, out| unsafe { pack_row_avx2(row, center, out) };
+    }
+    pack_row
+}
+
+/// Packs one row; returns whether it holds a NaN.
+fn pack_row(row: &[f32], center: &[f32], out: &mut [u8]) -> bool {
+    let mut nan = false;
+    for (i, (&v, &c)) in row.iter().zip(center).enumerate() {
+        if i % 8 == 0 {
+            out[i / 8] = 0;
+        }
+        out[i / 8] |= u8::from(v > c) << (7 - i % 8);
+        nan |= v.is_nan();
+    }
+    nan
+}
+
+/// Eight floats per compare; `movemask` puts float 0 in bit 0, so the byte is bit-reversed
+/// into `packbits` order.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pack_row_avx2(row: &[f32], center: &[f32], out: &mut [u8]) -> bool {
+    use std::arch::x86_64::*;
+    let full = row.len() / 8;
+    let mut unordered = _mm256_setzero_ps();
+    for (j, byte) in out[..full].iter_mut().enumerate() {
+        let v = _mm256_loadu_ps(row.as_ptr().add(8 * j));
+        let c = _mm256_loadu_ps(center.as_ptr().add(8 * j));
+        let gt = _mm256_cmp_ps::<_CMP_GT_OQ>(v, c);
+        unordered = _mm256_or_ps(unordered, _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
+        *byte = (_mm256_movemask_ps(gt) as u8).reverse_bits();
+    }
+    let tail = pack_row(&row[8 * full..], &center[8 * full..], &mut out[full..]);
+    _mm256_movemask_ps(unordered) != 0 || tail
 }
 
 #[cfg(test)]
@@ -96,6 +117,22 @@ mod tests {
             binarize(&x, 5, dims, None, &mut out).unwrap();
             assert_eq!(out, reference(&x, dims, &vec![0.0; dims]), "dims {dims}");
         }
+    }
+
+    #[test]
+    fn simd_and_portable_packers_agree() {
+        let row: Vec<f32> = (0..77).map(|i| ((i * 31) % 17) as f32 - 8.0).collect();
+        let center: Vec<f32> = (0..77).map(|i| (i % 5) as f32 - 2.0).collect();
+        let (mut a, mut b) = ([0u8; 10], [0u8; 10]);
+        assert!(!pack_row(&row, &center, &mut a));
+        assert!(!pack_row_fn()(&row, &center, &mut b));
+        assert_eq!(a, b);
+        let mut nan_row = row.clone();
+        nan_row[70] = f32::NAN;
+        assert!(pack_row_fn()(&nan_row, &center, &mut b));
+        nan_row[70] = 0.0;
+        nan_row[3] = f32::NAN;
+        assert!(pack_row_fn()(&nan_row, &center, &mut b));
     }
 
     #[test]

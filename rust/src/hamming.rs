@@ -662,7 +662,9 @@ mod tests {
     #[test]
     fn every_kernel_matches_the_reference_distance() {
         for kernel in Kernel::available() {
-            for width in [0, 1, 7, 8, 31, 32, 33, 48, 63, 64, 65, 127, 200, 320, 384, 512, 1000, 2049] {
+            for width in [
+                0, 1, 7, 8, 31, 32, 33, 48, 63, 64, 65, 127, 200, 320, 384, 512, 1000, 2049,
+            ] {
                 let rows = 13;
                 let (query, db) = (bytes(width, 1), bytes(width * rows, width as u64));
                 let mut out = vec![0; rows];
