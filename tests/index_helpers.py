@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from kenning.errors import EmbedderUnavailable
 from kenning.store import Index
-from kenning.store.vectors import BITS, INT8, SCALE
+from kenning.store.vectors import names
 
 FILES = {
     "app/server.py": '''"""HTTP server."""
@@ -115,7 +115,9 @@ def check_consistent(index: Index) -> dict[str, Any]:
         assert snap.bits.shape == (snap.vector_rows, (dims + 7) // 8)
         assert snap.int8.shape == (snap.vector_rows, dims)
         assert snap.scales.shape == (snap.vector_rows,)
-        for name, width in ((BITS, (dims + 7) // 8), (INT8, dims), (SCALE, 4)):
+        epoch = int(c.execute("SELECT coalesce(max(value), 0) FROM meta "
+                              "WHERE key = 'vector_epoch'").fetchone()[0])
+        for name, width in zip(names(epoch), ((dims + 7) // 8, dims, 4), strict=True):
             path = index.dir / name
             assert snap.vector_rows == 0 or path.stat().st_size >= snap.vector_rows * width
         return {"generation": snap.generation, "status": snap.status, "files": snap.files,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from index_helpers import check_consistent, make_repo
+from index_helpers import check_consistent, git, make_repo
 from kenning import config
 from kenning.embedding import make_embedder
 from kenning.errors import IndexMissing
@@ -84,3 +84,55 @@ def test_uncommitted_tail_is_never_read_and_is_cut_by_the_next_writer(repo, sett
     assert (index.dir / INT8).stat().st_size == rows * 384
     assert (index.dir / BITS).stat().st_size == rows * 48
     assert (index.dir / SCALE).stat().st_size == rows * 4
+
+
+def _vectors_by_hash(snap) -> dict[bytes, bytes]:
+    rows = snap.conn.execute("SELECT content_hash, vector_id FROM vectors").fetchall()
+    return {h: snap.int8[i].tobytes() + snap.bits[i].tobytes() for h, i in rows}
+
+
+def test_unused_vectors_are_reclaimed_without_disturbing_readers(repo, settings, model,
+                                                                  monkeypatch):
+    from kenning import indexer
+
+    monkeypatch.setattr(indexer, "COMPACT_MIN_DEAD", 0)
+    refresh(repo, settings, embedder=model)
+    index = Index.open(repo, settings, embedder=model)
+    old = index.snapshot()
+    before = _vectors_by_hash(old)
+    for path in ("app/server.py", "app/db.py", "lib/util.js", "docs/guide.md"):
+        (repo / path).unlink()  # most chunks go: their vectors are now unused
+    result = refresh(repo, settings, embedder=model)
+    try:
+        assert result.vectors_dropped > 0 and result.vectors_embedded == 0
+        assert _vectors_by_hash(old) == before  # the open reader still sees its rows
+    finally:
+        old.close()
+    state = check_consistent(index)
+    assert state["rows"] <= state["chunks"] and state["status"] == "complete"
+    with index.snapshot() as snap:
+        after = _vectors_by_hash(snap)
+    assert after and all(before[h] == v for h, v in after.items())  # same rows, new ids
+    assert not (index.dir / INT8).exists()  # epoch 0's files are gone
+    assert (index.dir / "vectors.1.int8").stat().st_size == state["rows"] * 384
+
+
+def test_small_garbage_is_kept_so_switching_back_is_free(repo, settings, model):
+    refresh(repo, settings, embedder=model)
+    (repo / "lib" / "util.js").unlink()
+    assert refresh(repo, settings, embedder=model).vectors_dropped == 0
+    git(repo, "checkout", "--", "lib/util.js")
+    assert refresh(repo, settings, embedder=model).vectors_embedded == 0
+
+
+def test_a_compaction_cut_short_before_its_commit_is_discarded(repo, settings, model):
+    refresh(repo, settings, embedder=model)
+    index = Index.open(repo, settings, embedder=model)
+    before = check_consistent(index)
+    for name in ("vectors.1.bits", "vectors.1.int8", "vectors.1.scale"):
+        (index.dir / name).write_bytes(b"\0" * 100)  # written, never committed
+    with index.snapshot() as snap:
+        assert snap.vector_rows == before["rows"]  # readers use the committed epoch
+    with index.writer():
+        pass
+    assert not list(index.dir.glob("vectors.1.*")) and check_consistent(index) == before

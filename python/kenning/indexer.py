@@ -33,6 +33,10 @@ from kenning.store.writer import FileRow, IndexWriter, MissingVector, crash_poin
 
 Progress = Callable[[dict[str, Any]], None]
 
+# Vectors no chunk uses are kept (switching back to a branch or reverting costs nothing) until
+# there are at least this many and at least as many as live ones; then they are reclaimed.
+COMPACT_MIN_DEAD = 10_000
+
 
 @dataclass
 class RefreshResult:
@@ -55,6 +59,7 @@ class RefreshResult:
     chunks_removed: int = 0
     vectors_embedded: int = 0
     vectors_missing: int = 0
+    vectors_dropped: int = 0  # no longer used by any chunk, reclaimed by a compaction
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -171,6 +176,9 @@ class _Refresh:
             writer.update_revision(head, branch)
         if embed and (result.content_changed or latest is None or latest["status"] != "complete"):
             self.embed_missing()
+            if result.content_changed:
+                result.vectors_dropped = writer.compact(min_dead=COMPACT_MIN_DEAD)
+                self.lap("compact")
         final = writer.latest()
         if final is not None:
             if result.content_changed or result.vectors_embedded:

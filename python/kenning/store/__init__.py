@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 PRECISION = "b1+int8"
 LOCK_NAME = "index.lock"
 
-__all__ = ["PRECISION", "Index", "Snapshot", "make_descriptor"]
+__all__ = ["LOCK_NAME", "PRECISION", "Index", "Snapshot", "make_descriptor", "project_id_for"]
 
 
 def make_descriptor(embedder: Embedder) -> dict[str, Any]:
@@ -111,18 +111,32 @@ class Index:
 
     def snapshot(self) -> Snapshot:
         """The latest committed snapshot; close it (or use ``with``) to release the read view."""
-        conn = db.open_reader(self.dir)
+        for attempt in range(3):
+            conn = db.open_reader(self.dir)
+            try:
+                return self._read_snapshot(conn)
+            except FileNotFoundError:  # a compaction replaced the files between read and map
+                conn.close()
+                if attempt == 2:
+                    raise IndexError_(f"The vector files in {self.dir} keep changing.",
+                                      hint="Try again.") from None
+            except BaseException:
+                conn.close()
+                raise
+        raise AssertionError("unreachable")
+
+    def _read_snapshot(self, conn: sqlite3.Connection) -> Snapshot:
         try:
             conn.execute("BEGIN")
             rows = int(db.get_meta(conn, "vector_rows") or 0)  # first read pins the WAL snapshot
+            epoch = int(db.get_meta(conn, "vector_epoch") or 0)
             snap = conn.execute(
                 "SELECT generation, git_head, git_branch, status, files, chunks, vectors, "
                 "created_at, timings FROM snapshots ORDER BY generation DESC LIMIT 1").fetchone()
         except sqlite3.Error as exc:
-            conn.close()
             raise IndexError_(f"Cannot read the index in {self.dir}: {exc}.") from exc
         dims = int(self.descriptor["dims"])
-        view = vectors.read_rows(self.dir, dims, rows)
+        view = vectors.read_rows(self.dir, dims, rows, epoch)
         if snap is None:
             snap = (0, None, None, "partial", 0, 0, 0, None, "{}")
         return Snapshot(conn=conn, generation=snap[0], revision=snap[1], branch=snap[2],

@@ -5,10 +5,13 @@
 --   vectors.scale  float32[rows]        one symmetric scale per int8 row
 --   center.f32     float32[dims]        present only for models that need mean-centred bits
 -- Only the first meta('vector_rows') rows are committed; bytes past them are a crash's
--- leftovers, never read, and cut off by the next writer.
+-- leftovers, never read, and cut off by the next writer. A compaction (reclaiming vectors no
+-- chunk uses) writes the live rows to vectors.<epoch>.{bits,int8,scale} and commits new ids
+-- with meta('vector_epoch'); epoch 0 (the default) uses the plain names above.
 
 CREATE TABLE IF NOT EXISTS meta (
-    key   TEXT PRIMARY KEY,   -- descriptor (JSON), project_id, root, schema_version, vector_rows
+    key   TEXT PRIMARY KEY,   -- descriptor (JSON), project_id, root, schema_version, vector_rows,
+                              -- vector_epoch
     value TEXT NOT NULL
 );
 

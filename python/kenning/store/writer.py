@@ -61,7 +61,8 @@ class IndexWriter:
         if db.get_meta(self.conn, "descriptor") is None:
             self._init_meta()
         rows = int(db.get_meta(self.conn, "vector_rows") or 0)
-        self.vectors = vectors.VectorWriter(index.dir, self.dims, rows)
+        epoch = int(db.get_meta(self.conn, "vector_epoch") or 0)
+        self.vectors = vectors.VectorWriter(index.dir, self.dims, rows, epoch)
         self.center = vectors.read_center(index.dir, self.dims)
 
     def _init_meta(self) -> None:
@@ -250,6 +251,32 @@ class IndexWriter:
             raise self._failed(exc) from exc
         crash_point("batch-committed")
 
+    def compact(self, *, min_dead: int) -> int:
+        """Drop the vectors no chunk uses any more once they are at least ``min_dead`` and as
+        many as the live ones (so switching back to a recent branch stays free); returns how
+        many were dropped. Live rows keep their order and get new, dense ids."""
+        live = self.conn.execute(
+            "SELECT vector_id, content_hash FROM vectors v WHERE EXISTS "
+            "(SELECT 1 FROM chunks c WHERE c.content_hash = v.content_hash) "
+            "ORDER BY vector_id").fetchall()
+        dead = self.vectors.rows - len(live)
+        if dead < max(min_dead, len(live), 1):
+            return 0
+        epoch = self.vectors.write_epoch(np.asarray([r[0] for r in live], dtype=np.int64))
+        crash_point("compaction-written")
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.conn.execute("DELETE FROM vectors")
+            self.conn.executemany("INSERT INTO vectors(content_hash, vector_id) VALUES (?, ?)",
+                                  [(h, i) for i, (_, h) in enumerate(live)])
+            db.set_meta(self.conn, "vector_rows", len(live))
+            db.set_meta(self.conn, "vector_epoch", epoch)
+            self.conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
+        self.vectors.switch_epoch(epoch, len(live))
+        return dead
+
 
 _CRASH_COUNTS: dict[str, int] = {}
 
@@ -258,7 +285,7 @@ def crash_point(stage: str) -> None:
     """Crash-safety tests only: ``KENNING_TEST_KILL_AT=<stage>[:<n>]`` SIGKILLs this process the
     n-th time (default 1st) it reaches ``stage``. Stages, in order: files-written (files and
     chunks written, their transaction not committed), chunks-committed, vectors-written (rows
-    fsynced, their transaction not committed), batch-committed."""
+    fsynced, their transaction not committed), batch-committed, compaction-written."""
     import os
 
     target = os.environ.get("KENNING_TEST_KILL_AT")
