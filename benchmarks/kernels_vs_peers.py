@@ -19,7 +19,6 @@ from typing import Any
 
 import blake3
 import numpy as np
-
 from kenning import _core, kernels
 
 RUST, TWIN = kernels.for_backend("rust"), kernels.for_backend("numpy")
@@ -117,7 +116,7 @@ def other_kernels(rng: np.random.Generator, quick: bool) -> list[str]:
                f"twin {tw / r:.1f}x")
 
     keys = [f"src/module_{i}/file_{i}.py" for i in range(n * 10)]
-    old = dict(zip(keys, RUST.hash_many(keys)))
+    old = dict(zip(keys, RUST.hash_many(keys), strict=True))
     new = dict(old)
     for key in keys[::100]:
         new[key] = b"changed"
