@@ -6,7 +6,7 @@ import time
 from collections.abc import Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ BRANCHES = ("dense", "lexical", "symbol")
 LEXICAL_DEPTH = 100  # ranked chunks each branch hands to fusion
 DENSE_DEPTH = 100
 SYMBOL_DEPTH = 50
+RANK_DEPTH = 60  # fused candidates the ranking signals consider
 # Rescored cosine below which a chunk is not relevant to the query (all-MiniLM-L6-v2, measured on
 # the dev sets: benchmarks/eval_floor.py). Symbol matches are kept whatever their cosine.
 DEFAULT_FLOOR = 0.12
@@ -103,6 +104,7 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]
             allowed = (dense.allowed_vectors(conn, snap.vector_rows, where, params)
                        if where else None)
             hits = dense.search(snap, ctx.query_vector, allowed=allowed)
+            hits = hits[: DENSE_DEPTH + DENSE_DEPTH // 2]  # room for vectors no chunk uses now
             owners = dense.chunks_of(conn, [v for v, _ in hits], where, params)
             ranked: list[int] = []
             for vector_id, score in hits:
@@ -118,9 +120,12 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]
             # chunks with no vector yet (a partial index) are judged by the other branches
             fused = {cid: s for cid, s in fused.items()
                      if cid in symbol_hits or cosine.get(cid, ctx.floor) >= ctx.floor}
-        cands = _candidates(conn, list(fused))
-        ranked_cands = rank([replace(c, score=fused[c.id]) for c in cands.values()],
-                            ctx.query)[: ctx.limit]
+        # signals re-order the head of the fused list; deeper candidates cannot reach the page
+        head = sorted(fused, key=lambda cid: -fused[cid])[:RANK_DEPTH]
+        cands = list(_candidates(conn, head).values())
+        for cand in cands:
+            cand.score = fused[cand.id]
+        ranked_cands = rank(cands, ctx.query)[: ctx.limit]
         reader = SnippetReader(index.root, file_states(conn, {c.path for c in ranked_cands}))
         results = []
         for c in ranked_cands:

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from kenning.search import symbols
 from kenning.search.query import Query
@@ -34,10 +34,11 @@ _CATEGORY_PATTERNS = {
     "compat": re.compile(r"(^|/)(compat|legacy|polyfills?|shims?|deprecated)(/|$)"
                          r"|(^|/)[^/]*(_compat|compat)\.[^/]+$"),
 }
+_QUALIFIER = re.compile(r"\.|::|#|->|/")
 PENALTY = {"test": 0.45, "example": 0.6, "vendored": 0.5, "generated": 0.5, "compat": 0.6}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Candidate:
     id: int
     path: str
@@ -55,16 +56,17 @@ def categories(path: str) -> list[str]:
     return [name for name, pattern in _CATEGORY_PATTERNS.items() if pattern.search(path)]
 
 
-def adjust(candidate: Candidate, query: Query) -> float:
+def adjust(candidate: Candidate, query: Query, names: tuple[str, ...],
+           terms: frozenset[str]) -> float:
     """The candidate's score after the definition boost and the category penalties."""
     score = candidate.score
     if candidate.symbol:
-        if query.symbol_names and max(symbols.grade(candidate.symbol, name)
-                                      for name in query.symbol_names) >= symbols.CASELESS:
+        if names and max(symbols.grade(candidate.symbol, name) for name in names) \
+                >= symbols.CASELESS:
             score *= DEFINITION_BOOST
         else:
-            own = split_identifier(re.split(r"\.|::|#|->|/", candidate.symbol)[-1])
-            if len(own) >= 2 and set(own) <= set(query.terms):
+            own = split_identifier(_QUALIFIER.split(candidate.symbol)[-1])
+            if len(own) >= 2 and terms.issuperset(own):
                 score *= NAME_MATCH_BOOST
     for category in categories(candidate.path):
         if category not in query.asks_for:
@@ -75,24 +77,22 @@ def adjust(candidate: Candidate, query: Query) -> float:
 def merge_overlaps(ranked: list[Candidate]) -> list[Candidate]:
     """Drop a chunk nested with a better one of the same file; join partly overlapping ones."""
     kept: list[Candidate] = []
+    by_path: dict[str, list[Candidate]] = {}
     for cand in ranked:
-        merged = False
-        for i, other in enumerate(kept):
-            if other.path != cand.path or cand.start_byte >= other.end_byte \
-                    or cand.end_byte <= other.start_byte:
+        same_file = by_path.setdefault(cand.path, [])
+        for other in same_file:
+            if cand.start_byte >= other.end_byte or cand.end_byte <= other.start_byte:
                 continue
-            inside = other.start_byte <= cand.start_byte and cand.end_byte <= other.end_byte
-            around = cand.start_byte <= other.start_byte and other.end_byte <= cand.end_byte
-            if inside or around:
-                merged = True  # one contains the other: the better one stands for both
-            else:
-                kept[i] = replace(other, start_byte=min(other.start_byte, cand.start_byte),
-                                  end_byte=max(other.end_byte, cand.end_byte),
-                                  start_line=min(other.start_line, cand.start_line),
-                                  end_line=max(other.end_line, cand.end_line))
-                merged = True
+            nested = (other.start_byte <= cand.start_byte and cand.end_byte <= other.end_byte) \
+                or (cand.start_byte <= other.start_byte and other.end_byte <= cand.end_byte)
+            if not nested:  # partly overlapping: the better one grows to cover both
+                other.start_byte = min(other.start_byte, cand.start_byte)
+                other.end_byte = max(other.end_byte, cand.end_byte)
+                other.start_line = min(other.start_line, cand.start_line)
+                other.end_line = max(other.end_line, cand.end_line)
             break
-        if not merged:
+        else:
+            same_file.append(cand)
             kept.append(cand)
     return kept
 
@@ -100,16 +100,18 @@ def merge_overlaps(ranked: list[Candidate]) -> list[Candidate]:
 def saturate(ranked: list[Candidate]) -> list[Candidate]:
     """Each further chunk of an already listed file keeps SATURATION of its score; re-sorted."""
     seen: dict[str, int] = {}
-    out: list[Candidate] = []
     for cand in ranked:
         n = seen.get(cand.path, 0)
         seen[cand.path] = n + 1
-        out.append(replace(cand, score=cand.score * SATURATION**n) if n else cand)
-    out.sort(key=lambda c: (-c.score, c.path, c.start_line))
-    return out
+        cand.score *= SATURATION**n
+    ranked.sort(key=lambda c: (-c.score, c.path, c.start_line))
+    return ranked
 
 
 def rank(candidates: list[Candidate], query: Query) -> list[Candidate]:
-    adjusted = [replace(c, score=adjust(c, query)) for c in candidates]
-    adjusted.sort(key=lambda c: (-c.score, c.path, c.start_line))
-    return saturate(merge_overlaps(adjusted))
+    """Candidates (fused scores) re-scored by the signals, best first; changes them in place."""
+    names, terms = query.symbol_names, frozenset(query.terms)
+    for cand in candidates:
+        cand.score = adjust(cand, query, names, terms)
+    candidates.sort(key=lambda c: (-c.score, c.path, c.start_line))
+    return saturate(merge_overlaps(candidates))

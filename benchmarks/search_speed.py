@@ -1,0 +1,183 @@
+"""Search latency: warm in-process search (query embedding excluded) on synthetic indexes of
+growing size, and `kenning search` as a fresh process on an unchanged repository.
+
+The synthetic index replicates a real indexed corpus (its files, chunks and vectors, each copy's
+vectors jittered) until it holds the requested number of chunks, so the FTS vocabulary, symbol
+names and cosine distribution are those of real code.
+
+    python benchmarks/search_speed.py warm --source /tmp/evalkit/corpora/click-8.1.7 \\
+        --sizes 100000,300000,1000000
+    python benchmarks/search_speed.py cli --repo /tmp/evalkit/corpora/rich-13.9.4 --runs 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+QUERIES = ["how are retries handled", "parse command line options", "format a table row",
+           "read configuration from environment variables", "Context.invoke",
+           "write text to the terminal with colors", "validate an integer in a range",
+           "open a file lazily", "prompt the user for a password", "echo"]
+
+
+class FixedQueries:
+    """Stands in for the embedder: query vectors computed up front, so search time excludes
+    the model."""
+
+    def __init__(self, embedder: Any, queries: list[str]) -> None:
+        self.model, self.dims = embedder.model, embedder.dims
+        self.needs_centering = embedder.needs_centering
+        self.max_tokens = embedder.max_tokens
+        self._vectors = {q: embedder.embed_query(q) for q in queries}
+        self._descriptor = embedder.descriptor()
+
+    def descriptor(self) -> dict[str, object]:
+        return self._descriptor
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vectors[text]
+
+    def close(self) -> None:
+        pass
+
+
+def _source_rows(source: Path, settings: Any, embedder: Any) -> tuple[list[Any], list[Any],
+                                                                        np.ndarray]:
+    """The files, chunks (with content hashes) and float vectors of the source's index."""
+    from kenning.indexer import refresh
+    from kenning.records import Chunk
+    from kenning.store import Index
+    from kenning.store.writer import FileRow
+
+    refresh(source, settings, embedder=embedder, wait=True)
+    with Index.open(source, settings, embedder=embedder).snapshot() as snap:
+        files = [FileRow(*r) for r in snap.conn.execute(
+            "SELECT path, size, mtime_ns, digest, cluster, language FROM files")]
+        rows = snap.conn.execute(
+            "SELECT c.path, c.start_byte, c.end_byte, c.start_line, c.end_line, c.language, "
+            "c.kind, c.symbol, c.signature, v.vector_id FROM chunks c JOIN vectors v "
+            "ON v.content_hash = c.content_hash").fetchall()
+        ids = np.asarray([r[9] for r in rows])
+        floats = snap.int8[ids].astype(np.float32) * snap.scales[ids][:, None]
+    chunks = []
+    for r in rows:
+        text = (source / r[0]).read_bytes()[r[1]:r[2]].decode("utf-8", "replace")
+        chunks.append(Chunk(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], text))
+    return files, chunks, floats
+
+
+def build(target: Path, size: int, source: Path, settings: Any, embedder: Any) -> float:
+    """Index ``size`` chunks under ``target``: copies of the source linked in as folders."""
+    from dataclasses import replace
+
+    from kenning import kernels
+    from kenning.store import Index
+
+    files, chunks, floats = _source_rows(source, settings, embedder)
+    started = time.perf_counter()
+    target.mkdir(parents=True, exist_ok=True)
+    index = Index.open(target, settings, embedder=embedder, create=True)
+    rng = np.random.default_rng(0)
+    copies = -(-size // len(chunks))
+    with index.writer(wait=True) as writer:
+        for copy in range(copies):
+            prefix = f"copy{copy:04d}/"
+            link = target / prefix.rstrip("/")
+            if not link.exists():
+                link.symlink_to(source, target_is_directory=True)
+            take = min(len(chunks), size - copy * len(chunks))
+            part = [replace(c, path=prefix + c.path) for c in chunks[:take]]
+            noisy = floats[:take] + rng.normal(0, 0.02, floats[:take].shape).astype(np.float32)
+            noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
+            hashes = kernels.hash_many([f"{copy}:{i}" for i in range(take)])
+            part_files = [replace(f, path=prefix + f.path, cluster=prefix + f.cluster)
+                          for f in files]
+            writer.commit_files(removed=[], replaced=part_files,
+                                chunks=list(zip(part, hashes, strict=True)), touched=[],
+                                clusters={}, removed_clusters=[],
+                                snapshot={"generation": copy + 1, "timings": {}})
+            writer.add_vectors(hashes, noisy, embedder.needs_centering)
+    return time.perf_counter() - started
+
+
+def warm(args: argparse.Namespace) -> None:
+    from kenning import config
+    from kenning.embedding import make_embedder
+    from kenning.search import ProjectRef, search
+
+    os.environ.setdefault("KENNING_HOME", "/tmp/kenning-eval-home")  # reuses the source index
+    settings = config.load()
+    embedder = make_embedder(settings)
+    fixed = FixedQueries(embedder, QUERIES)
+    print("| chunks | build s | p50 ms | p90 ms |")
+    print("|---|---|---|---|")
+    for size in (int(s) for s in args.sizes.split(",")):
+        target = Path(tempfile.mkdtemp(prefix=f"kenning-speed-{size}-"))
+        build_s = build(target, size, Path(args.source).resolve(), settings, embedder)
+        ref = [ProjectRef("speed", target.resolve())]
+        for q in QUERIES:  # warm the page cache and the SQLite statement cache
+            search(q, ref, settings=settings, embedder=fixed, refresh=False)
+        times = []
+        for _ in range(args.runs):
+            for q in QUERIES:
+                started = time.perf_counter()
+                result = search(q, ref, settings=settings, embedder=fixed, refresh=False)
+                times.append((time.perf_counter() - started) * 1000)
+                assert result["results"], q
+        times.sort()
+        print(f"| {size} | {build_s:.0f} | {statistics.median(times):.1f} "
+              f"| {times[int(0.9 * len(times))]:.1f} |", flush=True)
+        from kenning.store import Index
+
+        shutil.rmtree(Index.open(target, settings, embedder=embedder).dir, ignore_errors=True)
+        shutil.rmtree(target, ignore_errors=True)
+
+
+def cli(args: argparse.Namespace) -> None:
+    repo = Path(args.repo).resolve()
+    env = {**os.environ, "KENNING_HOME": args.home}
+    subprocess.run([sys.executable, "-m", "kenning", "index", str(repo), "-q"], env=env,
+                   check=True)
+    times = []
+    for i in range(args.runs + 1):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "kenning", "search", QUERIES[i % len(QUERIES)],
+                        str(repo), "--json-output"], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        if i:  # the first run warms the OS file cache
+            times.append(time.perf_counter() - started)
+    print(f"kenning search, fresh process, unchanged repository {repo}: "
+          f"p50 {statistics.median(times):.2f} s, min {min(times):.2f} s, max {max(times):.2f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    w = sub.add_parser("warm")
+    w.add_argument("--source", required=True, help="a small corpus to replicate")
+    w.add_argument("--sizes", default="100000")
+    w.add_argument("--runs", type=int, default=3)
+    w.set_defaults(run=warm)
+    c = sub.add_parser("cli")
+    c.add_argument("--repo", required=True)
+    c.add_argument("--runs", type=int, default=7)
+    c.add_argument("--home", default="/tmp/kenning-eval-home")
+    c.set_defaults(run=cli)
+    args = parser.parse_args()
+    args.run(args)
+
+
+if __name__ == "__main__":
+    main()
