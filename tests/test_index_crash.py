@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from embed_server import EmbedServer
 from index_helpers import FILES, CountingEmbedder, check_consistent, make_repo
 from kenning import config
 from kenning.embedding import make_embedder
@@ -45,9 +46,10 @@ def repo(tmp_path: Path) -> Path:
 
 
 def run_index(repo: Path, *args: str, kill_at: str | None = None,
+              env_extra: dict[str, str] | None = None,
               **popen: object) -> subprocess.Popen[str]:
     env = {**os.environ, "KENNING_EMBEDDER_BATCH_SIZE": str(BATCH),
-           "KENNING_EMBEDDER_CONCURRENCY": "1"}
+           "KENNING_EMBEDDER_CONCURRENCY": "1", **(env_extra or {})}
     if kill_at:
         env["KENNING_TEST_KILL_AT"] = kill_at
     return subprocess.Popen([sys.executable, "-m", "kenning", "index", str(repo), *args],
@@ -149,3 +151,29 @@ def test_failed_vector_write_leaves_the_snapshot_intact(repo, settings, model):
     emb, result = resume(repo, settings, model)
     assert len(emb.texts) == state["chunks"] - state["rows"] and result.status == "complete"
     assert (index.dir / INT8).stat().st_size == state["chunks"] * 384
+
+
+def test_embedding_server_going_down_mid_run(repo):
+    with EmbedServer() as server:
+        overrides = {**server.settings("ollama"), "embedder.batch_size": str(BATCH),
+                     "embedder.concurrency": "1"}
+        env = {config.env_name(k): str(v) for k, v in overrides.items()}
+        proc = run_index(repo, "--json-output", env_extra=env)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            event = json.loads(line)
+            if event["type"] == "embedding" and event["done"] >= BATCH:
+                server.stop()
+                break
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 3 and "Cannot reach Ollama" in err and "resume" in err
+        settings = config.load(overrides)
+        index = Index.open(repo, settings)
+        state = check_consistent(index)
+        assert state["status"] == "partial" and state["rows"] >= BATCH
+        server.restart()
+        server.reset()
+        result = refresh(repo, settings)
+        sent = sum(len(body["input"]) for body in server.bodies("/api/embed"))
+        assert sent == result.vectors_embedded == state["chunks"] - state["vectors"]
+        assert check_consistent(index)["status"] == "complete"

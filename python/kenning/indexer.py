@@ -84,11 +84,13 @@ def refresh(root: Path, settings: Settings, *, embedder: Any = None, full: bool 
     """
     started = time.perf_counter()
     root = _existing_dir(root)
-    embedder = embedder if embedder is not None else make_embedder(settings)
-    index = Index.open(root, settings, embedder=embedder, create=True)
-    emit = progress or (lambda event: None)
-    result = RefreshResult(str(root), index.project_id, str(index.dir))
     with ExitStack() as stack:
+        if embedder is None:
+            embedder = make_embedder(settings)
+            stack.callback(embedder.close)
+        index = Index.open(root, settings, embedder=embedder, create=True)
+        emit = progress or (lambda event: None)
+        result = RefreshResult(str(root), index.project_id, str(index.dir))
         try:
             writer = stack.enter_context(index.writer(wait=False))
         except IndexBusy:
@@ -294,8 +296,9 @@ class _Refresh:
             except EmbedderError as exc:
                 self.lap("embed")
                 raise type(exc)(exc.message, hint=" ".join(filter(None, [
-                    exc.hint, f"The index keeps the {start} vectors embedded so far; run "
-                    "`kenning index` again to resume."]))) from exc
+                    exc.hint, f"Files and chunks are indexed (text search works) and {start} of "
+                    f"{len(todo)} vectors are stored; run `kenning index` again to resume."]))
+                ) from exc
             self.lap("embed")
             self.writer.add_vectors(hashes, vectors, needs_centering)
             self.result.vectors_embedded += len(hashes)
@@ -363,7 +366,12 @@ def dry_run(root: Path, settings: Settings, *, embedder: Any = None,
     language, and the largest files and folders (to fix ignore rules before spending time)."""
     started = time.perf_counter()
     root = _existing_dir(root)
-    embedder = embedder if embedder is not None else make_embedder(settings)
+    if embedder is None:
+        embedder = make_embedder(settings)
+        try:
+            return dry_run(root, settings, embedder=embedder, progress=progress, top=top)
+        finally:
+            embedder.close()
     emit = progress or (lambda event: None)
     skipped = WalkStats()
     files = list(walk(root, max_file_size=int(settings["index.max_file_size"]), stats=skipped))

@@ -90,7 +90,11 @@ class Index:
         if embedder is None:
             from kenning.embedding import make_embedder
 
-            embedder = make_embedder(settings)
+            own = make_embedder(settings)
+            try:
+                return cls.open(root, settings, embedder=own, create=create)
+            finally:
+                own.close()
         root = Path(root).resolve()
         descriptor = make_descriptor(embedder)
         pid = project_id_for(root, settings)
