@@ -54,26 +54,33 @@ def topk_args(
     db = array(db, "db", np.uint8, 2)
     if queries.shape[1] != db.shape[1]:
         raise ValueError(f"queries have {queries.shape[1]} bytes per row but db has {db.shape[1]}")
+    return (queries, db, count(k), *allowed_rows(allowed, db.shape[0]))
+
+
+def count(k: Any) -> int:
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"k must be an int, got {type(k).__name__}")
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
+    return int(k)
+
+
+def allowed_rows(allowed: Any, n: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``(mask, ids)`` from a bool mask or an array of row ids over ``n`` rows."""
     if allowed is None:
-        return queries, db, int(k), None, None
+        return None, None
     if not isinstance(allowed, np.ndarray):
         raise TypeError(f"allowed must be a numpy array (bool mask or int row ids), "
                         f"got {type(allowed).__name__}")
     if allowed.ndim != 1:
         raise ValueError(f"allowed must be 1-dimensional, got {allowed.ndim} dimensions")
-    n = db.shape[0]
     if allowed.dtype == np.bool_:
         if allowed.shape[0] != n:
             raise ValueError(f"allowed mask has {allowed.shape[0]} entries but db has {n} rows")
-        return queries, db, int(k), np.ascontiguousarray(allowed), None
+        return np.ascontiguousarray(allowed), None
     if not np.issubdtype(allowed.dtype, np.integer):
         raise TypeError(f"allowed must be a bool mask or integer row ids, got {allowed.dtype}")
     if allowed.size and (int(allowed.min()) < 0 or int(allowed.max()) >= n):
         bad = int(allowed.min()) if int(allowed.min()) < 0 else int(allowed.max())
         raise ValueError(f"allowed row id {bad} is out of range for {n} rows")
-    ids = np.unique(allowed).astype(np.int64, copy=False)
-    return queries, db, int(k), None, ids
+    return None, np.unique(allowed).astype(np.int64, copy=False)
