@@ -440,11 +440,11 @@ struct S { void m() {} };
 """,
         [
             ("class", "HttpClient", 3, 11),
-            ("function", "HttpClient.recv", 12, 12),
+            ("method", "HttpClient.recv", 12, 12),
             ("function", "max", 13, 14),
             ("struct", "S", 15, 16),
         ],
-        ["HttpClient.send"],
+        ["HttpClient.recv", "HttpClient.send"],
     ),
     "swift": (
         r"""

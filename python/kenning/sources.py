@@ -46,7 +46,7 @@ DEFAULT_EXCLUDED_FILES = frozenset(
         "bun.lock", "Cargo.lock", "poetry.lock", "uv.lock", "Pipfile.lock", "pdm.lock",
         "composer.lock", "Gemfile.lock", "go.sum", "flake.lock", "mix.lock", "pubspec.lock",
         "Podfile.lock", "packages.lock.json", "gradle.lockfile", "conda-lock.yml",
-        ".DS_Store", "Thumbs.db",
+        ".DS_Store", "Thumbs.db", ".git",  # a worktree's or submodule's pointer file
     }
 )  # fmt: skip
 # Generated or binary by name alone: skipped without reading them.

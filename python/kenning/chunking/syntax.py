@@ -197,6 +197,10 @@ class SyntaxChunker:
             inner = node.child_by_field_name("type")
             if inner is not None and inner.child_by_field_name("body") is not None:
                 kind = self.spec.decls.get(inner.type, kind)
+        declarator = node.child_by_field_name("declarator")
+        if kind == "function" and declarator is not None:
+            if "::" in self._text(declarator).split("(", 1)[0]:
+                kind = "method"  # C++ `int Client::send(...)` defined outside its class
         return Decl(node, kind, self.name(node))
 
     def find_group(self, node: Any, depth: int = 0) -> Any:
