@@ -198,9 +198,9 @@ class SyntaxChunker:
             if inner is not None and inner.child_by_field_name("body") is not None:
                 kind = self.spec.decls.get(inner.type, kind)
         declarator = node.child_by_field_name("declarator")
+        # C++ `int Client::send(...)`: a method defined outside its class.
         if kind == "function" and declarator is not None:
-            if "::" in self._text(declarator).split("(", 1)[0]:
-                kind = "method"  # C++ `int Client::send(...)` defined outside its class
+            kind = "method" if "::" in self._text(declarator).split("(", 1)[0] else kind
         return Decl(node, kind, self.name(node))
 
     def find_group(self, node: Any, depth: int = 0) -> Any:
