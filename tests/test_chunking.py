@@ -683,6 +683,12 @@ def test_parse_errors_fall_back_to_line_windows_without_loss() -> None:
     assert {c.kind for c in found} == {"window"}
 
 
+def test_pathologically_deep_trees_fall_back_to_windows() -> None:
+    source = "total = " + " + ".join(["a"] * 20000) + "\n"
+    found = chunks(source, "python", max_tokens=60)
+    assert {c.kind for c in found} == {"window"}
+
+
 def test_empty_blank_and_invalid_utf8_files() -> None:
     assert chunks("", "python") == []
     assert chunks("\n   \n\t\n", None) == []

@@ -4,6 +4,7 @@ line windows for the rest; none over the embedder's token budget, no non-blank l
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -57,9 +58,12 @@ def chunk_file(
             root = _parser(language).parse(data).root_node
         except Exception:  # a grammar failing on odd bytes must not lose the file
             root = None
+        pieces = []
         if root is not None and error_fraction(root) <= MAX_ERROR_FRACTION:
-            pieces = SyntaxChunker(cutter, LANGUAGES[language]).run(root)
-        else:
+            # A pathologically deep tree (a 30,000-term expression) gets line windows too.
+            with contextlib.suppress(RecursionError):
+                pieces = SyntaxChunker(cutter, LANGUAGES[language]).run(root)
+        if not pieces:
             pieces = windows(cutter)
     else:
         pieces = windows(cutter)
