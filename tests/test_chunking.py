@@ -683,6 +683,16 @@ def test_parse_errors_fall_back_to_line_windows_without_loss() -> None:
     assert {c.kind for c in found} == {"window"}
 
 
+def test_cpp_headers_named_dot_h_are_read_as_cpp() -> None:
+    source = "#pragma once\nnamespace net {\n/// Client.\nclass HttpClient {\npublic:\n"
+    source += "    int send(int x) { return x; }\n};\n}\n"
+    found = chunks(source, "c")
+    assert [(c.kind, c.symbol, c.start_line) for c in found if c.kind != "block"] == [
+        ("class", "HttpClient", 3)
+    ]
+    assert {c.language for c in found} == {"c"}
+
+
 def test_pathologically_deep_trees_fall_back_to_windows() -> None:
     source = "total = " + " + ".join(["a"] * 20000) + "\n"
     found = chunks(source, "python", max_tokens=60)

@@ -38,6 +38,13 @@ def _parser(language: str) -> Any:
     return get_parser(language)  # type: ignore[arg-type]
 
 
+def _parse(grammar: str, data: bytes) -> Any:
+    try:
+        return _parser(grammar).parse(data).root_node
+    except Exception:  # a grammar failing on odd bytes must not lose the file
+        return None
+
+
 def chunk_file(
     path: str,
     data: bytes,
@@ -54,15 +61,18 @@ def chunk_file(
     if language == "markdown":
         pieces = markdown(cutter)
     elif language in LANGUAGES and data.strip():
-        try:
-            root = _parser(language).parse(data).root_node
-        except Exception:  # a grammar failing on odd bytes must not lose the file
-            root = None
+        grammar = language
+        root = _parse(grammar, data)
+        if language == "c" and (root is None or error_fraction(root) > 0):
+            # `.h` is C++ as often as C: keep the C++ reading when it parses cleaner.
+            other = _parse("cpp", data)
+            if other is not None and (root is None or error_fraction(other) < error_fraction(root)):
+                grammar, root = "cpp", other
         pieces = []
         if root is not None and error_fraction(root) <= MAX_ERROR_FRACTION:
             # A pathologically deep tree (a 30,000-term expression) gets line windows too.
             with contextlib.suppress(RecursionError):
-                pieces = SyntaxChunker(cutter, LANGUAGES[language]).run(root)
+                pieces = SyntaxChunker(cutter, LANGUAGES[grammar]).run(root)
         if not pieces:
             pieces = windows(cutter)
     else:
