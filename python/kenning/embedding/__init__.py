@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from kenning.config import Settings
-from kenning.embedding.profiles import Profile, profile_for
+from kenning.embedding.profiles import Profile, output_dims, profile_for
 from kenning.errors import ConfigError
 
 __all__ = ["Embedder", "document_text", "make_embedder"]
@@ -62,14 +62,12 @@ def make_embedder(settings: Settings) -> Embedder:
         "timeout": settings["embedder.timeout"],
     }
     if backend == "local":
-        from kenning.embedding.local import MODEL_NAME, LocalEmbedder
+        from kenning.embedding.local import MODEL_NAME, LocalEmbedder, check_model_name
 
-        if not LocalEmbedder.accepts(model):
-            raise LocalEmbedder.reject(model)
-        if common["dims"] not in (None, 384):
-            raise ConfigError(f"{MODEL_NAME} has 384 dims and is not a Matryoshka model.",
-                              hint="Unset embedder.dims for the local backend.")
-        return LocalEmbedder(_profile(settings, MODEL_NAME))
+        check_model_name(model)
+        profile = _profile(settings, MODEL_NAME)
+        output_dims(profile, MODEL_NAME, common["dims"])  # MiniLM is not Matryoshka
+        return LocalEmbedder(profile)
     if backend == "ollama":
         from kenning.embedding.ollama import DEFAULT_MODEL, OllamaEmbedder, default_url
 

@@ -156,6 +156,14 @@ def encode(ids: Sequence[Sequence[int]], batch_size: int = BATCH_SIZE) -> np.nda
     return l2_normalise(result)
 
 
+def check_model_name(model: str | None) -> None:
+    if model is not None and model.strip().lower() not in _ACCEPTED_NAMES:
+        raise ConfigError(
+            f"The local backend runs only {MODEL_NAME}, not {model!r}.",
+            hint="Unset embedder.model, or set embedder.backend to ollama or openai.",
+        )
+
+
 @dataclass
 class LocalEmbedder:
     """all-MiniLM-L6-v2 in-process; ``make_embedder`` is cheap, the model loads on first use."""
@@ -169,17 +177,6 @@ class LocalEmbedder:
     def __post_init__(self) -> None:
         self._query_prefix = self.profile.query_prefix
         self._document_prefix = self.profile.document_prefix
-
-    @staticmethod
-    def accepts(model: str | None) -> bool:
-        return model is None or model.strip().lower() in _ACCEPTED_NAMES
-
-    @staticmethod
-    def reject(model: str) -> ConfigError:
-        return ConfigError(
-            f"The local backend runs only {MODEL_NAME}, not {model!r}.",
-            hint="Unset embedder.model, or set embedder.backend to ollama or openai.",
-        )
 
     @property
     def max_tokens(self) -> int:

@@ -1,0 +1,101 @@
+"""Local embedder throughput and latency: ``python benchmarks/bench_embedding.py``.
+
+Chunks are 25-line windows of the machine's own CPython standard library, cut to the local
+model's chunk budget (as the chunker would). Prints chunks/s per batch size (median of repeats),
+query latency, the cost of the model checksum (hash vs remembered stamp) and the first load.
+It asserts the vectors agree across batch sizes, never a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from kenning import config
+from kenning.embedding import document_text, local, make_embedder
+
+
+def corpus(limit: int) -> list[str]:
+    budget = local.MAX_SEQUENCE - 2 - 32
+    tok = local.tokenizer()
+    texts: list[str] = []
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    for path in sorted(stdlib.glob("*.py")):
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        for start in range(0, len(lines), 25):
+            text = "\n".join(lines[start : start + 25])
+            if not text.strip():
+                continue
+            ids = tok.encode(text, add_special_tokens=False)
+            if len(ids.ids) > budget:  # cut at the budget, as a chunker split would
+                text = text[: ids.offsets[budget - 1][1]]
+            texts.append(document_text(path.name, text))
+            if len(texts) == limit:
+                return texts
+    return texts
+
+
+def timed(fn, repeats: int) -> float:
+    runs = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - start)
+    return statistics.median(runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--chunks", type=int, default=96)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--batches", default="1,4,8,16,32")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as home:
+        import os
+
+        os.environ["KENNING_HOME"] = home
+        path = local.model_path()
+        start = time.perf_counter()
+        local.verify_model(path)  # no stamp yet: hashes 23 MB
+        hashed = time.perf_counter() - start
+        stamped = timed(lambda: local.verify_model(path), 20)
+        print(f"model check: sha256 {hashed * 1000:.1f} ms, remembered stamp "
+              f"{stamped * 1000:.3f} ms")
+        start = time.perf_counter()
+        local.session()
+        print(f"first load (tokenizer + ONNX session): {(time.perf_counter() - start) * 1000:.0f}"
+              " ms")
+
+    texts = corpus(args.chunks)
+    lengths = [len(ids) for ids in local.token_ids(texts)]
+    print(f"{len(texts)} chunks, {statistics.mean(lengths):.0f} word pieces on average, "
+          f"intra-op threads {local.session().get_session_options().intra_op_num_threads}")
+    embedder = make_embedder(config.load())
+    baseline = embedder.embed_documents(texts)
+    for size in [int(b) for b in args.batches.split(",")]:
+        ids = local.token_ids(texts)
+        seconds = timed(lambda size=size, ids=ids: local.encode(ids, size), args.repeats)
+        again = local.encode(ids, size)
+        assert np.allclose(again, baseline, atol=1e-4), "batching changed vectors"
+        print(f"batch {size:>3}: {len(texts) / seconds:6.1f} chunks/s")
+    queries = ["how are retries handled", "parse command line arguments",
+               "where is the config file read", "compute a sha256 digest"]
+    latencies = []
+    for _ in range(args.repeats * 10):
+        for query in queries:
+            start = time.perf_counter()
+            embedder.embed_query(query)
+            latencies.append(time.perf_counter() - start)
+    print(f"query latency: median {statistics.median(latencies) * 1000:.2f} ms, "
+          f"p90 {np.percentile(latencies, 90) * 1000:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
