@@ -296,11 +296,22 @@ def test_openai_rate_limit_that_persists(embed_server: EmbedServer) -> None:
 
 
 def test_openai_client_errors_are_not_retried(embed_server: EmbedServer) -> None:
-    embed_server.models = ("text-embedding-3-small",)
-    embed_server.honour_dimensions = False
-    with pytest.raises(EmbedderError, match="does not support specifying dimensions"):
-        openai(embed_server, model="text-embedding-3-small", dims=64).embed_query("x")
+    with pytest.raises(EmbedderError, match="rejected the request \\(400\\).*input"):
+        openai(embed_server).embed_query("")  # OpenAI refuses empty strings
     assert embed_server.count("/v1/embeddings") == 1
+
+
+def test_openai_server_without_dimensions_support(embed_server: EmbedServer) -> None:
+    embed_server.models = ("text-embedding-3-small",)
+    embed_server.honour_dimensions = False  # answers 400 to `dimensions`
+    embedder = openai(embed_server, model="text-embedding-3-small", dims=64)
+    vectors = embedder.embed_documents(["a", "b"])
+    full = reference(["a", "b"])[:, :64]
+    np.testing.assert_allclose(vectors, full / np.linalg.norm(full, axis=1, keepdims=True),
+                               atol=1e-5)
+    embedder.embed_query("c")  # remembered: no second refusal
+    assert ["dimensions" in b for b in embed_server.bodies("/v1/embeddings")] == [
+        True, False, False]
 
 
 @pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/"])

@@ -36,6 +36,7 @@ class OpenAIEmbedder(RemoteEmbedder):
                          batch_size=batch_size, concurrency=concurrency, timeout=timeout,
                          client=client, retry=retry)
         self.api_key_env = api_key_env
+        self._send_dimensions = True
         self._poster = JsonPoster(self.client, self.retry, self._classify, self._unreachable)
 
     def _headers(self) -> dict[str, str]:
@@ -44,9 +45,16 @@ class OpenAIEmbedder(RemoteEmbedder):
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         body: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
-        if self._requested_dims is not None:
+        if self._requested_dims is not None and self._send_dimensions:
             body["dimensions"] = self._requested_dims
-        reply = self._poster.post(f"{self.url}/embeddings", body, self._headers())
+        try:
+            reply = self._poster.post(f"{self.url}/embeddings", body, self._headers())
+        except EmbedderError as exc:
+            if "dimensions" not in body or "dimensions" not in exc.message:
+                raise
+            # Servers without Matryoshka support refuse the parameter: truncate here instead.
+            self._send_dimensions = False
+            return self._embed_batch(texts)
         data = reply.get("data") if isinstance(reply, dict) else None
         try:
             rows = sorted(data, key=lambda item: int(item["index"]))  # type: ignore[arg-type]
