@@ -232,17 +232,17 @@ class _Refresh:
         if gone:
             new_clusters = _cluster_digests(digests)
         content = result.content_changed
-        snapshot = None
-        if content:
-            generation = (latest["generation"] if latest else 0) + 1
-            snapshot = {"generation": generation, "git_head": result.revision,
-                        "git_branch": result.branch, "timings": self.timings}
+        generation = (latest["generation"] if latest else 0) + 1
+        snapshot = {"generation": generation, "git_head": result.revision,
+                    "git_branch": result.branch, "timings": self.timings} if content else None
         writer.commit_files(removed=removed_all, replaced=replaced, chunks=chunks,
                             touched=touched, clusters=new_clusters,
                             removed_clusters=[c for c in old_clusters if c not in new_clusters],
                             snapshot=snapshot)
         self.lap("commit")
         if content:
+            self.emit({"type": "committed", "generation": generation, "files": len(replaced),
+                       "removed": len(removed_all), "chunks": len(chunks)})  # searchable now
             crash_point("chunks-committed")
 
     def count_chunks(self, paths: Sequence[str]) -> int:
