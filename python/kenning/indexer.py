@@ -160,10 +160,12 @@ class _Refresh:
 
     def run(self, *, full: bool, embed: bool) -> None:
         result, writer = self.result, self.writer
-        files = list(walk(self.index.root, max_file_size=int(self.settings["index.max_file_size"])))
+        known = writer.stat_map()
+        self.lap("load")
+        files = list(walk(self.index.root, max_file_size=int(self.settings["index.max_file_size"]),
+                          known=None if full else known))  # known files skip the binary sniff
         self.emit({"type": "scan", "files": len(files)})
         self.lap("walk")
-        known = writer.stat_map()
         latest = writer.latest()
         head, branch = git_state(self.index.root)
         result.revision, result.branch = head, branch
