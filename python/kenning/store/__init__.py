@@ -164,6 +164,9 @@ class Index:
         try:
             with IndexWriter(self) as writer:
                 yield writer
+        except sqlite3.Error as exc:  # the writer wraps what it expects; this is the rest
+            raise IndexError_(f"The index in {self.dir} failed: {exc}.",
+                              hint=db.REBUILD_HINT) from exc
         finally:
             lock.release()
 

@@ -15,6 +15,8 @@ from pathlib import Path
 from kenning.errors import IndexError_, IndexMissing
 
 DB_NAME = "index.db"
+REBUILD_HINT = ("If the disk is fine, the index may be damaged: `kenning remove-index` and "
+                 "`kenning index` rebuild it.")
 
 
 def _schema() -> str:
@@ -32,7 +34,8 @@ def open_writer(directory: Path) -> sqlite3.Connection:
         if tables.fetchone()[0] == 0:
             conn.executescript(_schema())
     except sqlite3.Error as exc:
-        raise IndexError_(f"Cannot open the index database in {directory}: {exc}.") from exc
+        raise IndexError_(f"Cannot open the index database in {directory}: {exc}.",
+                          hint=REBUILD_HINT) from exc
     return conn
 
 
@@ -46,7 +49,8 @@ def open_reader(directory: Path) -> sqlite3.Connection:
                                timeout=30.0, check_same_thread=False)
         conn.execute("PRAGMA query_only=1")
     except sqlite3.Error as exc:
-        raise IndexError_(f"Cannot read the index database {path}: {exc}.") from exc
+        raise IndexError_(f"Cannot read the index database {path}: {exc}.",
+                          hint=REBUILD_HINT) from exc
     return conn
 
 
