@@ -101,17 +101,17 @@ class Index:
         index = cls(root, pid, descriptor, project.index_dir(descriptor, pid))
         if create:
             index._create()
-        elif not (index.dir / db.DB_NAME).exists():
+        elif not index.exists():
             raise IndexMissing(f"{root} has no index for {descriptor['model']} yet.",
                                hint=f"Run `kenning index {root}` first.")
         return index
 
-    def _create(self) -> None:
-        if not (self.dir / db.DB_NAME).exists():
-            db.open_writer(self.dir).close()  # the schema; meta is filled in by the writer
-
     def exists(self) -> bool:
         return (self.dir / db.DB_NAME).exists()
+
+    def _create(self) -> None:
+        if not self.exists():
+            db.open_writer(self.dir).close()  # the schema; meta is filled in by the writer
 
     def snapshot(self) -> Snapshot:
         """The latest committed snapshot; close it (or use ``with``) to release the read view."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -118,16 +118,6 @@ class IndexWriter:
             "LEFT JOIN vectors v ON v.content_hash = c.content_hash "
             "WHERE v.vector_id IS NULL GROUP BY c.content_hash ORDER BY c.path, c.start_byte")
         return [MissingVector(*r) for r in rows]
-
-    def known_hashes(self, hashes: Iterable[bytes]) -> set[bytes]:
-        found: set[bytes] = set()
-        batch = list(dict.fromkeys(hashes))
-        for i in range(0, len(batch), 500):
-            part = batch[i:i + 500]
-            marks = ",".join("?" * len(part))
-            found.update(r[0] for r in self.conn.execute(
-                f"SELECT content_hash FROM vectors WHERE content_hash IN ({marks})", part))
-        return found
 
     # -- changes -------------------------------------------------------------------------------
 
