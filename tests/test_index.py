@@ -13,7 +13,7 @@ from index_helpers import CountingEmbedder, check_consistent, git, make_repo
 from kenning import config, kernels
 from kenning.embedding import document_text, make_embedder
 from kenning.errors import EmbedderUnavailable
-from kenning.indexer import chunk_budget, refresh
+from kenning.indexer import chunk_budget, git_state, refresh
 from kenning.store import Index
 
 
@@ -283,3 +283,15 @@ def test_chunks_fit_the_model_budget_even_under_a_long_path(tmp_path, settings, 
     assert len(emb.texts) > 1
     assert all(model.count_tokens(t) <= model.max_tokens + HEADER_RESERVE_TOKENS
                for t in emb.texts)
+
+
+def test_git_state_reads_packed_refs_detached_heads_and_worktrees(repo, tmp_path):
+    head = git(repo, "rev-parse", "HEAD")
+    git(repo, "pack-refs", "--all")
+    assert not (repo / ".git" / "refs" / "heads" / "main").exists()
+    assert git_state(repo) == (head, "main")
+    git(repo, "worktree", "add", "-q", "-b", "side", str(tmp_path / "side"))
+    assert git_state(tmp_path / "side") == (head, "side")
+    git(repo, "checkout", "-q", "--detach")
+    assert git_state(repo) == (head, None)
+    assert git_state(tmp_path) == (None, None)  # not a git work tree
