@@ -51,7 +51,7 @@ def relevance_floor(model: str) -> float:
 
 def branch_weights(query: Query) -> dict[str, float]:
     """Identifier-like queries weigh the symbol branch up."""
-    return {"dense": 1.0, "lexical": 1.0, "symbol": 2.0 if query.identifier_like else 0.75}
+    return {"dense": 1.5, "lexical": 1.0, "symbol": 2.0 if query.identifier_like else 0.75}
 
 
 def _refresh(ref: ProjectRef, ctx: _Context) -> bool:
@@ -189,19 +189,22 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
 
 
 def _run(refs: list[ProjectRef], ctx: _Context, *, refresh: bool) -> dict[str, Any]:
-    if refresh:
-        # refresh before embedding the query: a refresh that embeds loads the model anyway
-        for ref in refs:
-            if not _refresh(ref, ctx):
-                ctx.warnings.append(f"The embedder failed while refreshing {ref.root}; its new "
-                                    "chunks are searchable by words and symbols only for now.")
-    try:
-        if "dense" in ctx.branches:
-            vector = ctx.embedder.embed_query(ctx.query.text)
-            ctx.query_vector = np.ascontiguousarray(vector, np.float32)
-    except EmbedderError as exc:
-        ctx.warnings.append(f"Semantic search is off ({exc.message}); results are word and "
-                            "symbol matches from the last snapshot.")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # the query is embedded (and a local model loaded) while the refresh stats the files
+        embedding = pool.submit(ctx.embedder.embed_query, ctx.query.text) \
+            if "dense" in ctx.branches else None
+        if refresh:
+            for ref in refs:
+                if not _refresh(ref, ctx):
+                    ctx.warnings.append(f"The embedder failed while refreshing {ref.root}; its "
+                                        "new chunks are searchable by words and symbols only "
+                                        "for now.")
+        try:
+            if embedding is not None:
+                ctx.query_vector = np.ascontiguousarray(embedding.result(), np.float32)
+        except EmbedderError as exc:
+            ctx.warnings.append(f"Semantic search is off ({exc.message}); results are word and "
+                                "symbol matches from the last snapshot.")
     if len(refs) == 1:
         parts = [_search_project(refs[0], ctx)]
     else:

@@ -13,12 +13,13 @@ import re
 from dataclasses import dataclass
 
 from kenning.search import symbols
+from kenning.search.filters import DOCS_LANGUAGES
 from kenning.search.query import Query
 from kenning.tokens import split_identifier
 
 DEFINITION_BOOST = 1.5  # the chunk defines a symbol the query names
 NAME_MATCH_BOOST = 1.15  # every word of the chunk's own name is in the query
-SATURATION = 0.6  # each further chunk of a file keeps this share of its score
+SATURATION = 0.8  # each further chunk of a file keeps this share of its score
 
 # category -> a path pattern; the multiplier a chunk of that category gets unless asked for
 _CATEGORY_PATTERNS = {
@@ -31,11 +32,14 @@ _CATEGORY_PATTERNS = {
                            r"|extern|deps)(/|$)"),
     "generated": re.compile(r"(^|/)(generated|gen|__generated__)(/|$)|_pb2(_grpc)?\.py$"
                             r"|\.pb\.(go|cc|h)$|\.min\.(js|css)$|\.generated\.[^/]+$|_generated\.[^/]+$"),
+    "changelog": re.compile(r"(^|/)(changes|changelog|history|news|releases?|release-notes)"
+                            r"(\.[a-z]+)?$", re.IGNORECASE),
     "compat": re.compile(r"(^|/)(compat|legacy|polyfills?|shims?|deprecated)(/|$)"
                          r"|(^|/)[^/]*(_compat|compat)\.[^/]+$"),
 }
 _QUALIFIER = re.compile(r"\.|::|#|->|/")
-PENALTY = {"test": 0.45, "example": 0.6, "vendored": 0.5, "generated": 0.5, "compat": 0.6}
+PENALTY = {"test": 0.45, "example": 0.6, "vendored": 0.5, "generated": 0.5, "compat": 0.6,
+           "changelog": 0.4, "docs": 0.6}
 
 
 @dataclass(slots=True)
@@ -52,8 +56,12 @@ class Candidate:
     score: float
 
 
-def categories(path: str) -> list[str]:
-    return [name for name, pattern in _CATEGORY_PATTERNS.items() if pattern.search(path)]
+def categories(path: str, language: str | None = None) -> list[str]:
+    """The penalised categories of a chunk: by path, and prose (docs) by language."""
+    found = [name for name, pattern in _CATEGORY_PATTERNS.items() if pattern.search(path)]
+    if language in DOCS_LANGUAGES:
+        found.append("docs")
+    return found
 
 
 def adjust(candidate: Candidate, query: Query, names: tuple[str, ...],
@@ -68,7 +76,7 @@ def adjust(candidate: Candidate, query: Query, names: tuple[str, ...],
             own = split_identifier(_QUALIFIER.split(candidate.symbol)[-1])
             if len(own) >= 2 and terms.issuperset(own):
                 score *= NAME_MATCH_BOOST
-    for category in categories(candidate.path):
+    for category in categories(candidate.path, candidate.language):
         if category not in query.asks_for:
             score *= PENALTY[category]
     return score
