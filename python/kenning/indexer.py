@@ -116,8 +116,8 @@ def _existing_dir(root: Path) -> Path:
 
 
 def _cluster(path: str) -> str:
-    parent = PurePosixPath(path).parent.as_posix()
-    return "" if parent == "." else parent
+    """A file's cluster is its directory ('' at the root)."""
+    return path.rpartition("/")[0]
 
 
 def _cluster_digests(digests: dict[str, bytes]) -> dict[str, bytes]:
