@@ -5,6 +5,8 @@ Named ``mcpserver`` so it never shadows the ``mcp`` SDK it is built on.
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Sequence
 
 from kenning.config import Settings
@@ -19,9 +21,17 @@ def serve(settings: Settings, projects: Sequence[str] = ()) -> None:
 
     registry = Registry(settings, projects)
     embedder = make_embedder(settings)
+    service = Service(settings, registry, embedder)
     try:
-        build_server(Service(settings, registry, embedder)).run("stdio")
+        build_server(service).run("stdio")
     finally:
+        if service.indexing():
+            # The client has gone while a worker thread embeds: end now. Tearing the
+            # interpreter down under a running model aborts the process, and cutting the work
+            # short is safe (commits are atomic, the OS drops the index lock, the next run
+            # resumes).
+            logging.shutdown()
+            os._exit(0)
         embedder.close()
 
 

@@ -254,6 +254,10 @@ class Service:
         finally:
             job.done.set()
 
+    def indexing(self) -> bool:
+        """Whether a worker thread is indexing right now."""
+        return any(p.job is not None and p.job.running for p in self.registry.projects)
+
     def start_reindex(self, project: str | None, *, full: bool) -> list[Started]:
         """Start (or join) an indexing job for ``project``, or for every live project."""
         targets = self.registry.select(project)
