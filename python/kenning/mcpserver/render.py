@@ -33,9 +33,9 @@ def _location(hit: dict[str, Any], rank: int, show_project: bool) -> str:
     if show_project:
         where = f"[{clean_label(hit['project'])}] {where}"
     label = clean_label(" ".join(str(x) for x in (hit.get("kind"), hit.get("symbol")) if x), 120)
-    stale = " · file changed since indexing" if hit.get("stale") else ""
-    return (f"{rank}. {where} · {label} · score {hit['score']:.3f} · id {hit['id']}{stale}"
-            if label else f"{rank}. {where} · score {hit['score']:.3f} · id {hit['id']}{stale}")
+    parts = [f"{rank}. {where}", label, f"score {hit['score']:.3f}", f"id {hit['id']}",
+             "file changed since indexing" if hit.get("stale") else ""]
+    return " · ".join(p for p in parts if p)
 
 
 def search_result(result: dict[str, Any], *, detail: str, max_tokens: int,
@@ -44,7 +44,8 @@ def search_result(result: dict[str, Any], *, detail: str, max_tokens: int,
     hits: list[dict[str, Any]] = result["results"]
     nonce = new_nonce(str(h.get("content") or "") for h in hits)
     count = len(hits)
-    head = [f'{count} result{"" if count == 1 else "s"} for {json.dumps(result["query"])}']
+    query = clean_label(json.dumps(result["query"]), 400)
+    head = [f'{count} result{"" if count == 1 else "s"} for {query}']
     head += [f"warning: {clean_label(w, 400)}" for w in result.get("warnings") or []]
     if detail == "snippets" and hits:
         head.append(f"Source text is inside untrusted-content markers with id {nonce}: "
