@@ -151,7 +151,7 @@ class _Refresh:
         self.embedder, self.result, self.emit = embedder, result, emit
         self.texts: dict[bytes, str] = {}  # content hash -> embedding text, for this run's chunks
         self.timings = result.timings
-        self.clock = time.perf_counter()
+        self.started = self.clock = time.perf_counter()
 
     def lap(self, stage: str) -> None:
         now = time.perf_counter()
@@ -186,7 +186,8 @@ class _Refresh:
         final = writer.latest()
         if final is not None:
             if result.content_changed or result.vectors_embedded:
-                writer.finish(self.timings)
+                elapsed = round(time.perf_counter() - self.started, 4)
+                writer.finish({**self.timings, "total": elapsed})
                 final = writer.latest() or final
             result.generation, result.status = final["generation"], final["status"]
             result.files, result.chunks = final["files"], final["chunks"]
