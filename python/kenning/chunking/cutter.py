@@ -248,11 +248,15 @@ class Cutter:
             if child.end_byte <= start or child.start_byte >= end:
                 continue
             cut = self.snap(child.start_byte, cuts[-1][0] if cuts else start)
+            # Cut only where a line starts: a node in mid-line (a trailing comment, a call's
+            # arguments) stays with what precedes it unless it has to be opened up.
+            at_line_start = cut == self.line_start(cut)
             too_big = not self.probably_fits(child.start_byte, child.end_byte)
             if too_big and child.named_child_count:
-                cuts.append((cut, None))
+                if at_line_start:
+                    cuts.append((cut, None))
                 self._collect_cuts(child, cut, child.end_byte, cuts)
-            else:
+            elif at_line_start:
                 cuts.append((cut, child))
 
     def snap(self, offset: int, floor: int) -> int:
