@@ -460,7 +460,7 @@ def test_multi_project_search_merges_and_reports_the_missing_root(multi: Client,
     assert data["results"][0]["project"] == "beta"
     assert data["results"][0]["path"] == "img/resize.py"
     assert any("gamma" in w and "does not exist" in w for w in data["warnings"])
-    mixed = multi.ok("code_search", query="convert or resize data, retry on failure",
+    mixed = multi.ok("code_search", query="thumbnail of an image; retry with backoff",
                      limit=20).structured_content
     assert {h["project"] for h in mixed["results"]} == {"alpha", "beta"}
     assert "[beta] img/" in multi.ok("code_search", query="thumbnail").content[0].text

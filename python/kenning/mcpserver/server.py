@@ -17,7 +17,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from kenning.errors import KenningError
+from kenning.errors import ConfigError, KenningError
 from kenning.mcpserver import render
 from kenning.mcpserver.service import (
     Service,
@@ -82,6 +82,7 @@ code_search(query, project="<id>"). Not needed when you already know the project
 # inside the tool-call timeouts of common clients (Codex: 60 s).
 REINDEX_WAIT = 30.0
 PROGRESS_POLL = 0.25  # seconds between looks at a running reindex
+MIN_TOKENS = 500  # below this even one snippet and its notice would not fit
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -119,7 +120,12 @@ def build_server(service: Service) -> MCPServer:
                        version=_version())
 
     def max_tokens() -> int:
-        return int(settings["mcp.max_tokens"])
+        value = int(settings["mcp.max_tokens"])
+        if value < MIN_TOKENS:
+            raise ConfigError(f"mcp.max_tokens is {value}; a useful result needs at least "
+                              f"{MIN_TOKENS}.",
+                              hint="For example `kenning config set mcp.max_tokens 8000`.")
+        return value
 
     ProjectArg = Annotated[str | None, Field(
         description="A served project's id or a path inside its root; all projects if omitted.")]
