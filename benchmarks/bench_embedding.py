@@ -9,6 +9,7 @@ It asserts the vectors agree across batch sizes, never a time.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sysconfig
 import tempfile
@@ -16,7 +17,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from kenning import config
 from kenning.embedding import document_text, local, make_embedder
 
@@ -42,12 +42,18 @@ def corpus(limit: int) -> list[str]:
 
 
 def timed(fn, repeats: int) -> float:
-    runs = []
+    return timed_cpu(fn, repeats)[0]
+
+
+def timed_cpu(fn, repeats: int) -> tuple[float, float]:
+    """Median wall and process-CPU seconds; CPU time says more on a machine shared with others."""
+    walls, cpus = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         fn()
-        runs.append(time.perf_counter() - start)
-    return statistics.median(runs)
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def main() -> None:
@@ -58,8 +64,6 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as home:
-        import os
-
         os.environ["KENNING_HOME"] = home
         path = local.model_path()
         start = time.perf_counter()
@@ -75,16 +79,18 @@ def main() -> None:
 
     texts = corpus(args.chunks)
     lengths = [len(ids) for ids in local.token_ids(texts)]
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"{len(texts)} chunks, {statistics.mean(lengths):.0f} word pieces on average, "
           f"intra-op threads {local.session().get_session_options().intra_op_num_threads}")
     embedder = make_embedder(config.load())
     baseline = embedder.embed_documents(texts)
     for size in [int(b) for b in args.batches.split(",")]:
         ids = local.token_ids(texts)
-        seconds = timed(lambda size=size, ids=ids: local.encode(ids, size), args.repeats)
+        wall, cpu = timed_cpu(lambda size=size, ids=ids: local.encode(ids, size), args.repeats)
         again = local.encode(ids, size)
         assert np.allclose(again, baseline, atol=1e-4), "batching changed vectors"
-        print(f"batch {size:>3}: {len(texts) / seconds:6.1f} chunks/s")
+        print(f"batch {size:>3}: {len(texts) / wall:6.1f} chunks/s wall, "
+              f"{cpu / len(texts) * 1000:5.1f} CPU-ms per chunk")
     queries = ["how are retries handled", "parse command line arguments",
                "where is the config file read", "compute a sha256 digest"]
     latencies = []

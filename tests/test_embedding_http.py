@@ -190,6 +190,11 @@ def test_ollama_request_body(embed_server: EmbedServer) -> None:
                     "keep_alive": "5m"}
 
 
+def test_ollama_keep_alive_in_seconds_is_a_number(embed_server: EmbedServer) -> None:
+    ollama(embed_server, keep_alive="-1").embed_query("a")
+    assert embed_server.bodies("/api/embed")[0]["keep_alive"] == -1
+
+
 def test_ollama_unreachable_says_how_to_start_it(embed_server: EmbedServer) -> None:
     embed_server.stop()
     embedder = configured(embed_server.settings("ollama"))

@@ -47,7 +47,7 @@ class OllamaEmbedder(RemoteEmbedder):
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         body: dict[str, Any] = {"model": self.model, "input": texts, "truncate": True}
         if self.keep_alive:
-            body["keep_alive"] = self.keep_alive
+            body["keep_alive"] = _keep_alive(self.keep_alive)
         if self._requested_dims is not None:
             body["dimensions"] = self._requested_dims
         reply = self._poster.post(f"{self.url}/api/embed", body)
@@ -81,6 +81,14 @@ class OllamaEmbedder(RemoteEmbedder):
             return EmbedderUnavailable(f"Ollama at {self.url} failed ({status}): {message}.",
                                        hint="See Ollama's log; `ollama ps` shows loaded models.")
         return EmbedderError(f"Ollama at {self.url} rejected the request ({status}): {message}.")
+
+
+def _keep_alive(value: str) -> str | float:
+    """Ollama reads a string as a Go duration ("30m") and a number as seconds (-1 = forever)."""
+    try:
+        return float(value)
+    except ValueError:
+        return value
 
 
 def _reason(exc: Exception) -> str:
