@@ -106,7 +106,9 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]
         if ctx.query_vector is not None and "dense" in ctx.branches:
             allowed = (dense.allowed_vectors(conn, snap.vector_rows, where, params)
                        if where else None)
-            hits = dense.search(snap, ctx.query_vector, allowed=allowed)
+            large = snap.vector_rows > int(ctx.settings["index.ann_threshold"])
+            hits = dense.search(snap, ctx.query_vector, allowed=allowed,
+                                ann_dir=index.dir if large else None)
             hits = hits[: DENSE_DEPTH + DENSE_DEPTH // 2]  # room for vectors no chunk uses now
             owners = dense.chunks_of(conn, [v for v, _ in hits], where, params)
             ranked: list[int] = []

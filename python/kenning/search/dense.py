@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from kenning import kernels
 from kenning.store import Snapshot
 
 SHORTLIST = 300  # Hamming candidates rescored per query
+ANN_FILE = "vectors.usearch"  # the usearch HNSW graph over the sign bits, beside the vector files
 
 
 def allowed_vectors(conn: sqlite3.Connection, rows: int, where: str,
@@ -26,14 +28,31 @@ def allowed_vectors(conn: sqlite3.Connection, rows: int, where: str,
     return np.asarray(sorted(ids), dtype=np.int64)
 
 
+def _shortlist(snap: Snapshot, bits: np.ndarray, k: int, allowed: np.ndarray | None,
+               ann_dir: Path | None) -> np.ndarray:
+    """Hamming candidates: from the HNSW graph when one covers every committed row, else an
+    exact scan."""
+    graph = ann_dir / ANN_FILE if ann_dir is not None else None
+    if graph is not None and graph.is_file():
+        from kenning.ann import AnnIndex
+
+        ann = AnnIndex(graph, int(snap.descriptor["dims"])).view()
+        if len(ann) == snap.vector_rows:
+            ids, _ = ann.search(bits, k, allowed)
+            return ids[0][ids[0] >= 0]
+    ids, _ = kernels.hamming_topk(bits, snap.bits, k, allowed)
+    return ids[0]
+
+
 def search(snap: Snapshot, query_vector: np.ndarray, *, shortlist: int = SHORTLIST,
-           allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
-    """``(vector id, rescored cosine)`` best first."""
+           allowed: np.ndarray | None = None,
+           ann_dir: Path | None = None) -> list[tuple[int, float]]:
+    """``(vector id, rescored cosine)`` best first. ``ann_dir`` (the index folder, given above
+    ``index.ann_threshold`` vectors) lets the shortlist come from its approximate graph."""
     if snap.vector_rows == 0 or (allowed is not None and len(allowed) == 0):
         return []
     bits = kernels.binarize(query_vector[None, :], snap.center)
-    ids, _ = kernels.hamming_topk(bits, snap.bits, shortlist, allowed)
-    candidates = ids[0]
+    candidates = _shortlist(snap, bits, shortlist, allowed, ann_dir)
     cosines = kernels.rescore(query_vector, np.ascontiguousarray(snap.int8[candidates]),
                               np.ascontiguousarray(snap.scales[candidates]))
     order = np.argsort(-cosines, kind="stable")
