@@ -56,12 +56,34 @@ def timed_cpu(fn, repeats: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
+def spin_ab(texts: list[str], repeats: int) -> None:
+    ids = local.token_ids(texts)
+    variants = {"2 threads, sleeping": local.build_session(2, spinning=False),
+                "2 threads, spinning": local.build_session(2, spinning=True),
+                "1 thread": local.build_session(1)}
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+    for _ in range(repeats):  # interleaved, so a change in machine load hits every variant
+        for name, onnx_session in variants.items():
+            runs[name].append(timed_cpu(lambda s=onnx_session: local.encode(ids, 8, s), 1))
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {len(texts)} chunks")
+    for name, results in runs.items():
+        wall = statistics.median(r[0] for r in results)
+        cpu = statistics.median(r[1] for r in results)
+        print(f"{name:>20}: {len(texts) / wall:6.1f} chunks/s wall, "
+              f"{cpu / len(texts) * 1000:5.1f} CPU-ms per chunk")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--chunks", type=int, default=96)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batches", default="1,4,8,16,32")
+    parser.add_argument("--spin-ab", action="store_true",
+                        help="compare ONNX thread settings (interleaved runs, batch 8) and exit")
     args = parser.parse_args()
+    if args.spin_ab:
+        spin_ab(corpus(args.chunks), args.repeats)
+        return
 
     with tempfile.TemporaryDirectory() as home:
         os.environ["KENNING_HOME"] = home

@@ -106,19 +106,28 @@ def _usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-@cache
-def _session_cached() -> Any:
+def build_session(threads: int | None = None, *, spinning: bool = False) -> Any:
+    """A new ONNX session over the verified model (``session()`` is the shared one)."""
     import onnxruntime as ort
 
     path = model_path()
     verify_model(path)
     options = ort.SessionOptions()
     # One intra-op thread per core; inter-op parallelism buys nothing for a linear BERT graph.
-    options.intra_op_num_threads = min(_usable_cores(), 8)
+    options.intra_op_num_threads = threads or min(_usable_cores(), 8)
     options.inter_op_num_threads = 1
+    # Idle workers sleep instead of spinning by default: on a machine busy with other work (the
+    # usual case next to an editor, a build or an agent) spinning burns CPU others need
+    # (measured by benchmarks/bench_embedding.py --spin-ab).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+@cache
+def _session_cached() -> Any:
+    return build_session()
 
 
 def session() -> Any:
@@ -135,11 +144,12 @@ def token_ids(texts: Sequence[str]) -> list[list[int]]:
     return out
 
 
-def encode(ids: Sequence[Sequence[int]], batch_size: int = BATCH_SIZE) -> np.ndarray:
+def encode(ids: Sequence[Sequence[int]], batch_size: int = BATCH_SIZE,
+           onnx_session: Any = None) -> np.ndarray:
     """Mean-pooled, L2-normalised float32 vectors for token id lists, batched by length."""
     result = np.zeros((len(ids), DIMS), dtype=np.float32)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    run = session().run
+    run = (onnx_session or session()).run
     for start in range(0, len(order), batch_size):
         rows = order[start : start + batch_size]
         width = max(len(ids[i]) for i in rows)
