@@ -82,7 +82,7 @@ _EXTENSIONS = {
     ".scss": "scss", ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml",
     ".xml": "xml", ".cmake": "cmake", ".nix": "nix",
     ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown",
-    ".rst": "rst", ".txt": "text", ".adoc": "text",
+    ".rst": "rst", ".txt": "text", ".adoc": "asciidoc", ".asciidoc": "asciidoc", ".org": "org",
 }  # fmt: skip
 _FILENAMES = {
     "Dockerfile": "dockerfile", "Makefile": "make", "GNUmakefile": "make",

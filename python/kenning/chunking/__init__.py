@@ -20,7 +20,7 @@ __all__ = ["CHUNKER_VERSION", "DOCS_LANGUAGES", "chunk_file", "is_docs_language"
 # Part of the index descriptor: bump whenever the chunks cut from the same bytes change.
 CHUNKER_VERSION = 1
 
-DOCS_LANGUAGES = frozenset({"markdown", "rst", "text"})
+DOCS_LANGUAGES = frozenset({"markdown", "rst", "text", "asciidoc", "org"})
 
 # A file whose parse is this much ERROR is cut in line windows instead.
 MAX_ERROR_FRACTION = 0.2
