@@ -154,3 +154,24 @@ def test_unknown_project_is_refused(indexed: Indexed, tmp_path: Path) -> None:
         resolve_projects(config.load(), [str(tmp_path / "missing")])
     assert resolve_projects(config.load(), [indexed.root]) == [
         ProjectRef(resolve_projects(config.load(), [indexed.root])[0].id, indexed.root)]
+
+
+def test_approximate_path_above_the_threshold(indexed: Indexed) -> None:
+    from kenning.ann import AnnIndex
+    from kenning.search.dense import ANN_FILE
+    from kenning.store import Index
+
+    settings = config.load()
+    query = "how long to wait before trying a failed request again"
+    exact = run(indexed, query)["results"]
+    index = Index.open(indexed.root, settings)
+    with index.snapshot() as snap:
+        AnnIndex(index.dir / ANN_FILE, int(snap.descriptor["dims"])).sync(snap.bits,
+                                                                         snap.vector_rows)
+    try:
+        refs = resolve_projects(settings, [indexed.root])
+        approx = search(query, refs, settings=config.load({"index.ann_threshold": "1"}),
+                        refresh=False)["results"]
+    finally:
+        (index.dir / ANN_FILE).unlink()
+    assert [h["id"] for h in approx[:3]] == [h["id"] for h in exact[:3]]
