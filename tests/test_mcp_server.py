@@ -29,18 +29,27 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult
 
-HANDLERS = "".join(
-    f'''def handle_request_{n}(request, session):
+
+def handlers(first: int, count: int) -> str:
+    """``count`` similar request handlers: plenty of near-equal hits for one query."""
+    return "".join(f'''def handle_request_{n}(request, session):
     """Handle request kind {n}: validate the payload, then store it for the session."""
     payload = request.json()
     if "kind_{n}" not in payload:
         raise ValueError("request {n} lacks its kind")
+    if not isinstance(payload["kind_{n}"], dict):
+        raise TypeError("request {n} carries a malformed body")
+    for key, value in payload["kind_{n}"].items():
+        session.check_field("kind_{n}", key, value)
     session.store("kind_{n}", payload["kind_{n}"])
-    session.log("handled request {n}")
-    return {{"ok": True, "kind": {n}}}
+    session.log("handled request {n} with", len(payload["kind_{n}"]), "fields")
+    return {{"ok": True, "kind": {n}, "fields": sorted(payload["kind_{n}"])}}
 
 
-''' for n in range(40))
+''' for n in range(first, first + count))
+
+
+HANDLERS = handlers(0, 60)
 
 ALPHA = {
     "src/retry.py": '''"""Retry helpers for HTTP calls."""
@@ -71,7 +80,7 @@ class RetryPolicy:
     name, _, value = line.partition(":")
     return name.strip().lower(), value.strip()
 ''',
-    "src/handlers.py": HANDLERS,
+    **{f"src/handlers/group{g}.py": handlers(10 * g, 10) for g in range(6)},
     "docs/guide.md": "# Guide\n\n## Configuration\n\nSettings live in a TOML file in your "
                      "home directory.\n",
     "notes/hostile.md": '''# Release notes

@@ -27,8 +27,10 @@ class Budget:
     def left(self) -> int:
         return self.limit - self.used
 
-    def fits(self, text: str) -> bool:
-        return estimate_tokens(text) <= self.left
+    def fits(self, text: str, *, within: int | None = None) -> bool:
+        """Whether ``text`` fits in what is left (of the first ``within`` tokens, if given)."""
+        cap = self.limit if within is None else min(within, self.limit)
+        return self.used + estimate_tokens(text) <= cap
 
     def spend(self, text: str) -> None:
         self.used += estimate_tokens(text)
