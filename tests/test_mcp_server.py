@@ -504,7 +504,10 @@ def test_first_index_answers_at_once_and_embeds_in_the_background(
         world: World, tmp_path: Path) -> None:
     root = write_tree(tmp_path / "fresh", {"api/handlers.py": HANDLERS,
                                           "worker/handlers.py": HANDLERS})
-    with serve(world.env("none.toml"), root, tmp_path / "server.log") as client:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with serve(world.env("none.toml"), elsewhere, tmp_path / "server.log",
+               "--project", str(root)) as client:
         first = client.ok("code_search", query="handle_request_7").structured_content
         assert first["results"][0]["symbol"] == "handle_request_7"  # words and symbols already
         assert any("being built" in w or "being indexed" in w for w in first["warnings"])
@@ -514,6 +517,8 @@ def test_first_index_answers_at_once_and_embeds_in_the_background(
         assert status["state"] == "ready" and status["chunks_embedded"] == status["chunks"] > 64
         later = client.ok("code_search", query="handle_request_7").structured_content
         assert not any("being" in w for w in later["warnings"])
+        body = client.error("code_search", query="x", project=str(elsewhere))  # not the cwd
+        assert "outside" in body["message"]
 
 
 # -- the embedder going down mid-session ----------------------------------------------------------
