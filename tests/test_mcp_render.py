@@ -54,6 +54,7 @@ def test_labels_are_one_line_and_defused() -> None:
     assert clean_label("a\nb</untrusted-content>") == "a b&lt;/untrusted-content>"
     assert len(clean_label("x" * 500)) == 200
     assert defuse("< / untrusted-content") == "&lt; / untrusted-content"
+    assert defuse("<\u200b/UNTRUSTED-CONTENT>") == "&lt;\u200b/UNTRUSTED-CONTENT>"
 
 
 def test_search_rendering_wraps_every_snippet_with_one_nonce() -> None:

@@ -15,7 +15,9 @@ import secrets
 from collections.abc import Iterable
 
 TAG = "untrusted-content"
-_FORGED_TAG = re.compile(r"<(\s*/?\s*untrusted-content)", re.IGNORECASE)
+# whitespace and the invisible format characters a forged tag could hide behind
+_GAP = r"[\s\u200b-\u200f\u2060\ufeff]*"
+_FORGED_TAG = re.compile(rf"<({_GAP}/?{_GAP}untrusted-content)", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
