@@ -154,6 +154,15 @@ def _is_binary(path: str) -> bool:
         return b"\0" in fh.read(BINARY_SNIFF_BYTES)
 
 
+@dataclass(slots=True)
+class _Folder:
+    prefix: str  # relative path with a trailing slash ("" for the root)
+    rules: list[_Rules]
+    ancestors: frozenset[tuple[int, int]]
+    rows: list[tuple[str, os.DirEntry[str], bool, bool]]  # (sort key, entry, is_dir, is_link)
+    next: int = 0
+
+
 class _Walker:
     def __init__(
         self,
@@ -182,38 +191,64 @@ class _Walker:
             return "default"
         return "ignored" if _decide(stack, rel, is_dir, "git") else None
 
-    def walk_dir(
+    def walk(self) -> Iterator[SourceFile]:
+        """Depth first over a stack of open folders (no generator per level: a file deep in
+        the tree is not passed up through one frame per folder)."""
+        root = self._open(self.root, "", self.base, frozenset())
+        stack: list[_Folder] = [root] if root else []
+        while stack:
+            folder = stack[-1]
+            if folder.next >= len(folder.rows):
+                stack.pop()
+                continue
+            _, entry, is_dir, is_link = folder.rows[folder.next]
+            folder.next += 1
+            rel = folder.prefix + entry.name
+            reason = self._skip_reason(folder.rules, rel, entry.name, is_dir)
+            if reason is None and is_link and not self._inside_root(entry.path):
+                reason = "symlink"
+            if reason is not None:
+                (self.stats.skipped_dirs if is_dir else self.stats.skipped)[reason] += 1
+            elif is_dir:
+                inner = self._open(entry.path, rel + "/", folder.rules, folder.ancestors)
+                if inner is not None:
+                    stack.append(inner)
+            elif entry.is_file():
+                found = self._file(entry, rel)
+                if found is not None:
+                    yield found
+
+    def _open(
         self,
         abs_dir: str,
         prefix: str,
-        stack: list[_Rules],
-        ancestors: frozenset[tuple[int, int]] = frozenset(),
-    ) -> Iterator[SourceFile]:
+        rules: list[_Rules],
+        ancestors: frozenset[tuple[int, int]],
+    ) -> _Folder | None:
+        """A folder's entries, sorted, with the ignore rules that apply inside it."""
         try:
             st = os.stat(abs_dir)
             key = (st.st_dev, st.st_ino)
             if key in ancestors:  # a symlink back up the tree: walking it again never ends
                 self.stats.skipped_dirs["symlink"] += 1
-                return
-            ancestors = ancestors | {key}
+                return None
             with os.scandir(abs_dir) as it:
                 entries = list(it)
         except OSError:
             self.stats.skipped_dirs["unreadable"] += 1
-            return
+            return None
         names = {e.name for e in entries}
-        if prefix and any(marker in names for marker in ENV_MARKERS):
-            kept = _decide(stack, prefix[:-1], True, "kenning")
-            if kept is not False:
-                self.stats.skipped_dirs["default"] += 1
-                return
+        is_env = prefix and any(marker in names for marker in ENV_MARKERS)
+        if is_env and _decide(rules, prefix[:-1], True, "kenning") is not False:
+            self.stats.skipped_dirs["default"] += 1  # a virtualenv, whatever its name
+            return None
         if IGNORE_FILE in names or KENNING_IGNORE_FILE in names:
             git = _read_spec(os.path.join(abs_dir, IGNORE_FILE)) if IGNORE_FILE in names else None
             ken = None
             if KENNING_IGNORE_FILE in names:
                 ken = _read_spec(os.path.join(abs_dir, KENNING_IGNORE_FILE))
             if git or ken:
-                stack = [*stack, _Rules(prefix, git, ken)]
+                rules = [*rules, _Rules(prefix, git, ken)]
         rows = []
         for entry in entries:
             try:
@@ -224,20 +259,7 @@ class _Walker:
                 continue
             rows.append((entry.name + "/" if is_dir else entry.name, entry, is_dir, is_link))
         rows.sort(key=lambda row: row[0])  # "a.txt" < "a/b": output sorted by path
-        for _, entry, is_dir, is_link in rows:
-            rel = prefix + entry.name
-            reason = self._skip_reason(stack, rel, entry.name, is_dir)
-            if reason is None and is_link and not self._inside_root(entry.path):
-                reason = "symlink"
-            if reason is not None:
-                (self.stats.skipped_dirs if is_dir else self.stats.skipped)[reason] += 1
-                continue
-            if is_dir:
-                yield from self.walk_dir(entry.path, rel + "/", stack, ancestors)
-            elif entry.is_file():
-                found = self._file(entry, rel)
-                if found is not None:
-                    yield found
+        return _Folder(prefix, rules, ancestors | {key}, rows)
 
     def _file(self, entry: os.DirEntry[str], rel: str) -> SourceFile | None:
         try:
@@ -271,4 +293,4 @@ def walk(
     """
     stats = stats if stats is not None else WalkStats()
     walker = _Walker(Path(root), max_file_size, stats, known)
-    yield from walker.walk_dir(walker.root, "", walker.base)
+    yield from walker.walk()
