@@ -208,3 +208,24 @@ def test_known_unchanged_files_are_not_read_again(tmp_path: Path) -> None:
     os.utime(tmp_path / "blob.dat", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     found = [f.path for f in walk(tmp_path, max_file_size=MiB, known=known)]
     assert found == ["a.py"]
+
+
+def test_extensionless_scripts_take_their_language_from_the_shebang(tmp_path: Path) -> None:
+    make(
+        tmp_path,
+        {
+            "bin/deploy": "#!/usr/bin/env python3\nprint('hi')\n",
+            "bin/setup": "#!/bin/sh -e\necho hi\n",
+            "bin/notes": "just words\n",
+        },
+    )
+    files = list(walk(tmp_path, max_file_size=MiB))
+    assert {f.path: f.language for f in files} == {
+        "bin/deploy": "python",
+        "bin/notes": None,
+        "bin/setup": "bash",
+    }
+    known = {f.path: (f.size, f.mtime_ns) for f in files}  # the same answer on a refresh
+    assert [f.language for f in walk(tmp_path, max_file_size=MiB, known=known)] == [
+        f.language for f in files
+    ]

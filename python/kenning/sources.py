@@ -18,6 +18,7 @@ files and directories are skipped silently: one bad file never stops a walk.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -149,9 +150,21 @@ def _default_excluded(name: str, is_dir: bool) -> bool:
     return name in DEFAULT_EXCLUDED_FILES or name.endswith(DEFAULT_EXCLUDED_SUFFIXES)
 
 
-def _is_binary(path: str) -> bool:
+def _head(path: str) -> bytes:
     with open(path, "rb") as fh:
-        return b"\0" in fh.read(BINARY_SNIFF_BYTES)
+        return fh.read(BINARY_SNIFF_BYTES)
+
+
+_SHEBANG = re.compile(rb"#![^\n]*?\b(python|bash|sh|zsh|node|ruby|lua|php)[0-9.]*\b")
+_SHEBANG_LANGUAGES = {
+    b"python": "python", b"bash": "bash", b"sh": "bash", b"zsh": "bash",
+    b"node": "javascript", b"ruby": "ruby", b"lua": "lua", b"php": "php",
+}  # fmt: skip
+
+
+def _shebang_language(head: bytes) -> str | None:
+    found = _SHEBANG.match(head)
+    return _SHEBANG_LANGUAGES[found.group(1)] if found else None
 
 
 @dataclass(slots=True)
@@ -267,14 +280,19 @@ class _Walker:
             if st.st_size > self.max_file_size:
                 self.stats.skipped["too_large"] += 1
                 return None
+            language = detect_language(rel)
             unchanged = self.known.get(rel) == (st.st_size, st.st_mtime_ns)
-            if not unchanged and _is_binary(entry.path):
-                self.stats.skipped["binary"] += 1
-                return None
+            scripty = language is None and "." not in entry.name  # bin/deploy: ask its #! line
+            if not unchanged or scripty:
+                head = _head(entry.path)
+                if b"\0" in head:
+                    self.stats.skipped["binary"] += 1
+                    return None
+                language = language or _shebang_language(head)
         except OSError:
             self.stats.skipped["unreadable"] += 1
             return None
-        return SourceFile(rel, Path(entry.path), st.st_size, st.st_mtime_ns, detect_language(rel))
+        return SourceFile(rel, Path(entry.path), st.st_size, st.st_mtime_ns, language)
 
 
 def walk(
