@@ -18,7 +18,7 @@ from kenning.records import Chunk
 __all__ = ["CHUNKER_VERSION", "DOCS_LANGUAGES", "chunk_file", "is_docs_language"]
 
 # Part of the index descriptor: bump whenever the chunks cut from the same bytes change.
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2
 
 DOCS_LANGUAGES = frozenset({"markdown", "rst", "text", "asciidoc", "org"})
 
