@@ -60,6 +60,15 @@ const BLOCK: usize = blake3::BLOCK_LEN;
 /// Larger items take the ordinary tree hash. Tested against `blake3::hash` at every length.
 fn digest_batch(items: &[&[u8]], out: &mut [Digest]) {
     let platform = Platform::detect();
+    // a few hundred items at a time keep their blocks and chaining values in cache
+    for (items, out) in items.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+        digest_small(platform, items, out);
+    }
+}
+
+const BATCH: usize = 256;
+
+fn digest_small(platform: Platform, items: &[&[u8]], out: &mut [Digest]) {
     let mut cvs = vec![IV; items.len()];
     let mut by_blocks: Vec<Vec<usize>> = vec![Vec::new(); blake3::CHUNK_LEN / BLOCK];
     for (i, item) in items.iter().enumerate() {
