@@ -1,7 +1,7 @@
 """One table of ratios from one run: each kernel in Rust vs the NumPy twin, and the Hamming scan
 vs faiss-cpu IndexBinaryFlat and usearch exact search.
 
-    python benchmarks/kernels_vs_peers.py [--quick] [--rows 10000,100000,1000000]
+    python benchmarks/kernels_vs_peers.py [--quick] [--rows 10000,100000,1000000] [--bits 2560,384]
 
 Times are medians of repeated calls on random data (wall clock, ms). "rust" uses its automatic
 thread count; "rust 1T" is pinned to one thread, the fair match for faiss and usearch, which
@@ -135,6 +135,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10k and 100k rows only")
     parser.add_argument("--rows", help="comma-separated row counts")
+    parser.add_argument("--bits", default="2560,384", help="comma-separated vector widths")
+    parser.add_argument("--scan-only", action="store_true", help="skip the other kernels")
     args = parser.parse_args()
     rows = [10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000]
     if args.rows:
@@ -144,10 +146,12 @@ def main() -> None:
           f"load average: {os.getloadavg()[0]:.1f}; k={K}; times in ms (median)")
     print(" bits      rows |     rust  rust 1T  rust 16q 16q/1q 16q/1q(1T) |    numpy "
           "numpy/rust 16q | faiss 1T  f/r1T  f16/r16 | usearch1T u/r1T")
-    for bits in (2560, 384):
+    for bits in (int(b) for b in args.bits.split(",")):
         for n in rows:
             for line in scan_rows(n, bits, rng):
                 print(line, flush=True)
+    if args.scan_only:
+        return
     print()
     for line in other_kernels(rng, args.quick):
         print(line, flush=True)
