@@ -16,6 +16,8 @@ use crate::parallel::{split, threads_for};
 
 /// Rows scanned per block: small enough to stay in L2 while every query of a batch passes.
 const BLOCK_BYTES: usize = 128 * 1024;
+/// Distances held per step across a batch of queries (1 MB of u32).
+const MAX_BATCH_DISTANCES: usize = 1 << 18;
 /// Below this many bytes of scanning per thread, another thread costs more than it saves.
 const MIN_BYTES_PER_THREAD: usize = 4 << 20;
 
@@ -121,6 +123,28 @@ impl Kernel {
         }
     }
 
+    /// `out[q * n + i]` = distance from query `q` to row `i`, for `n` rows and all queries: one
+    /// pass over the rows serves every query.
+    fn distances_batch(self, queries: &[u8], rows: &[u8], shape: Shape, out: &mut [u32]) {
+        let Shape {
+            queries: nq,
+            rows: n,
+            width,
+        } = shape;
+        // the SIMD kernels read through raw pointers: this check makes that sound
+        assert!(rows.len() >= n * width && queries.len() == nq * width && out.len() == nq * n);
+        match self {
+            // SAFETY: `available()` only offers a kernel whose CPU features were detected.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => unsafe { x86::distances_batch_avx512(queries, rows, shape, out) },
+            _ => {
+                for (q, out) in out.chunks_exact_mut(n.max(1)).enumerate().take(nq) {
+                    self.distances(&queries[q * width..(q + 1) * width], rows, width, out);
+                }
+            }
+        }
+    }
+
     /// `out[j]` = distance from `query` to row `ids[j]` of `db`.
     fn distances_at(self, query: &[u8], db: &[u8], width: usize, ids: &[usize], out: &mut [u32]) {
         match self {
@@ -186,7 +210,7 @@ fn dist_scalar(a: &[u8], b: &[u8]) -> u32 {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{dist_scalar, distances_at_with, distances_with};
+    use super::{dist_scalar, distances_at_with, distances_with, Shape};
     use std::arch::x86_64::*;
 
     #[target_feature(enable = "popcnt")]
@@ -346,6 +370,60 @@ mod x86 {
             w,
             &mut out[done..],
         )
+    }
+
+    /// Groups of 8 rows are loaded once (into L1) and compared with every query before the
+    /// next group, so a batch of queries costs compute, not memory bandwidth.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
+    unsafe fn batch_fixed<const VECTORS: usize>(
+        queries: &[u8],
+        rows: &[u8],
+        shape: Shape,
+        out: &mut [u32],
+    ) {
+        let Shape {
+            queries: nq,
+            rows: n,
+            width: w,
+        } = shape;
+        let (vectors, rest) = (w / 64, tail_mask(w));
+        let groups = n / 8;
+        for g in 0..groups {
+            let base = rows.as_ptr().add(8 * g * w);
+            for q in 0..nq {
+                let query = queries.as_ptr().add(q * w);
+                let mut lanes = [_mm512_setzero_si512(); 8];
+                for (r, lane) in lanes.iter_mut().enumerate() {
+                    *lane = xor_popcnt_lanes::<VECTORS>(query, base.add(r * w), vectors, rest);
+                }
+                _mm256_storeu_si256(out.as_mut_ptr().add(q * n + 8 * g).cast(), reduce8(lanes));
+            }
+        }
+        for q in 0..nq {
+            let query = &queries[q * w..(q + 1) * w];
+            for r in groups * 8..n {
+                out[q * n + r] = dist_avx512(query, &rows[r * w..(r + 1) * w]);
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
+    pub(super) unsafe fn distances_batch_avx512(
+        queries: &[u8],
+        rows: &[u8],
+        shape: Shape,
+        out: &mut [u32],
+    ) {
+        match shape.width / 64 {
+            1 => batch_fixed::<1>(queries, rows, shape, out),
+            2 => batch_fixed::<2>(queries, rows, shape, out),
+            3 => batch_fixed::<3>(queries, rows, shape, out),
+            4 => batch_fixed::<4>(queries, rows, shape, out),
+            5 => batch_fixed::<5>(queries, rows, shape, out),
+            6 => batch_fixed::<6>(queries, rows, shape, out),
+            8 => batch_fixed::<8>(queries, rows, shape, out),
+            _ => batch_fixed::<0>(queries, rows, shape, out),
+        }
     }
 
     /// Common widths (up to 4096 bits) get a fully unrolled loop.
@@ -580,28 +658,39 @@ fn scan(
     kernel: Kernel,
     range: std::ops::Range<usize>,
 ) -> Vec<TopK> {
-    let width = shape.width;
-    let mut tops: Vec<TopK> = (0..shape.queries).map(|_| TopK::new(k)).collect();
-    let block = (BLOCK_BYTES / width.max(1)).max(16);
-    let mut dists = vec![0u32; block];
+    let (width, nq) = (shape.width, shape.queries);
+    let mut tops: Vec<TopK> = (0..nq).map(|_| TopK::new(k)).collect();
+    // rows per step: L2-sized, and few enough that the distances of all queries stay small
+    let block = (BLOCK_BYTES / width.max(1))
+        .min(MAX_BATCH_DISTANCES / nq.max(1))
+        .max(16);
+    let mut dists = vec![0u32; block * nq.max(1)];
     let mut start = range.start;
     while start < range.end {
         let end = range.end.min(start + block);
-        let dists = &mut dists[..end - start];
-        for (i, top) in tops.iter_mut().enumerate() {
-            let query = &queries[i * width..(i + 1) * width];
-            match filter {
-                Filter::Ids(ids) => {
-                    let ids = &ids[start..end];
-                    kernel.distances_at(query, db, width, ids, dists);
+        let m = end - start;
+        match filter {
+            Filter::Ids(ids) => {
+                let ids = &ids[start..end];
+                for (q, top) in tops.iter_mut().enumerate() {
+                    let query = &queries[q * width..(q + 1) * width];
+                    kernel.distances_at(query, db, width, ids, &mut dists[..m]);
                     for (&dist, &row) in dists.iter().zip(ids) {
                         if top.wants(dist) {
                             top.push(dist, row);
                         }
                     }
                 }
-                Filter::All | Filter::Mask(_) => {
-                    kernel.distances(query, &db[start * width..end * width], width, dists);
+            }
+            Filter::All | Filter::Mask(_) => {
+                let rows = &db[start * width..end * width];
+                let block_shape = Shape {
+                    queries: nq,
+                    rows: m,
+                    width,
+                };
+                kernel.distances_batch(queries, rows, block_shape, &mut dists[..nq * m]);
+                for (top, dists) in tops.iter_mut().zip(dists.chunks_exact(m)) {
                     for (offset, &dist) in dists.iter().enumerate() {
                         let row = start + offset;
                         let allowed = match filter {
@@ -676,6 +765,32 @@ mod tests {
                     let expected = dist_reference(&query, &db[i * width..(i + 1) * width]);
                     assert_eq!(out[i], expected, "{kernel:?} width {width} row {i}");
                     assert_eq!(out_at[rows - 1 - i], expected, "{kernel:?} by id");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn batched_distances_match_the_reference() {
+        for kernel in Kernel::available() {
+            for width in [0, 5, 48, 64, 320, 1000] {
+                let (nq, n) = (3, 21);
+                let (queries, rows) = (bytes(width * nq, 5), bytes(width * n, 6));
+                let mut out = vec![0; nq * n];
+                let shape = Shape {
+                    queries: nq,
+                    rows: n,
+                    width,
+                };
+                kernel.distances_batch(&queries, &rows, shape, &mut out);
+                for q in 0..nq {
+                    for r in 0..n {
+                        let want = dist_reference(
+                            &queries[q * width..(q + 1) * width],
+                            &rows[r * width..(r + 1) * width],
+                        );
+                        assert_eq!(out[q * n + r], want, "{kernel:?} width {width}");
+                    }
                 }
             }
         }
