@@ -27,11 +27,16 @@ DENSE_DEPTH = 100
 SYMBOL_DEPTH = 50
 RANK_DEPTH = 60  # fused candidates the ranking signals consider
 # Rescored cosine below which a chunk is not relevant to the query; symbol matches are kept
-# whatever their cosine. all-MiniLM-L6-v2, measured with benchmarks/eval_floor.py (docstring dev
-# set, 300 genuine queries; 16 irrelevant queries x 5 corpora): genuine targets p1 0.192, p5 0.268;
-# irrelevant top-1 p50 0.163, p90 0.239. 0.18 keeps 99.3% of the targets and leaves 62.5% of the
-# irrelevant queries with no result at all (the rest with few).
-DEFAULT_FLOOR = 0.18
+# whatever their cosine. all-MiniLM-L6-v2, measured with benchmarks/eval_floor.py: docstring dev
+# set (300 genuine queries) targets p1 0.192, p5 0.268; semble-bench dev queries of 3+ words
+# (5 repos, 63 queries) keep 96.8% of their targets at 0.10-0.15 but 93.7% at 0.18; 16 irrelevant
+# queries x 5 corpora reach a top-1 of p50 0.163, p90 0.239. At 0.15 the genuine targets stay
+# (99.7% and 96.8%, the rest unreachable files) and 46% of irrelevant queries get no result at
+# all, the rest only their few best-matching chunks.
+DEFAULT_FLOOR = 0.15
+# The cosine of a one- or two-word query ("application", "Rack::Builder") is too low and too
+# flat to judge relevance; such queries rely on their words and symbols being present instead.
+FLOOR_MIN_TERMS = 3
 FLOORS = {"all-minilm-l6-v2": DEFAULT_FLOOR}
 
 
@@ -54,7 +59,7 @@ def relevance_floor(model: str) -> float:
 
 def branch_weights(query: Query) -> dict[str, float]:
     """Identifier-like queries weigh the symbol branch up."""
-    return {"dense": 1.5, "lexical": 1.0, "symbol": 2.0 if query.identifier_like else 0.75}
+    return {"dense": 2.0, "lexical": 1.0, "symbol": 2.0 if query.identifier_like else 0.75}
 
 
 def _refresh(ref: ProjectRef, ctx: _Context) -> bool:
@@ -118,7 +123,7 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]
                     cosine[chunk_id] = score
             rankings["dense"] = ranked[:DENSE_DEPTH]
         fused = rrf(rankings, branch_weights(ctx.query))
-        if ctx.query_vector is not None:
+        if ctx.query_vector is not None and len(ctx.query.terms) >= FLOOR_MIN_TERMS:
             missing = [cid for cid in fused if cid not in cosine]
             cosine.update(dense.cosines(conn, snap, ctx.query_vector, missing))
             symbol_hits = set(rankings.get("symbol", ()))
