@@ -12,10 +12,8 @@ COLUMN_WEIGHTS = (1.0, 4.0, 2.0)
 
 
 def fts_expression(query: Query) -> str | None:
-    """An FTS5 MATCH expression: any of the terms, plus stems as prefixes (handl* for handled)."""
-    parts = [f'"{t}"' for t in query.terms]
-    parts += [f'"{s}"*' for s in query.stems if len(s) >= 4]
-    return " OR ".join(parts) if parts else None
+    """An FTS5 MATCH expression: any of the terms (BM25 rewards chunks that have more)."""
+    return " OR ".join(f'"{t}"' for t in query.terms) or None
 
 
 def search(conn: sqlite3.Connection, query: Query, *, limit: int, where: str = "",

@@ -47,19 +47,10 @@ ASKS_FOR = {
 }
 
 
-def _stem(token: str) -> str:
-    """A light English suffix stem (retries -> retri, handled -> handl) for prefix matching."""
-    for suffix in ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "es", "ed", "s"):
-        if token.endswith(suffix) and len(token) - len(suffix) >= 4:
-            return token[: -len(suffix)]
-    return token
-
-
 @dataclass(frozen=True)
 class Query:
     text: str
     terms: tuple[str, ...]  # lexical terms, lower-case, no stop words, de-duplicated
-    stems: tuple[str, ...]  # stems for prefix matching, where they differ from the term
     identifiers: tuple[str, ...]  # identifier-like words as typed (case kept)
     identifier_like: bool  # the query as a whole is an identifier (or a few)
     asks_for: frozenset[str]  # penalised categories the query names ("test", "example", ...)
@@ -94,9 +85,7 @@ def analyze(text: str) -> Query:
             terms.append(token)
     if not terms:  # a query of stop words only still searches for them
         terms = list(dict.fromkeys(t for t in code_tokens(text) if len(t) > 1))
-    stems = [s for t in terms if (s := _stem(t)) != t]
     lowered = set(code_tokens(text)) | {p for w in words for p in split_identifier(w)}
     asks = frozenset(cat for cat, keys in ASKS_FOR.items() if lowered & keys)
     identifier_like = bool(identifiers) and len(identifiers) * 2 >= len(words)
-    return Query(text, tuple(terms), tuple(dict.fromkeys(stems)), tuple(dict.fromkeys(identifiers)),
-                 identifier_like, asks)
+    return Query(text, tuple(terms), tuple(dict.fromkeys(identifiers)), identifier_like, asks)
