@@ -41,10 +41,6 @@ def corpus(limit: int) -> list[str]:
     return texts
 
 
-def timed(fn, repeats: int) -> float:
-    return timed_cpu(fn, repeats)[0]
-
-
 def timed_cpu(fn, repeats: int) -> tuple[float, float]:
     """Median wall and process-CPU seconds; CPU time says more on a machine shared with others."""
     walls, cpus = [], []
@@ -56,15 +52,26 @@ def timed_cpu(fn, repeats: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
+def fixed_batches(ids: list[list[int]], size: int) -> np.ndarray:
+    """``size`` texts a run (sorted by length), the usual alternative to a token budget."""
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    out = np.zeros((len(ids), local.DIMS), np.float32)
+    for start in range(0, len(order), size):
+        rows = order[start : start + size]
+        out[rows] = local.encode([ids[i] for i in rows], batch_tokens=1 << 30)
+    return out
+
+
 def spin_ab(texts: list[str], repeats: int) -> None:
     ids = local.token_ids(texts)
-    variants = {"2 threads, sleeping": local.build_session(2, spinning=False),
+    sessions = {"2 threads, sleeping": local.build_session(2, spinning=False),
                 "2 threads, spinning": local.build_session(2, spinning=True),
                 "1 thread": local.build_session(1)}
-    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in sessions}
     for _ in range(repeats):  # interleaved, so a change in machine load hits every variant
-        for name, onnx_session in variants.items():
-            runs[name].append(timed_cpu(lambda s=onnx_session: local.encode(ids, 8, s), 1))
+        for name, onnx_session in sessions.items():
+            runs[name].append(timed_cpu(lambda s=onnx_session: local.encode(ids, onnx_session=s),
+                                        1))
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {len(texts)} chunks")
     for name, results in runs.items():
         wall = statistics.median(r[0] for r in results)
@@ -77,9 +84,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--chunks", type=int, default=96)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--batches", default="1,4,8,16,32")
+    parser.add_argument("--batches", default="1,4,8,16,32", help="fixed batch sizes to compare")
+    parser.add_argument("--tokens", default="128,256,512,1024",
+                        help="padded-token budgets per run to compare (the embedder's way)")
     parser.add_argument("--spin-ab", action="store_true",
-                        help="compare ONNX thread settings (interleaved runs, batch 8) and exit")
+                        help="compare ONNX thread settings (interleaved runs) and exit")
     args = parser.parse_args()
     if args.spin_ab:
         spin_ab(corpus(args.chunks), args.repeats)
@@ -91,7 +100,7 @@ def main() -> None:
         start = time.perf_counter()
         local.verify_model(path)  # no stamp yet: hashes 23 MB
         hashed = time.perf_counter() - start
-        stamped = timed(lambda: local.verify_model(path), 20)
+        stamped = timed_cpu(lambda: local.verify_model(path), 20)[0]
         print(f"model check: sha256 {hashed * 1000:.1f} ms, remembered stamp "
               f"{stamped * 1000:.3f} ms")
         start = time.perf_counter()
@@ -106,12 +115,20 @@ def main() -> None:
           f"intra-op threads {local.session().get_session_options().intra_op_num_threads}")
     embedder = make_embedder(config.load())
     baseline = embedder.embed_documents(texts)
-    for size in [int(b) for b in args.batches.split(",")]:
-        ids = local.token_ids(texts)
-        wall, cpu = timed_cpu(lambda size=size, ids=ids: local.encode(ids, size), args.repeats)
-        again = local.encode(ids, size)
-        assert np.allclose(again, baseline, atol=1e-4), "batching changed vectors"
-        print(f"batch {size:>3}: {len(texts) / wall:6.1f} chunks/s wall, "
+    ids = local.token_ids(texts)
+    variants = {f"fixed batch {size}": lambda size=size: fixed_batches(ids, size)
+                for size in [int(b) for b in args.batches.split(",")]}
+    variants.update({f"{tokens} tokens/run": lambda tokens=tokens: local.encode(ids, tokens)
+                     for tokens in [int(t) for t in args.tokens.split(",")]})
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+    for _ in range(args.repeats):  # interleaved, so a change in machine load hits every variant
+        for name, fn in variants.items():
+            runs[name].append(timed_cpu(fn, 1))
+    for name, fn in variants.items():
+        assert np.allclose(fn(), baseline, atol=1e-4), "batching changed vectors"
+        wall = statistics.median(r[0] for r in runs[name])
+        cpu = statistics.median(r[1] for r in runs[name])
+        print(f"{name:>16}: {len(texts) / wall:6.1f} chunks/s wall, "
               f"{cpu / len(texts) * 1000:5.1f} CPU-ms per chunk")
     queries = ["how are retries handled", "parse command line arguments",
                "where is the config file read", "compute a sha256 digest"]

@@ -123,3 +123,16 @@ def test_a_changed_model_file_is_hashed_again_and_refused(isolated_state: Path) 
     with pytest.raises(EmbedderUnavailable, match="corrupt") as caught:
         local.verify_model(copy)
     assert "force-reinstall" in (caught.value.hint or "")
+
+
+def test_batches_group_similar_lengths_within_a_token_budget() -> None:
+    lengths = [300, 5, 40, 6, 7, 41, 120, 5, 250]
+    ids = [[1] * n for n in lengths]
+    groups = local.batches(ids, 256)
+    assert sorted(i for g in groups for i in g) == list(range(len(ids)))
+    for group in groups:
+        width = max(lengths[i] for i in group)
+        assert len(group) == 1 or len(group) * width <= 256  # a long text still gets a run
+    widths = [[lengths[i] for i in g] for g in groups]
+    assert [w for g in widths for w in g] == sorted(lengths)  # similar lengths together
+    assert widths[0] == [5, 5, 6, 7, 40, 41] and [300] in widths

@@ -28,7 +28,7 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 DIMS = 384
 MAX_SEQUENCE = 256  # word pieces the model reads, [CLS] and [SEP] included
-BATCH_SIZE = 16  # texts per session run; sorted by length so a batch carries little padding
+BATCH_TOKENS = 256  # padded tokens per session run (see ``batches``)
 _CLS, _SEP = 101, 102
 TOKENIZER_PATH = Path(__file__).parent.parent / "data" / "minilm-tokenizer.json"
 _ACCEPTED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "all-minilm"}
@@ -144,14 +144,26 @@ def token_ids(texts: Sequence[str]) -> list[list[int]]:
     return out
 
 
-def encode(ids: Sequence[Sequence[int]], batch_size: int = BATCH_SIZE,
-           onnx_session: Any = None) -> np.ndarray:
-    """Mean-pooled, L2-normalised float32 vectors for token id lists, batched by length."""
-    result = np.zeros((len(ids), DIMS), dtype=np.float32)
+def batches(ids: Sequence[Sequence[int]], batch_tokens: int) -> list[list[int]]:
+    """Row indexes grouped by similar length, each group at most ``batch_tokens`` padded
+    tokens (one row at least). Measured on 2 cores: ~256 tokens a run beats fixed batches of 8
+    by 5-25% CPU per chunk (little padding, attention tensors that stay in cache)."""
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    groups: list[list[int]] = []
+    for i in order:  # ascending length: the newest row is the widest of its group
+        if groups and (len(groups[-1]) + 1) * len(ids[i]) <= batch_tokens:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def encode(ids: Sequence[Sequence[int]], batch_tokens: int = BATCH_TOKENS,
+           onnx_session: Any = None) -> np.ndarray:
+    """Mean-pooled, L2-normalised float32 vectors for token id lists."""
+    result = np.zeros((len(ids), DIMS), dtype=np.float32)
     run = (onnx_session or session()).run
-    for start in range(0, len(order), batch_size):
-        rows = order[start : start + batch_size]
+    for rows in batches(ids, batch_tokens):
         width = max(len(ids[i]) for i in rows)
         input_ids = np.zeros((len(rows), width), dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
@@ -179,7 +191,6 @@ class LocalEmbedder:
     """all-MiniLM-L6-v2 in-process; ``make_embedder`` is cheap, the model loads on first use."""
 
     profile: Profile
-    batch_size: int = BATCH_SIZE
     model: str = MODEL_NAME
     dims: int = DIMS
     needs_centering: bool = False
@@ -202,7 +213,7 @@ class LocalEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
-        return encode(token_ids([self._document_prefix + t for t in texts]), self.batch_size)
+        return encode(token_ids([self._document_prefix + t for t in texts]))
 
     def embed_query(self, text: str) -> np.ndarray:
         return encode(token_ids([self._query_prefix + text]))[0]
