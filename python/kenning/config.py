@@ -42,6 +42,13 @@ def _optional_str(text: str) -> str | None:
     return text or None
 
 
+def _vector_search(text: str) -> str:
+    value = text.strip().lower()
+    if value not in {"auto", "exact", "ann"}:
+        raise ValueError(f"expected auto, exact or ann, got {text!r}")
+    return value
+
+
 KEYS: dict[str, Key] = {
     k.name: k
     for k in [
@@ -61,6 +68,8 @@ KEYS: dict[str, Key] = {
         # measured (benchmarks/ann_vs_exact.py, 1M x 384-bit): exact scan ~9 ms, HNSW ~0.9 ms at
         # recall@50 0.96 but ~20 min to build on 2 busy cores; exact stays <= ~20 ms below 2M
         Key("index.ann_threshold", 2_000_000, int, "vectors above which search uses usearch HNSW"),
+        Key("index.vector_search", "auto", _vector_search,
+            "auto (HNSW above index.ann_threshold vectors), exact (always scan) or ann (HNSW)"),
         Key("search.limit", 10, int, "results per search"),
         Key("search.refresh", True, _bool, "refresh the index before each search"),
         Key("mcp.max_tokens", 8000, int, "estimated tokens at most in one MCP tool result"),

@@ -9,6 +9,9 @@
 4. Files, chunks and the lexical table commit first as a new generation (status 'partial' while
    vectors are missing), then vectors arrive in batches, each committed on its own. A killed or
    failed run leaves the last commit intact and the next run resumes where it stopped.
+5. When ``index.vector_search`` asks for it, the approximate-search graph is brought up to the
+   committed vectors last (``store.graph``); it is derived data, so a run that stops before
+   catches up the next time.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from kenning.errors import EmbedderError, IndexBusy, UsageError
 from kenning.records import Chunk, SourceFile
 from kenning.sources import WalkStats, walk
 from kenning.store import Index
+from kenning.store import graph as store_graph
 from kenning.store.writer import FileRow, IndexWriter, MissingVector, crash_point
 
 Progress = Callable[[dict[str, Any]], None]
@@ -60,6 +64,7 @@ class RefreshResult:
     vectors_embedded: int = 0
     vectors_missing: int = 0
     vectors_dropped: int = 0  # no longer used by any chunk, reclaimed by a compaction
+    graph_rows_added: int = 0  # rows added to the approximate-search graph (all, on a rebuild)
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -75,12 +80,15 @@ class RefreshResult:
 
 
 def refresh(root: Path, settings: Settings, *, embedder: Any = None, full: bool = False,
-            wait: bool = False, embed: bool = True,
+            wait: bool = False, embed: bool = True, graph: bool = True,
             progress: Progress | None = None) -> RefreshResult:
     """Update the index of the project at ``root``; ``busy=True`` if another process holds it.
 
     ``full`` re-hashes and re-chunks every file (vectors are still reused by content hash);
-    ``embed=False`` commits files and chunks only.
+    ``embed=False`` commits files and chunks only. ``graph=False`` leaves the approximate-search
+    graph as it is (search keeps to the exact scan until a refresh with the graph catches up):
+    for callers that must answer fast, as syncing rewrites the graph file and a rebuild after a
+    compaction takes minutes on millions of vectors.
     """
     started = time.perf_counter()
     root = _existing_dir(root)
@@ -100,7 +108,8 @@ def refresh(root: Path, settings: Settings, *, embedder: Any = None, full: bool 
                 return result
             emit({"type": "waiting", "root": str(root)})
             writer = stack.enter_context(index.writer(wait=True))
-        _Refresh(index, writer, settings, embedder, result, emit).run(full=full, embed=embed)
+        _Refresh(index, writer, settings, embedder, result, emit).run(full=full, embed=embed,
+                                                                      graph=graph)
     result.timings["total"] = round(time.perf_counter() - started, 4)
     emit({"type": "finished", **result.to_dict()})
     return result
@@ -158,7 +167,7 @@ class _Refresh:
         self.timings[stage] = round(self.timings.get(stage, 0.0) + now - self.clock, 4)
         self.clock = now
 
-    def run(self, *, full: bool, embed: bool) -> None:
+    def run(self, *, full: bool, embed: bool, graph: bool) -> None:
         result, writer = self.result, self.writer
         known = writer.stat_map()
         self.lap("load")
@@ -183,6 +192,9 @@ class _Refresh:
             if result.content_changed:
                 result.vectors_dropped = writer.compact(min_dead=COMPACT_MIN_DEAD)
                 self.lap("compact")
+        if embed and graph and store_graph.wanted(self.settings, writer.vectors.rows):
+            result.graph_rows_added = writer.sync_graph()
+            self.lap("graph")
         final = writer.latest()
         if final is not None:
             if result.content_changed or result.vectors_embedded:

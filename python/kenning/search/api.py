@@ -63,11 +63,13 @@ def branch_weights(query: Query) -> dict[str, float]:
 
 
 def _refresh(ref: ProjectRef, ctx: _Context) -> bool:
-    """Refresh one project; False when the embedder is unreachable (lexical data still fresh)."""
+    """Refresh one project; False when the embedder is unreachable (lexical data still fresh).
+    The approximate-search graph is left to `kenning index`: syncing it could keep a search
+    waiting for minutes, and the exact scan answers until it is current."""
     from kenning.indexer import refresh
 
     try:
-        result = refresh(ref.root, ctx.settings, embedder=ctx.embedder)
+        result = refresh(ref.root, ctx.settings, embedder=ctx.embedder, graph=False)
     except EmbedderError:
         refresh(ref.root, ctx.settings, embedder=ctx.embedder, embed=False)
         return False
@@ -90,7 +92,7 @@ def _candidates(conn: Any, ids: list[int]) -> dict[int, Candidate]:
 
 def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]], str | None]:
     """Ranked results of one project and the revision of the snapshot they come from."""
-    from kenning.store import Index
+    from kenning.store import Index, graph
 
     index = Index.open(ref.root, ctx.settings, embedder=ctx.embedder)
     where, params = ctx.filters.bind(index.root)
@@ -111,9 +113,9 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]
         if ctx.query_vector is not None and "dense" in ctx.branches:
             allowed = (dense.allowed_vectors(conn, snap.vector_rows, where, params)
                        if where else None)
-            large = snap.vector_rows > int(ctx.settings["index.ann_threshold"])
+            use_graph = graph.wanted(ctx.settings, snap.vector_rows)
             hits = dense.search(snap, ctx.query_vector, allowed=allowed,
-                                ann_dir=index.dir if large else None)
+                                ann_dir=index.dir if use_graph else None)
             hits = hits[: DENSE_DEPTH + DENSE_DEPTH // 2]  # room for vectors no chunk uses now
             owners = dense.chunks_of(conn, [v for v, _ in hits], where, params)
             ranked: list[int] = []

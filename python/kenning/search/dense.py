@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 
 from kenning import kernels
-from kenning.store import Snapshot
+from kenning.store import Snapshot, graph
 
 SHORTLIST = 300  # Hamming candidates rescored per query
-ANN_FILE = "vectors.usearch"  # the usearch HNSW graph over the sign bits, beside the vector files
+ANN_FILE = graph.NAME  # the HNSW graph's file at vector epoch 0 (``graph.path`` names any epoch's)
 
 
 def allowed_vectors(conn: sqlite3.Connection, rows: int, where: str,
@@ -30,16 +30,13 @@ def allowed_vectors(conn: sqlite3.Connection, rows: int, where: str,
 
 def _shortlist(snap: Snapshot, bits: np.ndarray, k: int, allowed: np.ndarray | None,
                ann_dir: Path | None) -> np.ndarray:
-    """Hamming candidates: from the HNSW graph when one covers every committed row, else an
-    exact scan."""
-    graph = ann_dir / ANN_FILE if ann_dir is not None else None
-    if graph is not None and graph.is_file():
-        from kenning.ann import AnnIndex
-
-        ann = AnnIndex(graph, int(snap.descriptor["dims"])).view()
-        if len(ann) == snap.vector_rows:
-            ids, _ = ann.search(bits, k, allowed)
-            return ids[0][ids[0] >= 0]
+    """Hamming candidates: from the HNSW graph when it holds exactly the snapshot's rows of the
+    snapshot's vector epoch, else (missing, stale, another epoch) an exact scan."""
+    ann = (graph.current(ann_dir, int(snap.descriptor["dims"]), snap.vector_epoch,
+                         snap.vector_rows) if ann_dir is not None else None)
+    if ann is not None:
+        ids, _ = ann.search(bits, k, allowed)
+        return ids[0][ids[0] >= 0]
     ids, _ = kernels.hamming_topk(bits, snap.bits, k, allowed)
     return ids[0]
 
@@ -47,8 +44,8 @@ def _shortlist(snap: Snapshot, bits: np.ndarray, k: int, allowed: np.ndarray | N
 def search(snap: Snapshot, query_vector: np.ndarray, *, shortlist: int = SHORTLIST,
            allowed: np.ndarray | None = None,
            ann_dir: Path | None = None) -> list[tuple[int, float]]:
-    """``(vector id, rescored cosine)`` best first. ``ann_dir`` (the index folder, given above
-    ``index.ann_threshold`` vectors) lets the shortlist come from its approximate graph."""
+    """``(vector id, rescored cosine)`` best first. ``ann_dir`` (the index folder, given when
+    ``index.vector_search`` asks for the graph) lets the shortlist come from its HNSW graph."""
     if snap.vector_rows == 0 or (allowed is not None and len(allowed) == 0):
         return []
     bits = kernels.binarize(query_vector[None, :], snap.center)

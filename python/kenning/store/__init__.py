@@ -55,6 +55,7 @@ class Snapshot:
     chunks: int
     vectors: int  # chunks that have a vector
     vector_rows: int
+    vector_epoch: int  # ids are stable within an epoch; a compaction starts the next one
     bits: np.ndarray
     int8: np.ndarray
     scales: np.ndarray
@@ -145,7 +146,8 @@ class Index:
             snap = (0, None, None, "partial", 0, 0, 0, None, "{}")
         return Snapshot(conn=conn, generation=snap[0], revision=snap[1], branch=snap[2],
                         status=snap[3], files=snap[4], chunks=snap[5], vectors=snap[6],
-                        vector_rows=rows, bits=view.bits, int8=view.int8, scales=view.scales,
+                        vector_rows=rows, vector_epoch=epoch, bits=view.bits, int8=view.int8,
+                        scales=view.scales,
                         center=vectors.read_center(self.dir, dims), descriptor=self.descriptor,
                         created_at=snap[7], timings=json.loads(snap[8]))
 

@@ -19,7 +19,7 @@ import numpy as np
 from kenning import kernels
 from kenning.errors import IndexError_
 from kenning.records import Chunk
-from kenning.store import db, vectors
+from kenning.store import db, graph, vectors
 from kenning.tokens import code_tokens, path_tokens
 
 if TYPE_CHECKING:
@@ -266,6 +266,18 @@ class IndexWriter:
             raise self._failed(exc) from exc
         self.vectors.switch_epoch(epoch, len(live))
         return dead
+
+    def sync_graph(self) -> int:
+        """Bring the approximate-search graph up to the committed vector rows; returns the rows
+        added. It is derived data: on failure search keeps to the exact scan."""
+        rows = vectors.read_rows(self.index.dir, self.dims, self.vectors.rows, self.vectors.epoch)
+        try:
+            return graph.sync(self.index.dir, self.dims, self.vectors.epoch, rows.bits)
+        except OSError as exc:
+            raise IndexError_(
+                f"Cannot write the approximate-search graph in {self.index.dir}: "
+                f"{exc.strerror or exc}.", hint="Search uses the exact scan meanwhile; free some "
+                "disk space, then run `kenning index` again.") from exc
 
 
 _CRASH_COUNTS: dict[str, int] = {}
