@@ -3,6 +3,10 @@ committed sign bits (per vector epoch), and search uses it only while it is exac
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +141,10 @@ def test_a_stale_or_missing_graph_falls_back_to_the_exact_scan(repo, model, grap
     assert run(repo, query, "ann") == exact and not graph_searches
     graph.path(index.dir, 3).unlink()
     assert run(repo, query, "ann") == exact and not graph_searches  # none at all
+    graph.path(index.dir, 0).write_bytes(b"not a graph" * 100)  # damaged on disk
+    assert run(repo, query, "ann") == exact and not graph_searches
+    assert indexer.refresh(repo, settings(), embedder=model).graph_rows_added == rows
+    graph.path(index.dir, 0).unlink()
 
     leftover = index.dir / ".vectors.usearch.999.tmp"  # what a sync killed mid-save leaves
     leftover.write_bytes(b"half a graph")
@@ -170,3 +178,28 @@ def test_a_search_refresh_leaves_the_graph_to_the_indexer(repo, model, graph_sea
     assert indexer.refresh(repo, settings(), embedder=model).graph_rows_added == 1
     assert run(repo, "schedule the nightly backup", "ann")[0][0] == found["results"][0]["id"]
     assert graph_searches
+
+
+def test_a_killed_index_run_keeps_the_old_graph_and_the_next_run_catches_up(repo, model,
+                                                                            graph_searches):
+    indexer.refresh(repo, settings(), embedder=model)
+    index = Index.open(repo, settings(), embedder=model)
+    _, rows = snapshot_state(index)
+    (repo / "pkg").mkdir()
+    for i in range(4):
+        (repo / "pkg" / f"mod{i}.py").write_text(
+            f"def handler_{i}(event):\n    return event.get('k{i}')\n\n\n"
+            f"def helper_{i}(values):\n    return sorted(values)[:{i}]\n")
+    env = {**os.environ, "KENNING_EMBEDDER_BATCH_SIZE": "4", "KENNING_EMBEDDER_CONCURRENCY": "1",
+           "KENNING_INDEX_VECTOR_SEARCH": "ann", "KENNING_TEST_KILL_AT": "batch-committed:1"}
+    proc = subprocess.run([sys.executable, "-m", "kenning", "index", str(repo)], env=env,
+                          capture_output=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    _, committed = snapshot_state(index)
+    assert rows < committed and graph_rows(index, 0) == rows  # the old graph, untouched
+    query = "look up a key in the event"
+    assert run(repo, query, "ann") == run(repo, query, "exact") and not graph_searches
+    resumed = indexer.refresh(repo, settings(), embedder=model)
+    _, total = snapshot_state(index)
+    assert resumed.graph_rows_added == total - rows and graph_rows(index, 0) == total
+    assert run(repo, query, "ann") == run(repo, query, "exact") and graph_searches

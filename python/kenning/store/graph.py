@@ -2,11 +2,11 @@
 
 The usearch HNSW graph (``kenning.ann``) is keyed by vector id, and ids are only stable within
 one vector epoch (a compaction renumbers them), so the file name carries the epoch (epoch 0
-keeps the plain name, as the vector files do). Search uses
-a graph only when it holds exactly the snapshot's rows of the snapshot's epoch; anything else
-(missing, behind, ahead, another epoch) means the exact scan. Only the refresh, under the
-index lock, writes a graph; ``AnnIndex.sync`` saves by rename, so a crash leaves the old graph
-or none, and the next refresh catches up.
+keeps the plain name, as the vector files do). Search uses a graph only when it holds exactly
+the snapshot's rows of the snapshot's epoch; anything else (missing, behind, ahead, another
+epoch, damaged) means the exact scan. Only a refresh, under the index lock, writes a graph;
+``AnnIndex.sync`` saves by rename, so a crash leaves the old graph or none, and the next
+refresh catches up.
 """
 
 from __future__ import annotations
@@ -38,17 +38,22 @@ def wanted(settings: Settings, rows: int) -> bool:
     return mode == "ann" or rows > int(settings["index.ann_threshold"])
 
 
-def current(directory: Path, dims: int, epoch: int, rows: int) -> AnnIndex | None:
-    """The saved graph, memory-mapped, if it covers exactly ``rows`` rows of ``epoch``."""
+def _view(file: Path, dims: int) -> AnnIndex | None:
+    """The graph at ``file``, memory-mapped; None when it is missing or unreadable."""
     from kenning.ann import AnnIndex
 
-    if rows == 0:
-        return None
     try:
-        ann = AnnIndex(path(directory, epoch), dims).view()
+        return AnnIndex(file, dims).view()
     except IndexMissing:  # never built, or replaced by another epoch's since the check
         return None
-    return ann if len(ann) == rows else None
+    except (RuntimeError, ValueError):  # usearch's error for a damaged file; another dims'
+        return None
+
+
+def current(directory: Path, dims: int, epoch: int, rows: int) -> AnnIndex | None:
+    """The saved graph, memory-mapped, if it covers exactly ``rows`` rows of ``epoch``."""
+    ann = _view(path(directory, epoch), dims) if rows else None
+    return ann if ann is not None and len(ann) == rows else None
 
 
 def sync(directory: Path, dims: int, epoch: int, bits: np.ndarray) -> int:
@@ -62,7 +67,9 @@ def sync(directory: Path, dims: int, epoch: int, bits: np.ndarray) -> int:
         if stale != keep:
             stale.unlink(missing_ok=True)  # readers that mapped it keep their view
     rows = len(bits)
-    if rows == 0 or current(directory, dims, epoch, rows) is not None:
+    saved = _view(keep, dims)
+    if saved is not None and len(saved) == rows:
         return 0
+    if saved is None:
+        keep.unlink(missing_ok=True)  # missing, or damaged: built again from the first row
     return AnnIndex(keep, dims).sync(bits, rows)
-
