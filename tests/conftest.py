@@ -9,7 +9,9 @@ from embed_server import embed_server, local_model  # noqa: F401 - fixtures for 
 
 
 @pytest.fixture(autouse=True)
-def isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_state(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     home = tmp_path_factory.mktemp("kenning-home")
     monkeypatch.setenv("KENNING_HOME", str(home / "data"))
     monkeypatch.setenv("KENNING_CONFIG", str(home / "config.toml"))

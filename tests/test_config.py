@@ -4,7 +4,6 @@ import json
 
 import pytest
 from click.testing import CliRunner
-
 from kenning import config as cfg
 from kenning.cli import cli
 from kenning.errors import ConfigError
@@ -53,7 +52,8 @@ def test_malformed_file_is_reported_not_overwritten() -> None:
 
 def test_cli_config_roundtrip() -> None:
     runner = CliRunner()
-    assert runner.invoke(cli, ["config", "set", "embedder.model", "nomic-embed-text"]).exit_code == 0
+    done = runner.invoke(cli, ["config", "set", "embedder.model", "nomic-embed-text"])
+    assert done.exit_code == 0
     got = runner.invoke(cli, ["config", "get", "embedder.model"])
     assert got.output.strip() == "nomic-embed-text"
     listed = json.loads(runner.invoke(cli, ["config", "list", "--json-output"]).output)

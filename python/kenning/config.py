@@ -180,7 +180,8 @@ def set_value(key: str, raw: str, *, path: Path | None = None) -> Any:
     value = _parse(spec, raw, "the command line")
     path = path or config_path()
     try:
-        doc = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        doc = tomlkit.parse(text)
     except (OSError, tomlkit.exceptions.ParseError) as exc:
         raise ConfigError(f"Cannot read the config file {path}: {exc}.") from None
     table: Any = doc

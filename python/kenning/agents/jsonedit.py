@@ -2,8 +2,9 @@
 
 Re-serialising a user's settings file would rewrite it in the library's style (reflowed
 arrays, other indentation, escapes). Instead the standard library's decoder locates members
-(their byte spans), and an edit splices text in or out at those spans: an added member follows the indentation of
-its neighbours (or the file's indent unit), and removing it again restores the original bytes.
+(their byte spans), and an edit splices text in or out at those spans: an added member
+follows the indentation of its neighbours (or the file's indent unit), and removing it again
+restores the original bytes.
 """
 
 from __future__ import annotations

@@ -198,15 +198,18 @@ class Service:
 
     def _refresh(self, served: Served, *, embed: bool, warnings: list[str],
                  full: bool = False, progress: Callable[[dict[str, Any]], None] | None = None,
-                 ) -> dict[str, Any]:
+                 graph: bool = False) -> dict[str, Any]:
         """One refresh of ``served``, its lock held. The indexer commits files and chunks before
-        it embeds, so when the embedder fails the lexical tables are already fresh."""
+        it embeds, so when the embedder fails the lexical tables are already fresh. Only
+        background jobs sync the ANN graph (seconds at a million rows); until then searches
+        use the exact scan."""
         from kenning.indexer import refresh
 
         assert served.ref is not None
         try:
             result = refresh(served.ref.root, self.settings, embedder=self.embedder, full=full,
-                             wait=False, embed=embed, progress=progress).to_dict()
+                             wait=False, embed=embed, progress=progress,
+                             graph=graph).to_dict()
         except EmbedderError as exc:
             self._embedder_failed(exc)
             served.last_error = exc
@@ -242,7 +245,7 @@ class Service:
             with self._job_slot, served.lock:
                 served.last_refresh = time.monotonic()
                 job.result = self._refresh(served, embed=True, warnings=warnings,
-                                           full=job.full, progress=progress)
+                                           full=job.full, progress=progress, graph=True)
             if job.result.get("embedder_failed"):
                 job.error = served.last_error
         except KenningError as exc:
