@@ -200,23 +200,34 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
     return result
 
 
+def _embed_query(ctx: _Context) -> None:
+    try:
+        vector = ctx.embedder.embed_query(ctx.query.text)
+        ctx.query_vector = np.ascontiguousarray(vector, np.float32)
+    except EmbedderError as exc:
+        ctx.warnings.append(f"Semantic search is off ({exc.message}); results are word and "
+                            "symbol matches from the last snapshot.")
+
+
+def _refresh_all(refs: list[ProjectRef], ctx: _Context) -> None:
+    for ref in refs:
+        if not _refresh(ref, ctx):
+            ctx.warnings.append(f"The embedder failed while refreshing {ref.root}; its new "
+                                "chunks are searchable by words and symbols only for now.")
+
+
 def _run(refs: list[ProjectRef], ctx: _Context, *, refresh: bool) -> dict[str, Any]:
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    dense_wanted = "dense" in ctx.branches
+    if refresh and dense_wanted:
         # the query is embedded (and a local model loaded) while the refresh stats the files
-        embedding = pool.submit(ctx.embedder.embed_query, ctx.query.text) \
-            if "dense" in ctx.branches else None
-        if refresh:
-            for ref in refs:
-                if not _refresh(ref, ctx):
-                    ctx.warnings.append(f"The embedder failed while refreshing {ref.root}; its "
-                                        "new chunks are searchable by words and symbols only "
-                                        "for now.")
-        try:
-            if embedding is not None:
-                ctx.query_vector = np.ascontiguousarray(embedding.result(), np.float32)
-        except EmbedderError as exc:
-            ctx.warnings.append(f"Semantic search is off ({exc.message}); results are word and "
-                                "symbol matches from the last snapshot.")
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            embedding = pool.submit(_embed_query, ctx)
+            _refresh_all(refs, ctx)
+            embedding.result()
+    elif refresh:
+        _refresh_all(refs, ctx)
+    elif dense_wanted:
+        _embed_query(ctx)
     if len(refs) == 1:
         parts = [_search_project(refs[0], ctx)]
     else:

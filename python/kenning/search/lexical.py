@@ -9,28 +9,51 @@ from kenning.search.query import Query
 # bm25() column weights of chunks_fts(body, symbol, path): a term in the chunk's own name or
 # its file's path says more about the chunk than one occurrence in its body.
 COLUMN_WEIGHTS = (1.0, 4.0, 2.0)
+# FTS5 reads a term's whole posting list and scores every matching row, so on a large index one
+# common word costs tens of milliseconds. A term in more rows than this is left out when the
+# query has rarer terms: its low IDF would add little to their ranking. A query of common terms
+# only matches rows that have all of them.
+COMMON_ROWS = 2000
 
 
-def fts_expression(query: Query) -> str | None:
-    """An FTS5 MATCH expression: any of the terms (BM25 rewards chunks that have more)."""
-    return " OR ".join(f'"{t}"' for t in query.terms) or None
+def _quoted(terms: list[str] | tuple[str, ...]) -> list[str]:
+    return [f'"{t}"' for t in terms]
+
+
+def _rows_up_to(conn: sqlite3.Connection, term: str, cap: int) -> int:
+    """How many rows contain ``term``, counting no further than ``cap``."""
+    return int(conn.execute("SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts "
+                            "MATCH ? LIMIT ?)", (f'"{term}"', cap)).fetchone()[0])
+
+
+def expression(conn: sqlite3.Connection, query: Query) -> str | None:
+    """The FTS5 MATCH expression: any of the query's terms, common ones left out if possible."""
+    terms = list(query.terms)
+    if not terms:
+        return None
+    if len(terms) == 1:
+        return _quoted(terms)[0]
+    rare = [t for t in terms if _rows_up_to(conn, t, COMMON_ROWS + 1) <= COMMON_ROWS]
+    if rare:
+        return " OR ".join(_quoted(rare))
+    return " AND ".join(_quoted(terms))
 
 
 def search(conn: sqlite3.Connection, query: Query, *, limit: int, where: str = "",
            params: list[object] | None = None) -> list[tuple[int, float]]:
     """``(chunk id, bm25 score)`` best first (higher is better), at most ``limit``."""
-    expression = fts_expression(query)
-    if expression is None:
+    match = expression(conn, query)
+    if match is None:
         return []
     weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
     if where:
         sql = (f"SELECT f.rowid, bm25(chunks_fts, {weights}) AS s FROM chunks_fts f "
                f"JOIN chunks c ON c.id = f.rowid WHERE chunks_fts MATCH ? AND {where} "
                "ORDER BY s LIMIT ?")
-        args: list[object] = [expression, *(params or []), limit]
+        args: list[object] = [match, *(params or []), limit]
     else:
         sql = (f"SELECT rowid, bm25(chunks_fts, {weights}) AS s FROM chunks_fts "
                "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?")
-        args = [expression, limit]
+        args = [match, limit]
     # FTS5's bm25() is lower-is-better; negate so every branch ranks higher-is-better
     return [(row[0], -row[1]) for row in conn.execute(sql, args)]

@@ -59,7 +59,7 @@ def search(conn: sqlite3.Connection, query: Query, *, limit: int, where: str = "
     if where:
         sql += f" AND {where}"
         args += params or []
-    sql += " LIMIT 2000"
+    sql += " LIMIT 500"
     scored: list[tuple[int, float]] = []
     for chunk_id, symbol in conn.execute(sql, args):
         best = max(grade(symbol, name) for name in names)
