@@ -1,4 +1,5 @@
-"""The file walk on real trees in temporary directories."""
+"""The file walk on real trees in temporary directories, in both walk backends: the Rust core's
+and its Python reference twin must give identical results."""
 
 from __future__ import annotations
 
@@ -6,9 +7,30 @@ import os
 from pathlib import Path
 
 import pytest
+from kenning import sources
 from kenning.sources import WalkStats, detect_language, walk
 
 MiB = 1 << 20
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _rust_walk_built() -> bool:
+    try:
+        from kenning import _core
+    except ImportError:
+        return False
+    return hasattr(_core, "walk")
+
+
+needs_rust = pytest.mark.skipif(not _rust_walk_built(), reason="Rust core not built")
+BACKENDS = ["python", pytest.param("rust", marks=needs_rust)]
+
+
+@pytest.fixture(autouse=True, params=BACKENDS)
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test of this module runs once per walk backend."""
+    monkeypatch.setattr(sources, "BACKEND", request.param)
+    return str(request.param)
 
 
 def make(root: Path, files: dict[str, str | bytes]) -> None:
@@ -229,3 +251,84 @@ def test_extensionless_scripts_take_their_language_from_the_shebang(tmp_path: Pa
     assert [f.language for f in walk(tmp_path, max_file_size=MiB, known=known)] == [
         f.language for f in files
     ]
+
+
+def both_walks(root: Path, **kwargs: object) -> tuple[list[tuple[object, ...]], list[WalkStats]]:
+    """The records and stats of both backends, which must be equal."""
+    found, all_stats = [], []
+    for name in ("python", "rust"):
+        stats = WalkStats()
+        files = walk(root, max_file_size=MiB, stats=stats, backend=name, **kwargs)  # type: ignore[arg-type]
+        found.append([(f.path, f.abs_path, f.size, f.mtime_ns, f.language) for f in files])
+        all_stats.append(stats)
+    assert found[0] == found[1]
+    assert all_stats[0] == all_stats[1]
+    return found[0], all_stats
+
+
+def rich_tree(root: Path) -> None:
+    """Many rule kinds at several depths, so the two walks are compared where they could differ."""
+    files: dict[str, str | bytes] = {
+        ".gitignore": "*.log\n/generated/\nbuild-*/\n!important.log\n**/tmp/\n# note\n\\#hash.py\n",
+        ".kenningignore": "!dist/\nvendor/big/\n!keep.lock\n*.secret\n",
+        ".git/info/exclude": "local.py\n",
+        ".git/HEAD": "ref: refs/heads/main\n",
+        "#hash.py": "x\n",
+        "important.log": "x\n",
+        "dist/app.bundle.js": "x\n",
+        "dist/plain.js": "x\n",
+        "node_modules/m/index.js": "x\n",
+        "pkg.egg-info/PKG-INFO": "x\n",
+        "venvish/pyvenv.cfg": "home\n",
+        "venvish/lib.py": "x\n",
+        "condaenv/conda-meta/history": "x\n",
+        "keep.lock": "x\n",
+        "yarn.lock": "x\n",
+        "a.secret": "x\n",
+        "local.py": "x\n",
+        "blob.bin": b"\x00\x01",
+        "nul.txt": b"ab\x00cd",
+        "bin/tool": "#!/usr/bin/env bash\necho\n",
+        ".hidden/conf.toml": "a = 1\n",
+        ".env.example": "A=1\n",
+    }
+    for i in range(40):
+        d = f"src/mod{i % 7}/sub{i % 3}"
+        files[f"{d}/file{i}.py"] = f"def f{i}():\n    return {i}\n"
+        files[f"{d}/notes{i}.log"] = "log\n"
+        files[f"{d}/tmp/scratch{i}.py"] = "x\n"
+        files[f"build-{i % 4}/out{i}.txt"] = "x\n"
+    files["src/mod1/.gitignore"] = "!*.log\nsub0/\n/file*.py\n"
+    files["src/mod2/.kenningignore"] = "!tmp/\n!notes*.log\nfile1*.py\n"
+    files["src/mod3/sub1/.gitignore"] = "*\n!*.py\n!*/\n"
+    files["src/mod4/.gitignore"] = "sub*/file*\n!sub2/file*\n"
+    files["generated/x.py"] = "x\n"
+    files["src/generated/y.py"] = "x\n"
+    files["vendor/big/huge.py"] = "x\n"
+    files["vendor/small.py"] = "x\n"
+    make(root, files)
+    (root / "src" / "link_up").symlink_to(root / "src", target_is_directory=True)
+    (root / "alias.py").symlink_to(root / "src" / "mod0" / "sub0" / "file0.py")
+    (root / "dangling.py").symlink_to(root / "nowhere.py")
+
+
+@needs_rust
+def test_both_backends_agree_on_a_tree_with_many_rule_kinds(tmp_path: Path) -> None:
+    rich_tree(tmp_path)
+    found, stats = both_walks(tmp_path)
+    paths_found = [row[0] for row in found]
+    assert "dist/plain.js" in paths_found  # re-included by .kenningignore over the defaults
+    assert "keep.lock" in paths_found and "yarn.lock" not in paths_found
+    assert "important.log" in paths_found and "#hash.py" not in paths_found
+    pruned = ("venvish/", "condaenv/", "generated/", "vendor/big/")
+    assert not any(p.startswith(pruned) for p in paths_found)
+    assert "src/generated/y.py" in paths_found
+    assert stats[0].skipped["binary"] == 1  # nul.txt; blob.bin goes by its name
+    known = {row[0]: (row[2], row[3]) for row in found}  # a refresh with everything known
+    assert both_walks(tmp_path, known=known)[0] == found
+
+
+@needs_rust
+def test_both_backends_agree_on_this_repository() -> None:
+    found, _ = both_walks(REPO)
+    assert "python/kenning/sources.py" in [row[0] for row in found]

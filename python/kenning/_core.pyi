@@ -1,5 +1,6 @@
 """The Rust core. Call it through ``kenning.kernels``, which checks arguments for both backends."""
 
+import os
 from typing import Final
 
 import numpy as np
@@ -37,3 +38,15 @@ def hash_files(paths: list[str]) -> list[bytes | None]: ...
 def diff(
     old: dict[str, bytes], new: dict[str, bytes]
 ) -> tuple[list[str], list[str], list[str], list[str]]: ...
+def walk(
+    root: str | os.PathLike[str],
+    *,
+    dirs: list[str],
+    dir_suffixes: list[str],
+    files: list[str],
+    suffixes: list[str],
+    env_markers: list[str],
+) -> tuple[list[tuple[str, int, int]], dict[str, int], dict[str, int]]:
+    """Candidate files of the tree at ``root``: (relative path, size, mtime_ns) sorted by path,
+    and skip counts by reason for files and for pruned folders. The keyword lists are the
+    default excludes (folder names and suffixes, file names and suffixes, virtualenv markers)."""

@@ -13,14 +13,20 @@ Then files larger than ``max_file_size`` and binary files (a NUL byte in the fir
 skipped. Ignored directories are pruned, never walked. Symlinks are followed only when they
 point inside the root; a symlink to a folder's own ancestor (a loop) is not followed. Unreadable
 files and directories are skipped silently: one bad file never stops a walk.
+
+The tree walk runs in the Rust core (``kenning._core.walk``) when it is built; this module's
+Python walk is its reference twin, used when ``KENNING_KERNELS=numpy`` forces the pure-Python
+side or the core lacks the walk. Both yield the same candidate files in the same order; the
+size limit, binary sniff and language detection below are shared.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +56,7 @@ DEFAULT_EXCLUDED_FILES = frozenset(
         ".DS_Store", "Thumbs.db", ".git",  # a worktree's or submodule's pointer file
     }
 )  # fmt: skip
+DEFAULT_EXCLUDED_DIR_SUFFIXES = (".egg-info",)
 # Generated or binary by name alone: skipped without reading them.
 DEFAULT_EXCLUDED_SUFFIXES = (
     ".min.js", ".min.css", ".min.mjs", ".map", ".bundle.js",
@@ -138,15 +145,26 @@ def _decide(stack: list[_Rules], rel: str, is_dir: bool, attr: str) -> bool | No
         if spec is None:
             continue
         sub = rel[len(rules.prefix) :]
-        verdict = spec.check_file(sub + "/" if is_dir else sub).include
+        verdict = _folder_verdict(spec, sub + "/") if is_dir else spec.check_file(sub).include
         if verdict is not None:
             return bool(verdict)
     return None
 
 
+def _folder_verdict(spec: pathspec.GitIgnoreSpec, path: str) -> bool | None:
+    """The last pattern matching a folder decides, as in git: GitIgnoreSpec ranks a folder
+    pattern below an earlier file pattern even for the folder itself, so ``*`` then ``!*/``
+    would prune every folder."""
+    verdict = None
+    for pattern in spec.patterns:
+        if pattern.include is not None and pattern.match_file(path) is not None:
+            verdict = pattern.include
+    return verdict
+
+
 def _default_excluded(name: str, is_dir: bool) -> bool:
     if is_dir:
-        return name in DEFAULT_EXCLUDED_DIRS or name.endswith(".egg-info")
+        return name in DEFAULT_EXCLUDED_DIRS or name.endswith(DEFAULT_EXCLUDED_DIR_SUFFIXES)
     return name in DEFAULT_EXCLUDED_FILES or name.endswith(DEFAULT_EXCLUDED_SUFFIXES)
 
 
@@ -167,6 +185,9 @@ def _shebang_language(head: bytes) -> str | None:
     return _SHEBANG_LANGUAGES[found.group(1)] if found else None
 
 
+_Row = tuple[str, int, int]  # a candidate file: relative path, size, mtime_ns
+
+
 @dataclass(slots=True)
 class _Folder:
     prefix: str  # relative path with a trailing slash ("" for the root)
@@ -177,17 +198,9 @@ class _Folder:
 
 
 class _Walker:
-    def __init__(
-        self,
-        root: Path,
-        max_file_size: int,
-        stats: WalkStats,
-        known: Mapping[str, tuple[int, int]] | None,
-    ) -> None:
-        self.root = os.path.realpath(root)
-        self.max_file_size = max_file_size
+    def __init__(self, root: str, stats: WalkStats) -> None:
+        self.root = root
         self.stats = stats
-        self.known = known or {}
         exclude = _read_spec(os.path.join(self.root, ".git", "info", "exclude"))
         # .git/info/exclude sits below every .gitignore: a root-level entry under them.
         self.base = [_Rules("", exclude, None)] if exclude else []
@@ -204,7 +217,7 @@ class _Walker:
             return "default"
         return "ignored" if _decide(stack, rel, is_dir, "git") else None
 
-    def walk(self) -> Iterator[SourceFile]:
+    def walk(self) -> Iterator[_Row]:
         """Depth first over a stack of open folders (no generator per level: a file deep in
         the tree is not passed up through one frame per folder)."""
         root = self._open(self.root, "", self.base, frozenset())
@@ -227,9 +240,12 @@ class _Walker:
                 if inner is not None:
                     stack.append(inner)
             elif entry.is_file():
-                found = self._file(entry, rel)
-                if found is not None:
-                    yield found
+                try:
+                    st = entry.stat()
+                except OSError:
+                    self.stats.skipped["unreadable"] += 1
+                    continue
+                yield rel, st.st_size, st.st_mtime_ns
 
     def _open(
         self,
@@ -274,25 +290,69 @@ class _Walker:
         rows.sort(key=lambda row: row[0])  # "a.txt" < "a/b": output sorted by path
         return _Folder(prefix, rules, ancestors | {key}, rows)
 
-    def _file(self, entry: os.DirEntry[str], rel: str) -> SourceFile | None:
-        try:
-            st = entry.stat()
-            if st.st_size > self.max_file_size:
-                self.stats.skipped["too_large"] += 1
-                return None
-            language = detect_language(rel)
-            unchanged = self.known.get(rel) == (st.st_size, st.st_mtime_ns)
-            scripty = language is None and "." not in entry.name  # bin/deploy: ask its #! line
-            if not unchanged or scripty:
-                head = _head(entry.path)
-                if b"\0" in head:
-                    self.stats.skipped["binary"] += 1
-                    return None
-                language = language or _shebang_language(head)
-        except OSError:
-            self.stats.skipped["unreadable"] += 1
-            return None
-        return SourceFile(rel, Path(entry.path), st.st_size, st.st_mtime_ns, language)
+
+def _python_rows(root: str, stats: WalkStats) -> Iterable[_Row]:
+    return _Walker(root, stats).walk()
+
+
+def _rust_rows(root: str, stats: WalkStats) -> Iterable[_Row]:
+    core = importlib.import_module("kenning._core")
+    files, skipped, skipped_dirs = core.walk(
+        root,
+        dirs=sorted(DEFAULT_EXCLUDED_DIRS),
+        dir_suffixes=list(DEFAULT_EXCLUDED_DIR_SUFFIXES),
+        files=sorted(DEFAULT_EXCLUDED_FILES),
+        suffixes=list(DEFAULT_EXCLUDED_SUFFIXES),
+        env_markers=list(ENV_MARKERS),
+    )
+    stats.skipped.update(skipped)
+    stats.skipped_dirs.update(skipped_dirs)
+    return files  # type: ignore[no-any-return]
+
+
+WALKERS: dict[str, Callable[[str, WalkStats], Iterable[_Row]]] = {
+    "python": _python_rows,
+    "rust": _rust_rows,
+}
+
+
+def _default_backend() -> str:
+    from kenning import kernels
+
+    if kernels.BACKEND != "rust":
+        return "python"
+    return "rust" if hasattr(importlib.import_module("kenning._core"), "walk") else "python"
+
+
+BACKEND: str = _default_backend()
+
+
+def _source_files(
+    root: str,
+    rows: Iterable[_Row],
+    max_file_size: int,
+    known: Mapping[str, tuple[int, int]],
+    stats: WalkStats,
+) -> Iterator[SourceFile]:
+    """The size limit, binary sniff and language of every candidate file."""
+    for rel, size, mtime_ns in rows:
+        if size > max_file_size:
+            stats.skipped["too_large"] += 1
+            continue
+        language = detect_language(rel)
+        abs_path = root + os.sep + rel
+        scripty = language is None and "." not in rel.rsplit("/", 1)[-1]  # bin/deploy: ask #!
+        if scripty or known.get(rel) != (size, mtime_ns):
+            try:
+                head = _head(abs_path)
+            except OSError:
+                stats.skipped["unreadable"] += 1
+                continue
+            if b"\0" in head:
+                stats.skipped["binary"] += 1
+                continue
+            language = language or _shebang_language(head)
+        yield SourceFile(rel, Path(abs_path), size, mtime_ns, language)
 
 
 def walk(
@@ -301,14 +361,16 @@ def walk(
     max_file_size: int,
     stats: WalkStats | None = None,
     known: Mapping[str, tuple[int, int]] | None = None,
+    backend: str | None = None,
 ) -> Iterator[SourceFile]:
     """Every file of ``root`` to index, sorted by relative POSIX path; never raises for a file.
 
     Pass ``stats`` to learn what was skipped and why (``kenning index --dry-run`` reports it).
     ``known`` maps paths indexed before to their ``(size, mtime_ns)``: a file that still
     matches was text then and is not read again for the binary check, so a refresh of an
-    unchanged tree is a pure stat pass.
+    unchanged tree is a pure stat pass. ``backend`` ("rust" or "python") overrides ``BACKEND``.
     """
     stats = stats if stats is not None else WalkStats()
-    walker = _Walker(Path(root), max_file_size, stats, known)
-    yield from walker.walk()
+    real = os.path.realpath(root)
+    rows = WALKERS[backend or BACKEND](real, stats)
+    yield from _source_files(real, rows, max_file_size, known or {}, stats)

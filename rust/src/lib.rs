@@ -1,5 +1,5 @@
 //! The native hot path of kenning: Hamming top-k scan, sign binarization, int8 quantization,
-//! BLAKE3 content hashing and manifest diffing. The modules are plain Rust; `py` holds every
+//! BLAKE3 content hashing, manifest diffing and the file walk. The modules are plain Rust; `py` holds every
 //! Python binding.
 
 pub mod binarize;
@@ -10,5 +10,6 @@ pub mod hash;
 mod parallel;
 mod py;
 pub mod quantize;
+pub mod walk;
 
 pub use error::{CoreError, CoreResult};

@@ -11,7 +11,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::error::CoreError;
 use crate::hamming::{Filter, Kernel, Shape};
-use crate::{binarize as bin, diff as manifest, hash, quantize as quant};
+use crate::{binarize as bin, diff as manifest, hash, quantize as quant, walk as tree};
 
 /// Work (in bytes touched) above which the GIL is released while the kernel runs.
 const DETACH_BYTES: usize = 1 << 16;
@@ -285,6 +285,36 @@ fn diff<'py>(
     ))
 }
 
+/// Candidate files of a tree, (relative path, size, mtime_ns) sorted by path, and the skip
+/// counts for files and for pruned folders; the default-exclude tables come from the caller.
+type WalkResult = (
+    Vec<(std::ffi::OsString, u64, i64)>,
+    std::collections::HashMap<&'static str, u64>,
+    std::collections::HashMap<&'static str, u64>,
+);
+
+#[pyfunction]
+#[pyo3(signature = (root, *, dirs, dir_suffixes, files, suffixes, env_markers))]
+fn walk(
+    py: Python<'_>,
+    root: std::path::PathBuf,
+    dirs: Vec<String>,
+    dir_suffixes: Vec<String>,
+    files: Vec<String>,
+    suffixes: Vec<String>,
+    env_markers: Vec<String>,
+) -> WalkResult {
+    let defaults = tree::Defaults {
+        dirs,
+        dir_suffixes,
+        files,
+        suffixes,
+        env_markers,
+    };
+    let out = py.detach(|| tree::walk(&root, &defaults));
+    (out.files, out.skipped, out.skipped_dirs)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(binarize, m)?)?;
@@ -295,5 +325,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hash_many, m)?)?;
     m.add_function(wrap_pyfunction!(hash_files, m)?)?;
     m.add_function(wrap_pyfunction!(diff, m)?)?;
+    m.add_function(wrap_pyfunction!(walk, m)?)?;
     Ok(())
 }

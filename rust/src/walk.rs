@@ -1,0 +1,549 @@
+//! The file walk: which files of a project tree get indexed, by the same rules and in the same
+//! order as the Python reference walk (`kenning/sources.py`, whose docstring states the rules).
+//!
+//! Rules, strongest first: `.kenningignore` files (deepest folder first; a match decides),
+//! default excludes by name and virtualenv markers, `.gitignore` files (deepest first), then
+//! `.git/info/exclude` of the root. Git's global excludes are not read. A pattern in a folder's
+//! file is matched against the path relative to that folder, first the path itself, then its
+//! parent folders (so `dist/` or `!dist/` also decides what lies inside `dist`). Ignored folders
+//! are pruned. Symlinks are followed only when they resolve inside the root; a folder already
+//! open higher up (a loop) is not entered again. Unreadable entries are counted and skipped.
+//!
+//! The walk yields (relative path, size, mtime in ns) of every candidate file, sorted by path;
+//! the size limit, the binary sniff and the language are the caller's (they need the caller's
+//! memory of files seen before).
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use ignore::Match;
+
+const IGNORE_FILE: &str = ".gitignore";
+const KENNING_IGNORE_FILE: &str = ".kenningignore";
+
+/// The default-exclude tables, passed in by the Python layer so one list rules both walks.
+#[derive(Debug, Clone, Default)]
+pub struct Defaults {
+    pub dirs: Vec<String>,
+    pub dir_suffixes: Vec<String>,
+    pub files: Vec<String>,
+    pub suffixes: Vec<String>,
+    pub env_markers: Vec<String>,
+}
+
+impl Defaults {
+    fn excluded(&self, name: &[u8], is_dir: bool) -> bool {
+        let eq = |xs: &[String]| xs.iter().any(|x| x.as_bytes() == name);
+        let ends = |xs: &[String]| xs.iter().any(|x| name.ends_with(x.as_bytes()));
+        if is_dir {
+            eq(&self.dirs) || ends(&self.dir_suffixes)
+        } else {
+            eq(&self.files) || ends(&self.suffixes)
+        }
+    }
+}
+
+/// What a walk found: candidate files sorted by path, and what it left out by reason.
+#[derive(Debug, Default)]
+pub struct WalkOutput {
+    pub files: Vec<(OsString, u64, i64)>,
+    pub skipped: HashMap<&'static str, u64>,
+    pub skipped_dirs: HashMap<&'static str, u64>,
+}
+
+/// The ignore files of one folder; `prefix` is the folder relative to the root.
+struct Rules {
+    prefix: PathBuf,
+    git: Option<Gitignore>,
+    kenning: Option<Gitignore>,
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Git,
+    Kenning,
+}
+
+fn read_spec(dir: &Path, file: &Path) -> Option<Gitignore> {
+    let bytes = fs::read(file).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut builder = GitignoreBuilder::new(dir);
+    for line in text.lines() {
+        // a malformed pattern is one line lost, never the whole file
+        let _ = builder.add_line(None, line);
+    }
+    let spec = builder.build().ok()?;
+    (!spec.is_empty()).then_some(spec)
+}
+
+fn verdict(spec: &Gitignore, sub: &Path, is_dir: bool) -> Option<bool> {
+    let direct = spec.matched(sub, is_dir);
+    let found = if direct.is_none() {
+        sub.ancestors()
+            .skip(1)
+            .take_while(|p| !p.as_os_str().is_empty())
+            .map(|p| spec.matched(p, true))
+            .find(|m| !m.is_none())
+            .unwrap_or(Match::None)
+    } else {
+        direct
+    };
+    match found {
+        Match::None => None,
+        Match::Ignore(_) => Some(true),
+        Match::Whitelist(_) => Some(false),
+    }
+}
+
+/// True = ignored, false = explicitly kept, None = no rule matched; the deepest folder wins.
+fn decide(stack: &[Arc<Rules>], rel: &Path, is_dir: bool, kind: Kind) -> Option<bool> {
+    stack.iter().rev().find_map(|rules| {
+        let spec = match kind {
+            Kind::Git => rules.git.as_ref(),
+            Kind::Kenning => rules.kenning.as_ref(),
+        }?;
+        let sub = rel.strip_prefix(&rules.prefix).ok()?;
+        verdict(spec, sub, is_dir)
+    })
+}
+
+struct Row {
+    key: Vec<u8>, // the name, with a trailing '/' for a folder: "a.txt" < "a/b"
+    name: OsString,
+    path: PathBuf,
+    is_dir: bool,
+    is_link: bool,
+}
+
+struct Folder {
+    prefix: PathBuf,
+    rules: Vec<Arc<Rules>>,
+    ancestors: Vec<(u64, u64)>,
+    rows: std::vec::IntoIter<Row>,
+}
+
+struct Walker<'a> {
+    root: PathBuf,
+    defaults: &'a Defaults,
+    out: WalkOutput,
+}
+
+fn bump(counts: &mut HashMap<&'static str, u64>, reason: &'static str) {
+    *counts.entry(reason).or_insert(0) += 1;
+}
+
+/// `path` with `.` and `..` resolved by name only (for a symlink whose target is missing).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+impl Walker<'_> {
+    fn inside_root(&self, path: &Path) -> bool {
+        let real = match fs::canonicalize(path) {
+            Ok(real) => real,
+            // dangling: judge where it points (it yields nothing either way)
+            Err(_) => match fs::read_link(path) {
+                Ok(target) => lexical(&path.parent().unwrap_or(Path::new("/")).join(target)),
+                Err(_) => return true,
+            },
+        };
+        real.starts_with(&self.root)
+    }
+
+    fn skip_reason(
+        &self,
+        stack: &[Arc<Rules>],
+        rel: &Path,
+        name: &OsStr,
+        is_dir: bool,
+    ) -> Option<&'static str> {
+        if let Some(ignored) = decide(stack, rel, is_dir, Kind::Kenning) {
+            return ignored.then_some("ignored");
+        }
+        if self.defaults.excluded(name.as_bytes(), is_dir) {
+            return Some("default");
+        }
+        decide(stack, rel, is_dir, Kind::Git)
+            .unwrap_or(false)
+            .then_some("ignored")
+    }
+
+    fn open(
+        &mut self,
+        abs_dir: &Path,
+        prefix: PathBuf,
+        rules: &[Arc<Rules>],
+        ancestors: &[(u64, u64)],
+    ) -> Option<Folder> {
+        let key = match fs::metadata(abs_dir) {
+            Ok(st) => (st.dev(), st.ino()),
+            Err(_) => {
+                bump(&mut self.out.skipped_dirs, "unreadable");
+                return None;
+            }
+        };
+        if ancestors.contains(&key) {
+            // a symlink back up the tree: walking it again never ends
+            bump(&mut self.out.skipped_dirs, "symlink");
+            return None;
+        }
+        let entries: Vec<fs::DirEntry> = match fs::read_dir(abs_dir).and_then(|it| it.collect()) {
+            Ok(entries) => entries,
+            Err(_) => {
+                bump(&mut self.out.skipped_dirs, "unreadable");
+                return None;
+            }
+        };
+        let has = |name: &str| entries.iter().any(|e| e.file_name() == name);
+        let is_env =
+            !prefix.as_os_str().is_empty() && self.defaults.env_markers.iter().any(|m| has(m));
+        if is_env && decide(rules, &prefix, true, Kind::Kenning) != Some(false) {
+            bump(&mut self.out.skipped_dirs, "default"); // a virtualenv, whatever its name
+            return None;
+        }
+        let mut rules = rules.to_vec();
+        let (has_git, has_ken) = (has(IGNORE_FILE), has(KENNING_IGNORE_FILE));
+        if has_git || has_ken {
+            let git = has_git
+                .then(|| read_spec(abs_dir, &abs_dir.join(IGNORE_FILE)))
+                .flatten();
+            let kenning = has_ken
+                .then(|| read_spec(abs_dir, &abs_dir.join(KENNING_IGNORE_FILE)))
+                .flatten();
+            if git.is_some() || kenning.is_some() {
+                rules.push(Arc::new(Rules {
+                    prefix: prefix.clone(),
+                    git,
+                    kenning,
+                }));
+            }
+        }
+        let mut rows = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let Ok(file_type) = entry.file_type() else {
+                bump(&mut self.out.skipped, "unreadable");
+                continue;
+            };
+            let path = entry.path();
+            let is_link = file_type.is_symlink();
+            let is_dir = if is_link {
+                match fs::metadata(&path) {
+                    Ok(st) => st.is_dir(),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                    Err(_) => {
+                        bump(&mut self.out.skipped, "unreadable");
+                        continue;
+                    }
+                }
+            } else {
+                file_type.is_dir()
+            };
+            let name = entry.file_name();
+            let mut key = name.as_bytes().to_vec();
+            if is_dir {
+                key.push(b'/');
+            }
+            rows.push(Row {
+                key,
+                name,
+                path,
+                is_dir,
+                is_link,
+            });
+        }
+        rows.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        let mut ancestors = ancestors.to_vec();
+        ancestors.push(key);
+        Some(Folder {
+            prefix,
+            rules,
+            ancestors,
+            rows: rows.into_iter(),
+        })
+    }
+
+    fn file(&mut self, row: &Row, rel: PathBuf) {
+        let st = if row.is_link {
+            fs::metadata(&row.path)
+        } else {
+            fs::symlink_metadata(&row.path)
+        };
+        match st {
+            Ok(st) if st.is_file() => {
+                let mtime_ns = st.mtime() * 1_000_000_000 + st.mtime_nsec();
+                self.out
+                    .files
+                    .push((rel.into_os_string(), st.size(), mtime_ns));
+            }
+            Ok(_) => {} // a fifo, socket or device: not a file to read
+            Err(e) if row.is_link && e.kind() == std::io::ErrorKind::NotFound => {} // dangling
+            Err(_) => bump(&mut self.out.skipped, "unreadable"),
+        }
+    }
+
+    fn run(&mut self, base: Vec<Arc<Rules>>) {
+        let root = self.root.clone();
+        let mut stack: Vec<Folder> = self
+            .open(&root, PathBuf::new(), &base, &[])
+            .into_iter()
+            .collect();
+        while let Some(folder) = stack.last_mut() {
+            let Some(row) = folder.rows.next() else {
+                stack.pop();
+                continue;
+            };
+            let rel = folder.prefix.join(&row.name);
+            let mut reason = self.skip_reason(&folder.rules, &rel, &row.name, row.is_dir);
+            if reason.is_none() && row.is_link && !self.inside_root(&row.path) {
+                reason = Some("symlink");
+            }
+            if let Some(reason) = reason {
+                bump(
+                    if row.is_dir {
+                        &mut self.out.skipped_dirs
+                    } else {
+                        &mut self.out.skipped
+                    },
+                    reason,
+                );
+            } else if row.is_dir {
+                let (rules, ancestors) = (folder.rules.clone(), folder.ancestors.clone());
+                if let Some(inner) = self.open(&row.path, rel, &rules, &ancestors) {
+                    stack.push(inner);
+                }
+            } else {
+                self.file(&row, rel);
+            }
+        }
+    }
+}
+
+/// Walk `root` (resolved to its real path) and return the candidate files sorted by path.
+pub fn walk(root: &Path, defaults: &Defaults) -> WalkOutput {
+    let root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    // .git/info/exclude sits below every .gitignore: a root-level layer under them
+    let exclude = read_spec(&root, &root.join(".git").join("info").join("exclude"));
+    let base = exclude
+        .map(|git| {
+            Arc::new(Rules {
+                prefix: PathBuf::new(),
+                git: Some(git),
+                kenning: None,
+            })
+        })
+        .into_iter()
+        .collect();
+    let mut walker = Walker {
+        root,
+        defaults,
+        out: WalkOutput::default(),
+    };
+    walker.run(base);
+    walker.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    impl Defaults {
+        fn builtin() -> Self {
+            let own = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect();
+            Defaults {
+                dirs: own(&[".git", "node_modules", "dist", "__pycache__"]),
+                dir_suffixes: own(&[".egg-info"]),
+                files: own(&["Cargo.lock", ".git"]),
+                suffixes: own(&[".min.js", ".map"]),
+                env_markers: own(&["pyvenv.cfg", "conda-meta"]),
+            }
+        }
+    }
+
+    fn tree(files: &[(&str, &str)]) -> tempdir::TempDir {
+        let dir = tempdir::TempDir::new();
+        for (rel, text) in files {
+            let path = dir.path().join(rel);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
+    fn paths(dir: &Path) -> Vec<String> {
+        walk(dir, &Defaults::builtin())
+            .files
+            .into_iter()
+            .map(|(p, _, _)| p.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// A throwaway directory under the system temp dir, removed on drop.
+    mod tempdir {
+        use std::path::{Path, PathBuf};
+        use std::sync::atomic::{AtomicU64, Ordering};
+
+        pub struct TempDir(PathBuf);
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+
+        impl TempDir {
+            pub fn new() -> Self {
+                let n = NEXT.fetch_add(1, Ordering::Relaxed);
+                let path =
+                    std::env::temp_dir().join(format!("kenning-walk-{}-{n}", std::process::id()));
+                let _ = std::fs::remove_dir_all(&path);
+                std::fs::create_dir_all(&path).unwrap();
+                TempDir(path)
+            }
+            pub fn path(&self) -> &Path {
+                &self.0
+            }
+        }
+        impl Drop for TempDir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+
+    #[test]
+    fn sorted_by_path_with_sizes() {
+        let dir = tree(&[
+            ("b.py", "x = 1\n"),
+            ("a/z.go", "package a\n"),
+            ("a.txt", "hi\n"),
+            ("a/b/c.rs", ""),
+        ]);
+        let out = walk(dir.path(), &Defaults::builtin());
+        let got: Vec<_> = out
+            .files
+            .iter()
+            .map(|(p, s, _)| (p.to_string_lossy().into_owned(), *s))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a.txt".into(), 3),
+                ("a/b/c.rs".into(), 0),
+                ("a/z.go".into(), 10),
+                ("b.py".into(), 6)
+            ]
+        );
+    }
+
+    #[test]
+    fn nested_gitignore_negation_and_info_exclude() {
+        let dir = tree(&[
+            (".gitignore", "*.log\n/generated/\n"),
+            (".git/info/exclude", "secret.py\n"),
+            ("app.py", ""),
+            ("debug.log", ""),
+            ("secret.py", ""),
+            ("generated/out.py", ""),
+            ("pkg/.gitignore", "!keep.log\ntmp_*\n"),
+            ("pkg/keep.log", ""),
+            ("pkg/other.log", ""),
+            ("pkg/tmp_x.py", ""),
+            ("pkg/generated/inner.py", ""),
+            ("other/tmp_y.py", ""),
+        ]);
+        assert_eq!(
+            paths(dir.path()),
+            [
+                ".gitignore",
+                "app.py",
+                "other/tmp_y.py",
+                "pkg/.gitignore",
+                "pkg/generated/inner.py",
+                "pkg/keep.log"
+            ]
+        );
+    }
+
+    #[test]
+    fn kenningignore_decides_before_defaults_and_gitignore() {
+        let dir = tree(&[
+            (".gitignore", "*.js\ndocs/\n"),
+            (
+                ".kenningignore",
+                "!dist/\n!docs/\n!Cargo.lock\nvendor/drop.py\n",
+            ),
+            ("dist/bundle.js", "x"),
+            ("docs/guide.md", "x"),
+            ("Cargo.lock", "x"),
+            ("node_modules/x.js", "x"),
+            ("vendor/drop.py", "x"),
+            ("vendor/keep.py", "x"),
+            ("env/pyvenv.cfg", "x"),
+            ("env/lib.py", "x"),
+        ]);
+        let out = walk(dir.path(), &Defaults::builtin());
+        let got: Vec<_> = out
+            .files
+            .iter()
+            .map(|(p, _, _)| p.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ".gitignore",
+                ".kenningignore",
+                "Cargo.lock",
+                "dist/bundle.js",
+                "docs/guide.md",
+                "vendor/keep.py"
+            ]
+        );
+        assert_eq!(out.skipped_dirs.get("default"), Some(&2)); // node_modules and the virtualenv
+        assert_eq!(out.skipped.get("ignored"), Some(&1));
+    }
+
+    #[test]
+    fn symlinks_inside_followed_loops_and_escapes_skipped() {
+        let base = tempdir::TempDir::new();
+        let root = base.path().join("repo");
+        let outside = base.path().join("outside");
+        fs::create_dir_all(root.join("src")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(root.join("src/a.py"), "a\n").unwrap();
+        fs::write(outside.join("secret.py"), "s\n").unwrap();
+        use std::os::unix::fs::symlink;
+        symlink(root.join("src"), root.join("src/loop")).unwrap();
+        symlink(&root, root.join("up")).unwrap();
+        symlink(&outside, root.join("escape")).unwrap();
+        symlink(outside.join("secret.py"), root.join("escape.py")).unwrap();
+        symlink(root.join("src/a.py"), root.join("alias.py")).unwrap();
+        symlink(root.join("missing.py"), root.join("dangling.py")).unwrap();
+        let out = walk(&root, &Defaults::builtin());
+        let got: Vec<_> = out
+            .files
+            .iter()
+            .map(|(p, _, _)| p.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(got, ["alias.py", "src/a.py"]);
+        assert_eq!(out.skipped.get("symlink"), Some(&1));
+        assert_eq!(out.skipped_dirs.get("symlink"), Some(&3));
+    }
+
+    #[test]
+    fn unreadable_ignore_file_is_no_rule() {
+        let dir = tree(&[("a.py", "x")]);
+        fs::create_dir(dir.path().join(".gitignore")).unwrap();
+        assert_eq!(paths(dir.path()), ["a.py"]);
+    }
+}
