@@ -327,6 +327,11 @@ def _default_backend() -> str:
 BACKEND: str = _default_backend()
 
 
+# The records of the last complete walk of each root: a refresh of an unchanged tree (the MCP
+# server refreshes before every search) reuses them instead of building a Path per file again.
+_LAST_WALK: dict[str, dict[str, SourceFile]] = {}
+
+
 def _source_files(
     root: str,
     rows: Iterable[_Row],
@@ -335,24 +340,32 @@ def _source_files(
     stats: WalkStats,
 ) -> Iterator[SourceFile]:
     """The size limit, binary sniff and language of every candidate file."""
+    previous = _LAST_WALK.get(root, {})
+    current: dict[str, SourceFile] = {}
     for rel, size, mtime_ns in rows:
         if size > max_file_size:
             stats.skipped["too_large"] += 1
             continue
-        language = detect_language(rel)
-        abs_path = root + os.sep + rel
-        scripty = language is None and "." not in rel.rsplit("/", 1)[-1]  # bin/deploy: ask #!
-        if scripty or known.get(rel) != (size, mtime_ns):
-            try:
-                head = _head(abs_path)
-            except OSError:
-                stats.skipped["unreadable"] += 1
-                continue
-            if b"\0" in head:
-                stats.skipped["binary"] += 1
-                continue
-            language = language or _shebang_language(head)
-        yield SourceFile(rel, Path(abs_path), size, mtime_ns, language)
+        unchanged = known.get(rel) == (size, mtime_ns)
+        found = previous.get(rel)
+        if not (unchanged and found and found.size == size and found.mtime_ns == mtime_ns):
+            language = detect_language(rel)
+            abs_path = root + os.sep + rel
+            scripty = language is None and "." not in rel.rsplit("/", 1)[-1]  # bin/deploy: ask #!
+            if scripty or not unchanged:
+                try:
+                    head = _head(abs_path)
+                except OSError:
+                    stats.skipped["unreadable"] += 1
+                    continue
+                if b"\0" in head:
+                    stats.skipped["binary"] += 1
+                    continue
+                language = language or _shebang_language(head)
+            found = SourceFile(rel, Path(abs_path), size, mtime_ns, language)
+        current[rel] = found
+        yield found
+    _LAST_WALK[root] = current
 
 
 def walk(
