@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-K = 60  # the usual RRF constant: flattens the head so no single branch dominates
+K = 15  # lower than the usual 60: the head of each branch carries most of the evidence (dev set)
 
 
 def rrf(rankings: Mapping[str, Sequence[int]], weights: Mapping[str, float]) -> dict[int, float]:
