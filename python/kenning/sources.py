@@ -327,24 +327,51 @@ def _default_backend() -> str:
 BACKEND: str = _default_backend()
 
 
-# The records of the last complete walk of each root: a refresh of an unchanged tree (the MCP
-# server refreshes before every search) reuses them instead of building a Path per file again.
-_LAST_WALK: dict[str, dict[str, SourceFile]] = {}
+@dataclass(slots=True)
+class _LastWalk:
+    """One root's last complete walk: what the walk saw and what it made of it."""
+
+    rows: list[_Row]
+    max_file_size: int
+    files: list[SourceFile]
+    skipped: Counter[str]  # what the size limit and the sniff left out
+    paths: list[str]
+    stamps: list[tuple[int, int]]  # (size, mtime_ns) of every file
+
+    def reusable(
+        self, rows: list[_Row], max_file_size: int, known: Mapping[str, tuple[int, int]]
+    ) -> bool:
+        """The same tree, seen the same way: every file unchanged and known (so not sniffed)."""
+        return (
+            max_file_size == self.max_file_size
+            and rows == self.rows
+            and list(map(known.get, self.paths)) == self.stamps
+        )
+
+
+# A refresh of an unchanged tree (the MCP server refreshes before every search) reuses the
+# records of the root's last walk instead of building a Path and a record per file again.
+_LAST_WALK: dict[str, _LastWalk] = {}
 
 
 def _source_files(
     root: str,
-    rows: Iterable[_Row],
+    rows: list[_Row],
     max_file_size: int,
     known: Mapping[str, tuple[int, int]],
     stats: WalkStats,
-) -> Iterator[SourceFile]:
+) -> list[SourceFile]:
     """The size limit, binary sniff and language of every candidate file."""
-    previous = _LAST_WALK.get(root, {})
-    current: dict[str, SourceFile] = {}
+    last = _LAST_WALK.get(root)
+    if last is not None and last.reusable(rows, max_file_size, known):
+        stats.skipped.update(last.skipped)
+        return last.files
+    previous = {f.path: f for f in last.files} if last is not None else {}
+    skipped: Counter[str] = Counter()
+    files: list[SourceFile] = []
     for rel, size, mtime_ns in rows:
         if size > max_file_size:
-            stats.skipped["too_large"] += 1
+            skipped["too_large"] += 1
             continue
         unchanged = known.get(rel) == (size, mtime_ns)
         found = previous.get(rel)
@@ -356,16 +383,20 @@ def _source_files(
                 try:
                     head = _head(abs_path)
                 except OSError:
-                    stats.skipped["unreadable"] += 1
+                    skipped["unreadable"] += 1
                     continue
                 if b"\0" in head:
-                    stats.skipped["binary"] += 1
+                    skipped["binary"] += 1
                     continue
                 language = language or _shebang_language(head)
             found = SourceFile(rel, Path(abs_path), size, mtime_ns, language)
-        current[rel] = found
-        yield found
-    _LAST_WALK[root] = current
+        files.append(found)
+    stamps = [(f.size, f.mtime_ns) for f in files]
+    _LAST_WALK[root] = _LastWalk(
+        rows, max_file_size, files, skipped, [f.path for f in files], stamps
+    )
+    stats.skipped.update(skipped)
+    return files
 
 
 def walk(
@@ -385,5 +416,5 @@ def walk(
     """
     stats = stats if stats is not None else WalkStats()
     real = os.path.realpath(root)
-    rows = WALKERS[backend or BACKEND](real, stats)
+    rows = list(WALKERS[backend or BACKEND](real, stats))
     yield from _source_files(real, rows, max_file_size, known or {}, stats)
