@@ -13,17 +13,22 @@ COLUMN_WEIGHTS = (1.0, 4.0, 2.0)
 # common word costs tens of milliseconds. A term in more rows than this is left out when the
 # query has rarer terms: its low IDF would add little to their ranking. A query of common terms
 # only matches rows that have all of them.
-COMMON_ROWS = 2000
+COMMON_ROWS = 5000
 
 
 def _quoted(terms: list[str] | tuple[str, ...]) -> list[str]:
     return [f'"{t}"' for t in terms]
 
 
+def _rows_up_to_match(conn: sqlite3.Connection, match: str, cap: int) -> int:
+    """How many rows ``match`` finds, counting no further than ``cap``."""
+    return int(conn.execute("SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts "
+                            "MATCH ? LIMIT ?)", (match, cap)).fetchone()[0])
+
+
 def _rows_up_to(conn: sqlite3.Connection, term: str, cap: int) -> int:
     """How many rows contain ``term``, counting no further than ``cap``."""
-    return int(conn.execute("SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts "
-                            "MATCH ? LIMIT ?)", (f'"{term}"', cap)).fetchone()[0])
+    return _rows_up_to_match(conn, f'"{term}"', cap)
 
 
 def expression(conn: sqlite3.Connection, query: Query) -> str | None:
@@ -32,7 +37,12 @@ def expression(conn: sqlite3.Connection, query: Query) -> str | None:
     if not terms:
         return None
     if len(terms) == 1:
-        return _quoted(terms)[0]
+        term = _quoted(terms)[0]
+        if _rows_up_to(conn, terms[0], COMMON_ROWS + 1) <= COMMON_ROWS:
+            return term
+        # a common single word: the chunks it names (symbol) or files (path) outrank the rest
+        named = f"{{symbol path}} : {term}"
+        return named if _rows_up_to_match(conn, named, 1) else term
     rare = [t for t in terms if _rows_up_to(conn, t, COMMON_ROWS + 1) <= COMMON_ROWS]
     if rare:
         return " OR ".join(_quoted(rare))
