@@ -78,7 +78,8 @@ def path_of(backend: str) -> str:
 
 def test_configured_from_settings(embed_server: EmbedServer, backend: str) -> None:
     embedder = configured(embed_server.settings(backend))
-    assert embedder.descriptor() == {"backend": backend, "model": "all-minilm", "dims": 384}
+    assert embedder.descriptor() == {"backend": backend, "model": "all-minilm", "dims": 384,
+                                     "document_prefix": ""}
     embedder.check()
     np.testing.assert_allclose(embedder.embed_documents(TEXTS[:3]), reference(TEXTS[:3]),
                                atol=1e-5)

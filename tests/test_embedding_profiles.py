@@ -106,7 +106,7 @@ def test_make_embedder_is_cheap_and_validates_the_backend() -> None:
                                         "embedder.url": "http://127.0.0.1:9"}))
     # No server is contacted until it is needed: the profile knows the dims.
     assert remote.descriptor() == {"backend": "ollama", "model": "nomic-embed-text",
-                                   "dims": 768}
+                                   "dims": 768, "document_prefix": "search_document: "}
     assert remote.max_tokens == 2048 - estimate_tokens("search_document: ") - 32
     remote.close()
     with pytest.raises(ConfigError, match="at least 1"):

@@ -257,6 +257,16 @@ def test_descriptor_change_is_a_new_index(repo, settings, model):
     assert result.files_added == 5 and len(other.texts) == result.chunks
 
 
+def test_document_prefix_change_is_a_new_index(repo, settings, model):
+    from kenning import config
+    from kenning.embedding import make_embedder
+
+    prefixed = make_embedder(config.load({"embedder.document_prefix": "passage: "}))
+    assert prefixed.descriptor()["document_prefix"] == "passage: "
+    plain_dir = Index.open(repo, settings, embedder=model, create=True).dir
+    assert Index.open(repo, settings, embedder=prefixed, create=True).dir != plain_dir
+
+
 def test_centering_model_stores_a_fixed_center(repo, settings, model):
     emb = CountingEmbedder(model, needs_centering=True, model="centred-variant")
     refresh(repo, settings, embedder=emb)

@@ -205,7 +205,8 @@ class LocalEmbedder:
         return MAX_SEQUENCE - 2 - prefix - HEADER_RESERVE_TOKENS
 
     def descriptor(self) -> dict[str, object]:
-        return {"backend": "local", "model": self.model, "dims": self.dims}
+        return {"backend": "local", "model": self.model, "dims": self.dims,
+                "document_prefix": self._document_prefix}
 
     def count_tokens(self, text: str) -> int:
         return len(tokenizer().encode(text, add_special_tokens=False).ids)

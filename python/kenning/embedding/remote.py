@@ -100,7 +100,8 @@ class RemoteEmbedder:
         return budget - estimate_tokens(self.profile.document_prefix) - HEADER_RESERVE_TOKENS
 
     def descriptor(self) -> dict[str, object]:
-        return {"backend": self.backend, "model": self.model, "dims": self.dims}
+        return {"backend": self.backend, "model": self.model, "dims": self.dims,
+                "document_prefix": self.profile.document_prefix}
 
     def count_tokens(self, text: str) -> int:
         return estimate_tokens(text)

@@ -38,8 +38,12 @@ def make_descriptor(embedder: Embedder) -> dict[str, Any]:
     """What decides the index folder: a change of any of these is a new index, never a mix."""
     from kenning.chunking import CHUNKER_VERSION
 
-    return {"model": embedder.model, "dims": int(embedder.dims), "precision": PRECISION,
-            "chunker_version": CHUNKER_VERSION, "schema_version": project.SCHEMA_VERSION}
+    descriptor = {"model": embedder.model, "dims": int(embedder.dims), "precision": PRECISION,
+                  "chunker_version": CHUNKER_VERSION, "schema_version": project.SCHEMA_VERSION}
+    prefix = embedder.descriptor().get("document_prefix")
+    if prefix:  # the vectors depend on it: another prefix must not share the index
+        descriptor["document_prefix"] = prefix
+    return descriptor
 
 
 @dataclass
