@@ -193,7 +193,9 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
         usage_log.record("error", command="search", error=type(exc).__name__)
         raise
     results = result["results"]
-    saved = sum(max(0, r.pop("_file_bytes") - len(r["content"].encode())) for r in results)
+    # tokens saved: reading each hit file whole (once) versus reading the snippets
+    whole = {(r["project"], r["path"]): r.pop("_file_bytes") for r in results}
+    saved = max(0, sum(whole.values()) - sum(len(r["content"].encode()) for r in results))
     usage_log.record("search", ms=round((time.perf_counter() - started) * 1000, 2),
                      results=len(results), tokens_saved=saved // 4,
                      degraded="dense" in ctx.branches and ctx.query_vector is None)
