@@ -305,9 +305,9 @@ fn walk(
     env_markers: Vec<String>,
 ) -> WalkResult {
     let defaults = tree::Defaults {
-        dirs,
+        dirs: dirs.into_iter().collect(),
         dir_suffixes,
-        files,
+        files: files.into_iter().collect(),
         suffixes,
         env_markers,
     };

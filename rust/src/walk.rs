@@ -13,9 +13,10 @@
 //! the size limit, the binary sniff and the language are the caller's (they need the caller's
 //! memory of files seen before).
 
-use std::collections::HashMap;
-use std::ffi::{OsStr, OsString};
+use std::collections::{HashMap, HashSet};
+use std::ffi::{CString, OsStr, OsString};
 use std::fs;
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
@@ -32,22 +33,24 @@ const KENNING_IGNORE_FILE: &str = ".kenningignore";
 /// The default-exclude tables, passed in by the Python layer so one list rules both walks.
 #[derive(Debug, Clone, Default)]
 pub struct Defaults {
-    pub dirs: Vec<String>,
+    pub dirs: HashSet<String>,
     pub dir_suffixes: Vec<String>,
-    pub files: Vec<String>,
+    pub files: HashSet<String>,
     pub suffixes: Vec<String>,
     pub env_markers: Vec<String>,
 }
 
 impl Defaults {
-    fn excluded(&self, name: &[u8], is_dir: bool) -> bool {
-        let eq = |xs: &[String]| xs.iter().any(|x| x.as_bytes() == name);
-        let ends = |xs: &[String]| xs.iter().any(|x| name.ends_with(x.as_bytes()));
-        if is_dir {
-            eq(&self.dirs) || ends(&self.dir_suffixes)
+    fn excluded(&self, name: &OsStr, is_dir: bool) -> bool {
+        let (names, suffixes) = if is_dir {
+            (&self.dirs, &self.dir_suffixes)
         } else {
-            eq(&self.files) || ends(&self.suffixes)
-        }
+            (&self.files, &self.suffixes)
+        };
+        name.to_str().is_some_and(|n| names.contains(n))
+            || suffixes
+                .iter()
+                .any(|x| name.as_bytes().ends_with(x.as_bytes()))
     }
 }
 
@@ -116,14 +119,21 @@ fn decide(stack: &[Arc<Rules>], rel: &Path, is_dir: bool, kind: Kind) -> Option<
 }
 
 struct Row {
-    key: Vec<u8>, // the name, with a trailing '/' for a folder: "a.txt" < "a/b"
     name: OsString,
-    path: PathBuf,
     is_dir: bool,
     is_link: bool,
 }
 
+/// The name, with a trailing '/' for a folder: "a.txt" < "a/b", so the output is sorted by path.
+fn sort_key(row: &Row) -> impl Iterator<Item = &u8> {
+    row.name
+        .as_bytes()
+        .iter()
+        .chain(row.is_dir.then_some(&b'/'))
+}
+
 struct Folder {
+    dir: usize, // index into `Walker::dirs`
     prefix: PathBuf,
     rules: Vec<Arc<Rules>>,
     ancestors: Vec<(u64, u64)>,
@@ -135,11 +145,13 @@ struct Walker<'a> {
     defaults: &'a Defaults,
     out: WalkOutput,
     pending: Vec<Pending>,
+    dirs: Vec<PathBuf>, // every folder opened, by index
 }
 
 struct Pending {
     rel: OsString,
-    path: PathBuf,
+    dir: usize, // index into `Walker::dirs`
+    name: CString,
     is_link: bool,
 }
 
@@ -150,32 +162,62 @@ enum Stat {
     Unreadable,
 }
 
-fn stat(file: &Pending) -> Stat {
-    let st = if file.is_link {
-        fs::metadata(&file.path)
+/// `fstatat` relative to the open folder: the kernel resolves one name, not the whole path.
+fn stat_at(dir: &fs::File, file: &Pending) -> Stat {
+    let flags = if file.is_link {
+        0
     } else {
-        fs::symlink_metadata(&file.path)
+        libc::AT_SYMLINK_NOFOLLOW
     };
-    match st {
-        Ok(st) if st.is_file() => {
-            Stat::File(st.size(), st.mtime() * 1_000_000_000 + st.mtime_nsec())
-        }
-        Ok(_) => Stat::Other, // a fifo, socket or device: not a file to read
-        Err(e) if file.is_link && e.kind() == std::io::ErrorKind::NotFound => Stat::Other, // dangling
-        Err(_) => Stat::Unreadable,
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: a valid folder descriptor, a NUL-terminated name and room for one `stat`.
+    let rc = unsafe { libc::fstatat(dir.as_raw_fd(), file.name.as_ptr(), st.as_mut_ptr(), flags) };
+    if rc != 0 {
+        let dangling = std::io::Error::last_os_error().kind() == std::io::ErrorKind::NotFound;
+        return if file.is_link && dangling {
+            Stat::Other
+        } else {
+            Stat::Unreadable
+        };
     }
+    // SAFETY: fstatat succeeded, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Stat::Other; // a fifo, socket or device: not a file to read
+    }
+    Stat::File(
+        st.st_size as u64,
+        st.st_mtime * 1_000_000_000 + st.st_mtime_nsec,
+    )
+}
+
+/// Stats of `files` in order, opening each folder once per run of its files.
+fn stat_run(dirs: &[PathBuf], files: &[Pending]) -> Vec<Stat> {
+    let mut open: Option<(usize, std::io::Result<fs::File>)> = None;
+    files
+        .iter()
+        .map(|file| {
+            if open.as_ref().map(|(dir, _)| *dir) != Some(file.dir) {
+                open = Some((file.dir, fs::File::open(&dirs[file.dir])));
+            }
+            match open.as_ref().map(|(_, dir)| dir) {
+                Some(Ok(dir)) => stat_at(dir, file),
+                _ => Stat::Unreadable,
+            }
+        })
+        .collect()
 }
 
 /// Stats of every file, in order; one thread per ~2,000 files (stat is most of a walk's time).
-fn stat_all(files: &[Pending]) -> Vec<Stat> {
+fn stat_all(dirs: &[PathBuf], files: &[Pending]) -> Vec<Stat> {
     let threads = parallel::threads_for(files.len(), 2000);
     if threads == 1 {
-        return files.iter().map(stat).collect();
+        return stat_run(dirs, files);
     }
     std::thread::scope(|scope| {
         let parts: Vec<_> = parallel::split(files.len(), threads)
             .into_iter()
-            .map(|range| scope.spawn(move || files[range].iter().map(stat).collect::<Vec<_>>()))
+            .map(|range| scope.spawn(move || stat_run(dirs, &files[range])))
             .collect();
         parts
             .into_iter()
@@ -226,7 +268,7 @@ impl Walker<'_> {
         if let Some(ignored) = decide(stack, rel, is_dir, Kind::Kenning) {
             return ignored.then_some("ignored");
         }
-        if self.defaults.excluded(name.as_bytes(), is_dir) {
+        if self.defaults.excluded(name, is_dir) {
             return Some("default");
         }
         decide(stack, rel, is_dir, Kind::Git)
@@ -253,14 +295,18 @@ impl Walker<'_> {
             bump(&mut self.out.skipped_dirs, "symlink");
             return None;
         }
-        let entries: Vec<fs::DirEntry> = match fs::read_dir(abs_dir).and_then(|it| it.collect()) {
+        let listing = fs::read_dir(abs_dir).and_then(|it| {
+            it.map(|entry| entry.map(|e| (e.file_name(), e)))
+                .collect::<std::io::Result<Vec<_>>>()
+        });
+        let entries = match listing {
             Ok(entries) => entries,
             Err(_) => {
                 bump(&mut self.out.skipped_dirs, "unreadable");
                 return None;
             }
         };
-        let has = |name: &str| entries.iter().any(|e| e.file_name() == name);
+        let has = |name: &str| entries.iter().any(|(n, _)| n == name);
         let is_env =
             !prefix.as_os_str().is_empty() && self.defaults.env_markers.iter().any(|m| has(m));
         if is_env && decide(rules, &prefix, true, Kind::Kenning) != Some(false) {
@@ -285,15 +331,14 @@ impl Walker<'_> {
             }
         }
         let mut rows = Vec::with_capacity(entries.len());
-        for entry in entries {
+        for (name, entry) in entries {
             let Ok(file_type) = entry.file_type() else {
                 bump(&mut self.out.skipped, "unreadable");
                 continue;
             };
-            let path = entry.path();
             let is_link = file_type.is_symlink();
             let is_dir = if is_link {
-                match fs::metadata(&path) {
+                match fs::metadata(entry.path()) {
                     Ok(st) => st.is_dir(),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
                     Err(_) => {
@@ -304,23 +349,18 @@ impl Walker<'_> {
             } else {
                 file_type.is_dir()
             };
-            let name = entry.file_name();
-            let mut key = name.as_bytes().to_vec();
-            if is_dir {
-                key.push(b'/');
-            }
             rows.push(Row {
-                key,
                 name,
-                path,
                 is_dir,
                 is_link,
             });
         }
-        rows.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        rows.sort_unstable_by(|a, b| sort_key(a).cmp(sort_key(b)));
         let mut ancestors = ancestors.to_vec();
         ancestors.push(key);
+        self.dirs.push(abs_dir.to_path_buf());
         Some(Folder {
+            dir: self.dirs.len() - 1,
             prefix,
             rules,
             ancestors,
@@ -329,10 +369,14 @@ impl Walker<'_> {
     }
 
     /// A candidate file, stat-ed later with the others (in parallel).
-    fn file(&mut self, row: &Row, rel: PathBuf) {
+    fn file(&mut self, folder: usize, row: &Row, rel: PathBuf) {
+        let Ok(name) = CString::new(row.name.as_bytes()) else {
+            return; // a name with a NUL byte cannot exist on disk
+        };
         self.pending.push(Pending {
             rel: rel.into_os_string(),
-            path: row.path.clone(),
+            dir: folder,
+            name,
             is_link: row.is_link,
         });
     }
@@ -350,7 +394,8 @@ impl Walker<'_> {
             };
             let rel = folder.prefix.join(&row.name);
             let mut reason = self.skip_reason(&folder.rules, &rel, &row.name, row.is_dir);
-            if reason.is_none() && row.is_link && !self.inside_root(&row.path) {
+            let path = || self.dirs[folder.dir].join(&row.name);
+            if reason.is_none() && row.is_link && !self.inside_root(&path()) {
                 reason = Some("symlink");
             }
             if let Some(reason) = reason {
@@ -364,11 +409,13 @@ impl Walker<'_> {
                 );
             } else if row.is_dir {
                 let (rules, ancestors) = (folder.rules.clone(), folder.ancestors.clone());
-                if let Some(inner) = self.open(&row.path, rel, &rules, &ancestors) {
+                let path = path();
+                if let Some(inner) = self.open(&path, rel, &rules, &ancestors) {
                     stack.push(inner);
                 }
             } else {
-                self.file(&row, rel);
+                let dir = folder.dir;
+                self.file(dir, &row, rel);
             }
         }
     }
@@ -394,10 +441,11 @@ pub fn walk(root: &Path, defaults: &Defaults) -> WalkOutput {
         defaults,
         out: WalkOutput::default(),
         pending: Vec::new(),
+        dirs: Vec::new(),
     };
     walker.run(base);
     let mut out = walker.out;
-    let stats = stat_all(&walker.pending);
+    let stats = stat_all(&walker.dirs, &walker.pending);
     out.files.reserve(stats.len());
     for (file, st) in walker.pending.into_iter().zip(stats) {
         match st {
@@ -415,11 +463,13 @@ mod tests {
 
     impl Defaults {
         fn builtin() -> Self {
-            let own = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect();
+            let own = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
             Defaults {
-                dirs: own(&[".git", "node_modules", "dist", "__pycache__"]),
+                dirs: own(&[".git", "node_modules", "dist", "__pycache__"])
+                    .into_iter()
+                    .collect(),
                 dir_suffixes: own(&[".egg-info"]),
-                files: own(&["Cargo.lock", ".git"]),
+                files: own(&["Cargo.lock", ".git"]).into_iter().collect(),
                 suffixes: own(&[".min.js", ".map"]),
                 env_markers: own(&["pyvenv.cfg", "conda-meta"]),
             }
