@@ -4,6 +4,7 @@ and its Python reference twin must give identical results."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -307,6 +308,8 @@ def rich_tree(root: Path) -> None:
     files["vendor/big/huge.py"] = "x\n"
     files["vendor/small.py"] = "x\n"
     make(root, files)
+    for raw in (b"odd\xff.py", b"odd\xc3\xa9.py", b"odd\xef\xbf\xbd.py"):  # not UTF-8 and near it
+        (root / os.fsdecode(raw)).write_text("x\n")
     (root / "src" / "link_up").symlink_to(root / "src", target_is_directory=True)
     (root / "alias.py").symlink_to(root / "src" / "mod0" / "sub0" / "file0.py")
     (root / "dangling.py").symlink_to(root / "nowhere.py")
@@ -332,3 +335,23 @@ def test_both_backends_agree_on_a_tree_with_many_rule_kinds(tmp_path: Path) -> N
 def test_both_backends_agree_on_this_repository() -> None:
     found, _ = both_walks(REPO)
     assert "python/kenning/sources.py" in [row[0] for row in found]
+
+
+def test_a_repeated_walk_of_an_unchanged_tree_gives_the_same_answer(tmp_path: Path) -> None:
+    make(
+        tmp_path,
+        {"a.py": "x\n", "big.py": "y\n" * 200, "blob.txt": b"\x00", "bin/run": "#!/bin/sh\n"},
+    )
+    first_stats = WalkStats()
+    first = list(walk(tmp_path, max_file_size=300, stats=first_stats))
+    known = {f.path: (f.size, f.mtime_ns) for f in first}
+    again_stats = WalkStats()
+    assert list(walk(tmp_path, max_file_size=300, stats=again_stats, known=known)) == first
+    assert again_stats == first_stats == WalkStats(Counter({"too_large": 1, "binary": 1}))
+    assert [f.path for f in walk(tmp_path, max_file_size=MiB, known=known)] == [
+        "a.py",
+        "big.py",
+        "bin/run",
+    ]
+    (tmp_path / "a.py").write_bytes(b"\x00\x01 now binary")  # a new size: sniffed again
+    assert [f.path for f in walk(tmp_path, max_file_size=MiB, known=known)] == ["big.py", "bin/run"]

@@ -145,6 +145,8 @@ def _decide(stack: list[_Rules], rel: str, is_dir: bool, attr: str) -> bool | No
         if spec is None:
             continue
         sub = rel[len(rules.prefix) :]
+        if not sub.isascii():  # re2 cannot take the lone surrogates of a name that is not UTF-8
+            sub = sub.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         verdict = _folder_verdict(spec, sub + "/") if is_dir else spec.check_file(sub).include
         if verdict is not None:
             return bool(verdict)

@@ -132,6 +132,20 @@ fn sort_key(row: &Row) -> impl Iterator<Item = &u8> {
         .chain(row.is_dir.then_some(&b'/'))
 }
 
+/// The sort key as Python orders the name: code points, with each byte that is not UTF-8 read
+/// as the lone surrogate U+DC00+byte (`os.fsdecode`). Only names that are not UTF-8 need it.
+fn code_points(row: &Row) -> Vec<u32> {
+    let mut out = Vec::with_capacity(row.name.len() + 1);
+    for chunk in row.name.as_bytes().utf8_chunks() {
+        out.extend(chunk.valid().chars().map(u32::from));
+        out.extend(chunk.invalid().iter().map(|&b| 0xDC00 + u32::from(b)));
+    }
+    if row.is_dir {
+        out.push(u32::from(b'/'));
+    }
+    out
+}
+
 struct Folder {
     dir: usize, // index into `Walker::dirs`
     prefix: PathBuf,
@@ -355,7 +369,11 @@ impl Walker<'_> {
                 is_link,
             });
         }
-        rows.sort_unstable_by(|a, b| sort_key(a).cmp(sort_key(b)));
+        if rows.iter().all(|row| row.name.to_str().is_some()) {
+            rows.sort_unstable_by(|a, b| sort_key(a).cmp(sort_key(b))); // UTF-8 keeps code point order
+        } else {
+            rows.sort_by_cached_key(code_points);
+        }
         let mut ancestors = ancestors.to_vec();
         ancestors.push(key);
         self.dirs.push(abs_dir.to_path_buf());
@@ -639,6 +657,25 @@ mod tests {
         assert_eq!(got, ["alias.py", "src/a.py"]);
         assert_eq!(out.skipped.get("symlink"), Some(&1));
         assert_eq!(out.skipped_dirs.get("symlink"), Some(&3));
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_sort_as_python_decodes_them() {
+        use std::os::unix::ffi::OsStringExt;
+        let dir = tree(&[("b.py", ""), ("a\u{e9}.py", ""), ("a\u{fffd}.py", "")]);
+        fs::write(
+            dir.path().join(OsString::from_vec(b"a\xff.py".to_vec())),
+            "",
+        )
+        .unwrap();
+        let got: Vec<Vec<u8>> = walk(dir.path(), &Defaults::builtin())
+            .files
+            .into_iter()
+            .map(|(p, _, _)| p.into_vec())
+            .collect();
+        // U+00E9 < U+DCFF (the byte 0xFF) < U+FFFD
+        let want: Vec<&[u8]> = vec![b"a\xc3\xa9.py", b"a\xff.py", b"a\xef\xbf\xbd.py", b"b.py"];
+        assert_eq!(got, want);
     }
 
     #[test]
