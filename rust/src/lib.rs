@@ -1,6 +1,6 @@
 //! The native hot path of kenning: Hamming top-k scan, sign binarization, int8 quantization,
-//! BLAKE3 content hashing, manifest diffing and the file walk. The modules are plain Rust; `py` holds every
-//! Python binding.
+//! BLAKE3 content hashing, manifest diffing and the file walk. The modules are plain Rust; `py`
+//! holds every Python binding.
 
 pub mod binarize;
 pub mod diff;
