@@ -136,6 +136,23 @@ def test_kenningignore_beats_gitignore(tmp_path: Path) -> None:
     assert "docs/guide.md" in paths(tmp_path)
 
 
+def test_minified_and_one_line_data_files_are_skipped(tmp_path: Path) -> None:
+    make(
+        tmp_path,
+        {
+            "vocab.json": '{"vocab": {' + ", ".join(f'"w{i}": {i}' for i in range(2000)) + "}}",
+            "short.json": '{"a": 1}',  # one line, but short: kept
+            "app.py": "x = 1\n" * 2000,
+        },
+    )
+    stats = WalkStats()
+    assert [f.path for f in walk(tmp_path, max_file_size=MiB, stats=stats)] == [
+        "app.py",
+        "short.json",
+    ]
+    assert stats.skipped == {"minified": 1}
+
+
 def test_size_limit_and_binary_files(tmp_path: Path) -> None:
     make(
         tmp_path,
@@ -143,7 +160,7 @@ def test_size_limit_and_binary_files(tmp_path: Path) -> None:
             "small.py": "x = 1\n",
             "big.py": "y = 2\n" * 100,
             "blob.dat": b"head\x00tail",
-            "late_nul.txt": b"a" * 9000 + b"\x00",  # NUL after the first 8 KiB: text
+            "late_nul.txt": b"aaaa\n" * 1800 + b"\x00",  # NUL after the first 8 KiB: text
             "utf8.txt": "héllo wörld\n",
         },
     )

@@ -9,10 +9,12 @@ Rules, strongest first:
 3. ``.gitignore`` files at every level (deeper files win, negations honoured), then
    ``.git/info/exclude``.
 
-Then files larger than ``max_file_size`` and binary files (a NUL byte in the first 8 KiB) are
-skipped. Ignored directories are pruned, never walked. Symlinks are followed only when they
-point inside the root; a symlink to a folder's own ancestor (a loop) is not followed. Unreadable
-files and directories are skipped silently: one bad file never stops a walk.
+Then files larger than ``max_file_size``, binary files (a NUL byte in the first 8 KiB) and
+minified or machine-written data (no line break in the first 8 KiB of a longer file: bundles,
+one-line JSON such as a tokenizer vocabulary) are skipped. Ignored directories are pruned,
+never walked. Symlinks are followed only when they point inside the root; a symlink to a
+folder's own ancestor (a loop) is not followed. Unreadable files and directories are skipped
+silently: one bad file never stops a walk.
 
 The tree walk runs in the Rust core (``kenning._core.walk``) when it is built; this module's
 Python walk is its reference twin, used when ``KENNING_KERNELS=numpy`` forces the pure-Python
@@ -113,7 +115,7 @@ def detect_language(path: str) -> str | None:
 @dataclass
 class WalkStats:
     """What a walk left out, by reason (``ignored``, ``default``, ``too_large``, ``binary``,
-    ``symlink``, ``unreadable``); pruned folders count once, as a folder."""
+    ``minified``, ``symlink``, ``unreadable``); pruned folders count once, as a folder."""
 
     skipped: Counter[str] = field(default_factory=Counter)
     skipped_dirs: Counter[str] = field(default_factory=Counter)
@@ -389,6 +391,9 @@ def _source_files(
                     continue
                 if b"\0" in head:
                     skipped["binary"] += 1
+                    continue
+                if size > BINARY_SNIFF_BYTES and b"\n" not in head:
+                    skipped["minified"] += 1  # thousands of chunks no one would search
                     continue
                 language = language or _shebang_language(head)
             found = SourceFile(rel, Path(abs_path), size, mtime_ns, language)
