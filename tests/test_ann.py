@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -122,3 +124,16 @@ def test_bad_input(tmp_path: Path, bits: np.ndarray) -> None:
         index.search(bits[:1], 5, allowed=np.array([50]))
     with pytest.raises(TypeError, match="query_bits must have dtype uint8"):
         index.search(bits[:1].astype(np.int8), 5)
+
+
+def test_onnxruntime_still_imports_after_the_graph_is_used(tmp_path: Path) -> None:
+    # usearch loaded before onnxruntime makes onnxruntime's import crash the process.
+    script = (
+        "import numpy as np\n"
+        "from kenning.ann import AnnIndex\n"
+        f"AnnIndex({str(tmp_path / 'g.usearch')!r}, 64)._new()\n"
+        "import onnxruntime\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -42,6 +42,9 @@ class AnnIndex:
         self._writable = False
 
     def _new(self) -> Any:
+        # onnxruntime first: imported after usearch, its import crashes the process (SIGSEGV),
+        # and the local embedder may load it later in this process.
+        import onnxruntime  # noqa: F401
         from usearch.index import Index, MetricKind, ScalarKind
 
         return Index(ndim=self.dims, metric=MetricKind.Hamming, dtype=ScalarKind.B1,
