@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kenning import kernels, project
+from kenning import kernels, project, usage_log
 from kenning.config import Settings
 from kenning.embedding import document_text, make_embedder
 from kenning.embedding.profiles import HEADER_RESERVE_TOKENS
@@ -111,6 +111,10 @@ def refresh(root: Path, settings: Settings, *, embedder: Any = None, full: bool 
         _Refresh(index, writer, settings, embedder, result, emit).run(full=full, embed=embed,
                                                                       graph=graph)
     result.timings["total"] = round(time.perf_counter() - started, 4)
+    if not result.nothing_changed:
+        usage_log.record("index", files=result.files, chunks=result.chunks,
+                         vectors_embedded=result.vectors_embedded,
+                         s=result.timings["total"])
     emit({"type": "finished", **result.to_dict()})
     return result
 

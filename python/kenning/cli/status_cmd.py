@@ -135,23 +135,6 @@ def remove_index(path: Path, all_: bool, json_output: bool) -> None:
         click.echo("No indexes to remove.")
 
 
-def _snapshot_count() -> int:
-    """Committed index runs (snapshots) over every index on this machine."""
-    from kenning.project import kenning_home
-
-    total = 0
-    for db in (kenning_home() / "indices").glob("*/*/index.db"):
-        try:
-            conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
-            try:
-                total += conn.execute("SELECT count(*) FROM snapshots").fetchone()[0]
-            finally:
-                conn.close()
-        except sqlite3.Error:
-            continue
-    return total
-
-
 @click.command()
 @click.option("--json-output", is_flag=True, help="Print JSON for machines.")
 def stats(json_output: bool) -> None:
@@ -159,7 +142,6 @@ def stats(json_output: bool) -> None:
     from kenning import usage_log
 
     info = usage_log.summary()
-    info["index_runs"] = max(info["index_runs"], _snapshot_count())
     if json_output:
         click.echo(json.dumps(info))
         return
