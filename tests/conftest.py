@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 from embed_server import embed_server, local_model  # noqa: F401 - fixtures for every test file
 
+# index_helpers is both imported by test modules and loaded as a fixture plugin
+pytest.register_assert_rewrite("index_helpers")
+
 
 @pytest.fixture(autouse=True)
 def isolated_state(

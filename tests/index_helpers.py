@@ -1,5 +1,6 @@
 """Helpers shared by the store and indexer tests: fixture repositories, an embedder wrapper
-that counts (and can fail) calls, and an index consistency check."""
+that counts (and can fail) calls, an index consistency check, and the fixtures ``model``,
+``settings`` and ``repo`` (test modules load them with ``pytest_plugins = ["index_helpers"]``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
+from kenning import config
+from kenning.embedding import make_embedder
 from kenning.errors import EmbedderUnavailable
 from kenning.store import Index
 from kenning.store.vectors import names
@@ -122,3 +126,19 @@ def check_consistent(index: Index) -> dict[str, Any]:
             assert snap.vector_rows == 0 or path.stat().st_size >= snap.vector_rows * width
         return {"generation": snap.generation, "status": snap.status, "files": snap.files,
                 "chunks": snap.chunks, "vectors": snap.vectors, "rows": snap.vector_rows}
+
+
+@pytest.fixture(scope="session")
+def model():
+    """One real local model for the whole session."""
+    return make_embedder(config.load())
+
+
+@pytest.fixture
+def settings():
+    return config.load({"embedder.batch_size": "4", "embedder.concurrency": "1"})
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo")

@@ -12,31 +12,21 @@ from typing import Any
 
 import numpy as np
 import pytest
-from index_helpers import make_repo
 from kenning import ann, config, indexer
 from kenning.ann import AnnIndex
-from kenning.embedding import make_embedder
 from kenning.errors import ConfigError
 from kenning.search import dense, resolve_projects, search
 from kenning.store import Index, graph
+
+pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo
 
 QUERIES = ["exponential backoff for failed requests", "open the database in WAL mode",
            "parse an HTTP header line"]
 
 
-@pytest.fixture(scope="module")
-def model():
-    return make_embedder(config.load())
-
-
 def settings(mode: str = "ann", **extra: str) -> config.Settings:
     return config.load({"embedder.batch_size": "4", "embedder.concurrency": "1",
                         "index.vector_search": mode, **extra})
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo")
 
 
 @pytest.fixture

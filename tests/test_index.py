@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,21 +15,7 @@ from kenning.errors import EmbedderUnavailable
 from kenning.indexer import chunk_budget, git_state, refresh
 from kenning.store import Index
 
-
-@pytest.fixture(scope="session")
-def model():
-    """One real local model for the whole session."""
-    return make_embedder(config.load())
-
-
-@pytest.fixture
-def settings():
-    return config.load({"embedder.batch_size": "4", "embedder.concurrency": "1"})
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo")
+pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo
 
 
 def test_first_index_commits_every_chunk_with_a_vector(repo, settings, model):
@@ -258,8 +243,6 @@ def test_descriptor_change_is_a_new_index(repo, settings, model):
 
 
 def test_document_prefix_change_is_a_new_index(repo, settings, model):
-    from kenning import config
-    from kenning.embedding import make_embedder
 
     prefixed = make_embedder(config.load({"embedder.document_prefix": "passage: "}))
     assert prefixed.descriptor()["document_prefix"] == "passage: "

@@ -7,19 +7,14 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from index_helpers import make_repo
 from kenning import config
 from kenning.cli import cli
 from kenning.store import Index
 
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo")
+pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo
 
 
 def invoke(*args: str):

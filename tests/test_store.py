@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
-from index_helpers import check_consistent, git, make_repo
-from kenning import config
-from kenning.embedding import make_embedder
+from index_helpers import check_consistent, git
 from kenning.errors import IndexMissing
 from kenning.indexer import refresh
 from kenning.store import Index, make_descriptor
 from kenning.store.vectors import BITS, INT8, SCALE
 
-
-@pytest.fixture(scope="module")
-def model():
-    return make_embedder(config.load())
-
-
-@pytest.fixture
-def settings():
-    return config.load({"embedder.batch_size": "4", "embedder.concurrency": "1"})
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo")
+pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo
 
 
 def test_missing_index_is_a_clear_error(repo, settings, model):
