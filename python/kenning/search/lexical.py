@@ -16,8 +16,25 @@ COLUMN_WEIGHTS = (1.0, 4.0, 2.0)
 COMMON_ROWS = 5000
 
 
+# Inflections stripped from a query word so that "handled" also finds "handle" and "handler";
+# the stem is matched as a prefix only when enough of it is left to stay specific.
+_SUFFIXES = ("ing", "ies", "ed", "es", "s")
+STEM_MIN = 6
+
+
+def _stem(term: str) -> str | None:
+    for suffix in _SUFFIXES:
+        if term.endswith(suffix) and len(term) - len(suffix) >= STEM_MIN and term.isalpha():
+            return term[: -len(suffix)]
+    return None
+
+
 def _quoted(terms: list[str] | tuple[str, ...]) -> list[str]:
-    return [f'"{t}"' for t in terms]
+    out: list[str] = []
+    for t in terms:
+        stem = _stem(t)
+        out.append(f'("{t}" OR "{stem}" *)' if stem else f'"{t}"')
+    return out
 
 
 def _rows_up_to_match(conn: sqlite3.Connection, match: str, cap: int) -> int:
