@@ -18,7 +18,7 @@ from kenning.search.query import Query
 from kenning.tokens import split_identifier
 
 DEFINITION_BOOST = 1.5  # the chunk defines a symbol the query names
-NAME_MATCH_BOOST = 1.15  # every word of the chunk's own name is in the query
+NAME_MATCH_BOOST = 1.2  # the words of the chunk's own name are in the query (in part: pro rata)
 SATURATION = 0.8  # each further chunk of a file keeps this share of its score
 
 # category -> a path pattern; the multiplier a chunk of that category gets unless asked for
@@ -73,9 +73,9 @@ def adjust(candidate: Candidate, query: Query, names: tuple[str, ...],
                 >= symbols.CASELESS:
             score *= DEFINITION_BOOST
         else:
-            own = split_identifier(_QUALIFIER.split(candidate.symbol)[-1])
-            if len(own) >= 2 and terms.issuperset(own):
-                score *= NAME_MATCH_BOOST
+            own = set(split_identifier(_QUALIFIER.split(candidate.symbol)[-1]))
+            if own:
+                score *= 1 + (NAME_MATCH_BOOST - 1) * len(own & terms) / len(own)
     for category in categories(candidate.path, candidate.language):
         if category not in query.asks_for:
             score *= PENALTY[category]
