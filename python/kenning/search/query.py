@@ -19,7 +19,8 @@ STOPWORDS = frozenset(
     has have how i if in into is it its itself me my of on or our should so some than that
     the their them then there these they this those to use used uses using via was we were
     what when where which while who whom why will with would you your code function method
-    class implementation implement implemented logic find show""".split()  # noqa: SIM905 - a word list reads better as text
+    class implementation implement implemented logic find show return returns returned given
+    specified provided""".split()  # noqa: SIM905 - a word list reads better as text
 )
 
 # A raw query word that is an identifier: snake_case, camelCase, PascalCase or qualified.
