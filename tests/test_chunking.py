@@ -55,6 +55,26 @@ def check_invariants(
             assert number in covered, f"line {number} is in no chunk: {line!r}"
 
 
+TS_SOURCE = r"""
+import { x } from "y";
+export interface Shape { area(): number; }
+type Alias = string | number;
+enum Color { Red, Green }
+@Component({selector: "x"})
+export class HttpClient implements Shape {
+  private base: string;
+  constructor(base: string) { this.base = base; }
+  /** Send. */
+  public async send<T>(req: Req): Promise<T> { return null as any; }
+  area(): number { return 1; }
+}
+export function f(a: number): number { return a; }
+export const g = (a: number): number => a;
+namespace NS { export function h() {} }
+declare module "m" { export function k(): void; }
+abstract class Abs { abstract m(): void; }
+"""
+
 SAMPLES = {
     "python": (
         r"""
@@ -107,25 +127,7 @@ module.exports = { a };
         ["Foo.send", "Foo.size"],
     ),
     "typescript": (
-        r"""
-import { x } from "y";
-export interface Shape { area(): number; }
-type Alias = string | number;
-enum Color { Red, Green }
-@Component({selector: "x"})
-export class HttpClient implements Shape {
-  private base: string;
-  constructor(base: string) { this.base = base; }
-  /** Send. */
-  public async send<T>(req: Req): Promise<T> { return null as any; }
-  area(): number { return 1; }
-}
-export function f(a: number): number { return a; }
-export const g = (a: number): number => a;
-namespace NS { export function h() {} }
-declare module "m" { export function k(): void; }
-abstract class Abs { abstract m(): void; }
-""",
+        TS_SOURCE,
         [
             ("interface", "Shape", 2, 2),
             ("type", "Alias", 3, 3),
@@ -140,26 +142,7 @@ abstract class Abs { abstract m(): void; }
         ["HttpClient.area", "HttpClient.constructor", "HttpClient.send"],
     ),
     "tsx": (
-        r"""
-import { x } from "y";
-export interface Shape { area(): number; }
-type Alias = string | number;
-enum Color { Red, Green }
-@Component({selector: "x"})
-export class HttpClient implements Shape {
-  private base: string;
-  constructor(base: string) { this.base = base; }
-  /** Send. */
-  public async send<T>(req: Req): Promise<T> { return null as any; }
-  area(): number { return 1; }
-}
-export function f(a: number): number { return a; }
-export const g = (a: number): number => a;
-namespace NS { export function h() {} }
-declare module "m" { export function k(): void; }
-abstract class Abs { abstract m(): void; }
-export const C = () => <div>hi</div>;
-""",
+        TS_SOURCE + "export const C = () => <div>hi</div>;\n",
         [
             ("interface", "Shape", 2, 2),
             ("type", "Alias", 3, 3),
