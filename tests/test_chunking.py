@@ -74,6 +74,17 @@ namespace NS { export function h() {} }
 declare module "m" { export function k(): void; }
 abstract class Abs { abstract m(): void; }
 """
+TS_CHUNKS = [
+    ("interface", "Shape", 2, 2),
+    ("type", "Alias", 3, 3),
+    ("enum", "Color", 4, 4),
+    ("class", "HttpClient", 5, 12),
+    ("function", "f", 13, 13),
+    ("function", "g", 14, 14),
+    ("function", "h", 15, 15),
+    ("function", "k", 16, 16),
+    ("class", "Abs", 17, 17),
+]
 
 SAMPLES = {
     "python": (
@@ -128,33 +139,12 @@ module.exports = { a };
     ),
     "typescript": (
         TS_SOURCE,
-        [
-            ("interface", "Shape", 2, 2),
-            ("type", "Alias", 3, 3),
-            ("enum", "Color", 4, 4),
-            ("class", "HttpClient", 5, 12),
-            ("function", "f", 13, 13),
-            ("function", "g", 14, 14),
-            ("function", "h", 15, 15),
-            ("function", "k", 16, 16),
-            ("class", "Abs", 17, 17),
-        ],
+        TS_CHUNKS,
         ["HttpClient.area", "HttpClient.constructor", "HttpClient.send"],
     ),
     "tsx": (
         TS_SOURCE + "export const C = () => <div>hi</div>;\n",
-        [
-            ("interface", "Shape", 2, 2),
-            ("type", "Alias", 3, 3),
-            ("enum", "Color", 4, 4),
-            ("class", "HttpClient", 5, 12),
-            ("function", "f", 13, 13),
-            ("function", "g", 14, 14),
-            ("function", "h", 15, 15),
-            ("function", "k", 16, 16),
-            ("class", "Abs", 17, 17),
-            ("function", "C", 18, 18),
-        ],
+        [*TS_CHUNKS, ("function", "C", 18, 18)],
         ["HttpClient.area", "HttpClient.constructor", "HttpClient.send"],
     ),
     "go": (
