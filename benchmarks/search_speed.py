@@ -124,8 +124,13 @@ def warm(args: argparse.Namespace) -> None:
     print("| chunks | build s | p50 ms | p90 ms | results |")
     print("|---|---|---|---|---|")
     for size in (int(s) for s in args.sizes.split(",")):
-        target = Path(tempfile.mkdtemp(prefix=f"kenning-speed-{size}-"))
-        build_s = build(target, size, Path(args.source).resolve(), settings, embedder)
+        if args.keep:  # built once, reused by later runs
+            target = Path(args.keep) / f"chunks-{size}"
+            reuse = target.exists()
+        else:
+            target, reuse = Path(tempfile.mkdtemp(prefix=f"kenning-speed-{size}-")), False
+        build_s = 0.0 if reuse else build(target, size, Path(args.source).resolve(), settings,
+                                          embedder)
         ref = [ProjectRef("speed", target.resolve())]
         for q in QUERIES:  # warm the page cache and the SQLite statement cache
             search(q, ref, settings=settings, embedder=fixed, refresh=False)
@@ -139,10 +144,12 @@ def warm(args: argparse.Namespace) -> None:
         times.sort()
         print(f"| {size} | {build_s:.0f} | {statistics.median(times):.1f} "
               f"| {times[int(0.9 * len(times))]:.1f} | {statistics.mean(hits):.1f} |", flush=True)
-        from kenning.store import Index
+        if not args.keep:
+            from kenning.store import Index
 
-        shutil.rmtree(Index.open(target, settings, embedder=embedder).dir, ignore_errors=True)
-        shutil.rmtree(target, ignore_errors=True)
+            shutil.rmtree(Index.open(target, settings, embedder=embedder).dir,
+                          ignore_errors=True)
+            shutil.rmtree(target, ignore_errors=True)
 
 
 def cli(args: argparse.Namespace) -> None:
@@ -170,6 +177,7 @@ def main() -> None:
     w.add_argument("--source", required=True, help="a small corpus to replicate")
     w.add_argument("--sizes", default="100000")
     w.add_argument("--runs", type=int, default=3)
+    w.add_argument("--keep", help="build the indexes under this folder once and reuse them")
     w.set_defaults(run=warm)
     c = sub.add_parser("cli")
     c.add_argument("--repo", required=True)

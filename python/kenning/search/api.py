@@ -7,6 +7,7 @@ from collections.abc import Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -79,6 +80,13 @@ def _refresh(ref: ProjectRef, ctx: _Context) -> bool:
     return True
 
 
+@cache
+def _pool() -> ThreadPoolExecutor:
+    """Threads for the vector scans, shared by every search in the process (never the pool the
+    projects themselves run in, whose tasks wait on these)."""
+    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="kenning-dense")
+
+
 def _candidates(conn: Any, ids: list[int]) -> dict[int, Candidate]:
     if not ids:
         return {}
@@ -104,20 +112,24 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]
                                 f"of {snap.chunks} chunks ({share}%) have vectors so far.")
         rankings: dict[str, list[int]] = {}
         cosine: dict[int, float] = {}
+        vector_hits = None
+        if ctx.query_vector is not None and "dense" in ctx.branches:
+            allowed = (dense.allowed_vectors(conn, snap.vector_rows, where, params)
+                       if where else None)
+            use_graph = graph.wanted(ctx.settings, snap.vector_rows)
+            # the scan reads only the vector files (GIL released), so it runs beside the SQLite
+            # branches, which release the GIL too
+            vector_hits = _pool().submit(dense.search, snap, ctx.query_vector, allowed=allowed,
+                                         ann_dir=index.dir if use_graph else None)
         if "lexical" in ctx.branches:
             lex = lexical.search(conn, ctx.query, limit=LEXICAL_DEPTH, where=where, params=params)
             rankings["lexical"] = [cid for cid, _ in lex]
         if "symbol" in ctx.branches:
             sym = symbols.search(conn, ctx.query, limit=SYMBOL_DEPTH, where=where, params=params)
             rankings["symbol"] = [cid for cid, _ in sym]
-        if ctx.query_vector is not None and "dense" in ctx.branches:
-            allowed = (dense.allowed_vectors(conn, snap.vector_rows, where, params)
-                       if where else None)
-            use_graph = graph.wanted(ctx.settings, snap.vector_rows)
-            hits = dense.search(snap, ctx.query_vector, allowed=allowed,
-                                ann_dir=index.dir if use_graph else None)
-            hits = hits[: DENSE_DEPTH + DENSE_DEPTH // 2]  # room for vectors no chunk uses now
-            owners = dense.chunks_of(conn, [v for v, _ in hits], where, params)
+        if vector_hits is not None:
+            hits = vector_hits.result()[: DENSE_DEPTH + DENSE_DEPTH // 2]  # room for vectors
+            owners = dense.chunks_of(conn, [v for v, _ in hits], where, params)  # no chunk uses
             ranked: list[int] = []
             for vector_id, score in hits:
                 for chunk_id in owners.get(vector_id, ()):

@@ -9,10 +9,13 @@ from kenning.search.query import Query
 # bm25() column weights of chunks_fts(body, symbol, path): a term in the chunk's own name or
 # its file's path says more about the chunk than one occurrence in its body.
 COLUMN_WEIGHTS = (1.0, 4.0, 2.0)
-# FTS5 reads a term's whole posting list and scores every matching row, so on a large index one
-# common word costs tens of milliseconds. A term in more rows than this is left out when the
-# query has rarer terms: its low IDF would add little to their ranking. A query of common terms
-# only matches rows that have all of them.
+# FTS5 scores every row the expression matches (bm25() costs 1.5-3 us a row), so on a large
+# index a few common words cost tens of milliseconds. The rows scored are those of the query's
+# rarest terms, taken while their rows together stay within SCORED_ROWS; rows that have only
+# commoner terms are left out (those terms' low IDF ranks such rows low anyway). Terms in up to
+# COMMON_ROWS rows still take part in the scores of those rows; beyond that, reading a term's
+# postings costs more than its IDF is worth. On indexes of a few thousand chunks neither binds.
+SCORED_ROWS = 2000
 COMMON_ROWS = 5000
 
 
@@ -37,34 +40,43 @@ def _quoted(terms: list[str] | tuple[str, ...]) -> list[str]:
     return out
 
 
-def _rows_up_to_match(conn: sqlite3.Connection, match: str, cap: int) -> int:
+def _rows_up_to(conn: sqlite3.Connection, match: str, cap: int) -> int:
     """How many rows ``match`` finds, counting no further than ``cap``."""
     return int(conn.execute("SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts "
                             "MATCH ? LIMIT ?)", (match, cap)).fetchone()[0])
 
 
-def _rows_up_to(conn: sqlite3.Connection, term: str, cap: int) -> int:
-    """How many rows contain ``term``, counting no further than ``cap``."""
-    return _rows_up_to_match(conn, f'"{term}"', cap)
-
-
 def expression(conn: sqlite3.Connection, query: Query) -> str | None:
-    """The FTS5 MATCH expression: any of the query's terms, common ones left out if possible."""
-    terms = list(query.terms)
-    if not terms:
+    """The FTS5 MATCH expression: the rows of the rarest terms, scored by all but common ones."""
+    if not query.terms:
         return None
-    if len(terms) == 1:
-        term = _quoted(terms)[0]
-        if _rows_up_to(conn, terms[0], COMMON_ROWS + 1) <= COMMON_ROWS:
-            return term
+    quoted = _quoted(query.terms)
+    if len(quoted) == 1:
+        if _rows_up_to(conn, quoted[0], SCORED_ROWS + 1) <= SCORED_ROWS:
+            return quoted[0]
         # a common single word: the chunks it names (symbol) or files (path) outrank the rest
-        named = f"{{symbol path}} : {term}"
-        return named if _rows_up_to_match(conn, named, 1) else term
-    rare = [t for t in terms if _rows_up_to(conn, t, COMMON_ROWS + 1) <= COMMON_ROWS]
-    if rare:
-        return " OR ".join(_quoted(rare))
-    return " AND ".join(_quoted(terms))
-
+        named = f"{{symbol path}} : {quoted[0]}"
+        return named if _rows_up_to(conn, named, 1) else quoted[0]
+    counted = sorted((_rows_up_to(conn, term, COMMON_ROWS + 1), i, term)
+                     for i, term in enumerate(quoted))
+    if counted[0][0] > SCORED_ROWS:  # common words only: the rows that have them all
+        every = " AND ".join(quoted)
+        return every if _rows_up_to(conn, every, 1) else counted[0][2]
+    kept: list[tuple[int, str]] = []
+    rows = 0
+    for count, i, term in counted:
+        if kept and rows + count > SCORED_ROWS:
+            break
+        kept.append((i, term))
+        rows += count
+    rare = " OR ".join(term for _, term in sorted(kept))
+    scoring = [term for count, i, term in sorted(counted, key=lambda c: c[1])
+               if count <= COMMON_ROWS]
+    if len(scoring) == len(kept):
+        return rare
+    # the rarer terms' rows, scored by the commoner terms too (FTS5 counts the repeated rarer
+    # phrases twice, which weighs them up a little more)
+    return f"({rare}) AND ({' OR '.join(scoring)})"
 
 def search(conn: sqlite3.Connection, query: Query, *, limit: int, where: str = "",
            params: list[object] | None = None) -> list[tuple[int, float]]:
