@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 from kenning import sources
-from kenning.sources import WalkStats, detect_language, walk
+from kenning.records import SourceFile
+from kenning.sources import Changes, WalkStats, changes, detect_language, walk
 
 MiB = 1 << 20
 REPO = Path(__file__).resolve().parents[1]
@@ -238,16 +240,69 @@ def test_detect_language(path: str, language: str | None) -> None:
     assert detect_language(path) == language
 
 
-def test_known_unchanged_files_are_not_read_again(tmp_path: Path) -> None:
-    make(tmp_path, {"a.py": "x\n", "blob.dat": b"\x00" * 10})
+def stat_blob(files: Iterable[SourceFile]) -> bytes:
+    """The stat data of indexed files as the store keeps it (``kenning.store.db``)."""
+    return b"\0".join(f"{f.path}\0{f.size}\0{f.mtime_ns}".encode() for f in files)
+
+
+def test_changes_of_an_unchanged_tree_are_empty_and_read_no_file(tmp_path: Path) -> None:
+    make(tmp_path, {"a.py": "x\n", "blob.dat": b"\x00" * 10, "big.py": "y\n" * 200})
     st = os.stat(tmp_path / "blob.dat")
-    # A file the caller indexed with this size and mtime is trusted as text without a read.
-    known = {"blob.dat": (st.st_size, st.st_mtime_ns)}
-    found = [f.path for f in walk(tmp_path, max_file_size=MiB, known=known)]
-    assert found == ["a.py", "blob.dat"]
+    # A file indexed with this size and mtime is trusted as text without a read.
+    known = stat_blob([SourceFile("blob.dat", tmp_path, st.st_size, st.st_mtime_ns, None)])
+    stats = WalkStats()
+    found = changes(tmp_path, max_file_size=300, known=known, stats=stats)
+    assert [f.path for f in found.files] == ["a.py"] and found.removed == []
+    assert found.unchanged == 1 and stats.skipped == {"too_large": 1}
     os.utime(tmp_path / "blob.dat", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
-    found = [f.path for f in walk(tmp_path, max_file_size=MiB, known=known)]
-    assert found == ["a.py"]
+    found = changes(tmp_path, max_file_size=300, known=known)
+    assert [f.path for f in found.files] == ["a.py"]
+    assert found.removed == ["blob.dat"] and found.unchanged == 0  # binary now: dropped
+
+
+def test_changes_detect_edits_deletions_new_ignore_rules_and_the_size_limit(
+    tmp_path: Path,
+) -> None:
+    make(tmp_path, {"a.py": "a = 1\n", "b.py": "b = 1\n", "c.py": "c = 1\n", "d.py": "d\n"})
+    first = list(walk(tmp_path, max_file_size=MiB))
+    known = stat_blob(first)
+    assert changes(tmp_path, max_file_size=MiB, known=known) == Changes([], [], 4)
+    (tmp_path / "a.py").write_text("a = 100\n")  # a new size
+    (tmp_path / "b.py").unlink()
+    (tmp_path / ".gitignore").write_text("c.py\n")  # excludes a file indexed before
+    (tmp_path / "d.py").write_text("d\n" * 100)
+    found = changes(tmp_path, max_file_size=100, known=known)
+    assert [f.path for f in found.files] == [".gitignore", "a.py"]
+    assert found.removed == ["b.py", "c.py", "d.py"] and found.unchanged == 0
+    assert [f.path for f in changes(tmp_path, max_file_size=MiB, known=known, every=True).files] \
+        == [".gitignore", "a.py", "d.py"]
+
+
+def test_changes_miss_an_edit_that_keeps_size_and_mtime(tmp_path: Path) -> None:
+    """The stat pass trusts (size, mtime_ns): an edit that restores both goes unseen until a
+    full refresh (``every``), as in git's own racy-clean handling of a checkout."""
+    make(tmp_path, {"a.py": "x = 1\n"})
+    st = os.stat(tmp_path / "a.py")
+    known = stat_blob(walk(tmp_path, max_file_size=MiB))
+    (tmp_path / "a.py").write_text("x = 2\n")
+    os.utime(tmp_path / "a.py", ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert changes(tmp_path, max_file_size=MiB, known=known).files == []
+    assert [f.path for f in changes(tmp_path, max_file_size=MiB, known=known, every=True).files] \
+        == ["a.py"]
+
+
+def test_changes_skip_names_that_are_not_utf8(tmp_path: Path) -> None:
+    make(tmp_path, {"ok.py": "x\n"})
+    (tmp_path / os.fsdecode(b"odd\xff.py")).write_text("x\n")
+    stats = WalkStats()
+    found = changes(tmp_path, max_file_size=MiB, known=b"", stats=stats)
+    assert [f.path for f in found.files] == ["ok.py"] and stats.skipped == {"name": 1}
+
+
+@pytest.mark.parametrize("blob", [b"a.py\x003", b"a.py\x00x\x001", b"a.py\x001\x00"])
+def test_malformed_stat_data_is_a_value_error(tmp_path: Path, blob: bytes) -> None:
+    with pytest.raises(ValueError, match="known stat data"):
+        changes(tmp_path, max_file_size=MiB, known=blob)
 
 
 def test_extensionless_scripts_take_their_language_from_the_shebang(tmp_path: Path) -> None:
@@ -265,10 +320,7 @@ def test_extensionless_scripts_take_their_language_from_the_shebang(tmp_path: Pa
         "bin/notes": None,
         "bin/setup": "bash",
     }
-    known = {f.path: (f.size, f.mtime_ns) for f in files}  # the same answer on a refresh
-    assert [f.language for f in walk(tmp_path, max_file_size=MiB, known=known)] == [
-        f.language for f in files
-    ]
+    assert changes(tmp_path, max_file_size=MiB, known=b"").files == files
 
 
 def both_walks(root: Path, **kwargs: object) -> tuple[list[tuple[object, ...]], list[WalkStats]]:
@@ -344,8 +396,25 @@ def test_both_backends_agree_on_a_tree_with_many_rule_kinds(tmp_path: Path) -> N
     assert not any(p.startswith(pruned) for p in paths_found)
     assert "src/generated/y.py" in paths_found
     assert stats[0].skipped["binary"] == 1  # nul.txt; blob.bin goes by its name
-    known = {row[0]: (row[2], row[3]) for row in found}  # a refresh with everything known
-    assert both_walks(tmp_path, known=known)[0] == found
+    known = b"\0".join(f"{p}\0{size}\0{mtime}".encode() for p, _, size, mtime, _ in found
+                       if os.fsencode(p).decode("utf-8", "ignore") == p)
+    assert both_changes(tmp_path, known) == Changes([], [], len(found) - 1)  # "odd\xff.py"
+    (tmp_path / "src" / "mod0" / ".gitignore").write_text("sub1/\n")
+    (tmp_path / "keep.lock").write_text("changed\n")
+    (tmp_path / "important.log").unlink()
+    (tmp_path / "new.py").write_text("x\n")
+    found_after = both_changes(tmp_path, known)
+    assert [f.path for f in found_after.files] == ["keep.lock", "new.py", "src/mod0/.gitignore"]
+    assert "important.log" in found_after.removed
+    assert all(p.startswith("src/mod0/sub1/") for p in found_after.removed[1:])
+
+
+def both_changes(root: Path, known: bytes) -> Changes:
+    """The comparison of both backends with ``known``, which must be equal."""
+    found = [changes(root, max_file_size=MiB, known=known, backend=name)
+             for name in ("python", "rust")]
+    assert found[0] == found[1]
+    return found[0]
 
 
 @needs_rust
@@ -361,14 +430,13 @@ def test_a_repeated_walk_of_an_unchanged_tree_gives_the_same_answer(tmp_path: Pa
     )
     first_stats = WalkStats()
     first = list(walk(tmp_path, max_file_size=300, stats=first_stats))
-    known = {f.path: (f.size, f.mtime_ns) for f in first}
+    assert list(walk(tmp_path, max_file_size=300)) == first
     again_stats = WalkStats()
-    assert list(walk(tmp_path, max_file_size=300, stats=again_stats, known=known)) == first
+    found = changes(tmp_path, max_file_size=300, known=stat_blob(first), stats=again_stats)
+    assert found == Changes([], [], 2)
     assert again_stats == first_stats == WalkStats(Counter({"too_large": 1, "binary": 1}))
-    assert [f.path for f in walk(tmp_path, max_file_size=MiB, known=known)] == [
-        "a.py",
-        "big.py",
-        "bin/run",
-    ]
+    found = changes(tmp_path, max_file_size=MiB, known=stat_blob(first))
+    assert [f.path for f in found.files] == ["big.py"]  # within the new limit: indexed now
     (tmp_path / "a.py").write_bytes(b"\x00\x01 now binary")  # a new size: sniffed again
-    assert [f.path for f in walk(tmp_path, max_file_size=MiB, known=known)] == ["big.py", "bin/run"]
+    found = changes(tmp_path, max_file_size=MiB, known=stat_blob(first))
+    assert [f.path for f in found.files] == ["big.py"] and found.removed == ["a.py"]

@@ -30,7 +30,7 @@ from kenning.embedding import document_text, make_embedder
 from kenning.embedding.profiles import HEADER_RESERVE_TOKENS
 from kenning.errors import EmbedderError, IndexBusy, UsageError
 from kenning.records import Chunk, SourceFile
-from kenning.sources import WalkStats, walk
+from kenning.sources import WalkStats, changes, walk
 from kenning.store import Index
 from kenning.store import graph as store_graph
 from kenning.store.writer import FileRow, IndexWriter, MissingVector, crash_point
@@ -173,22 +173,17 @@ class _Refresh:
 
     def run(self, *, full: bool, embed: bool, graph: bool) -> None:
         result, writer = self.result, self.writer
-        known = writer.stat_map()
+        known = writer.file_stats()
         self.lap("load")
-        files = list(walk(self.index.root, max_file_size=int(self.settings["index.max_file_size"]),
-                          known=None if full else known))  # known files skip the binary sniff
-        self.emit({"type": "scan", "files": len(files)})
+        found = changes(self.index.root, max_file_size=int(self.settings["index.max_file_size"]),
+                        known=known, every=full)  # only new and changed files are read
+        self.emit({"type": "scan", "files": found.unchanged + len(found.files)})
         self.lap("walk")
         latest = writer.latest()
         head, branch = git_state(self.index.root)
         result.revision, result.branch = head, branch
-        candidates = [f for f in files if full or known.get(f.path) != (f.size, f.mtime_ns)]
-        removed: list[str] = []
-        if candidates or len(known) != len(files):  # else every walked file is known, unchanged
-            removed = sorted(known.keys() - {f.path for f in files})
-        self.lap("stat")
-        if candidates or removed:
-            self.apply(files, writer.files(), candidates, removed, latest, full=full)
+        if found.files or found.removed:
+            self.apply(writer.files(), found.files, found.removed, latest, full=full)
         elif latest is not None and (latest["git_head"], latest["git_branch"]) != (head, branch):
             writer.update_revision(head, branch)
         if embed and (result.content_changed or latest is None or latest["status"] != "complete"):
@@ -209,9 +204,8 @@ class _Refresh:
             result.files, result.chunks = final["files"], final["chunks"]
             result.vectors_missing = final["chunks"] - final["vectors"]
 
-    def apply(self, files: list[SourceFile], stored: dict[str, FileRow],
-              candidates: list[SourceFile], removed: list[str], latest: dict[str, Any] | None,
-              *, full: bool) -> None:
+    def apply(self, stored: dict[str, FileRow], candidates: list[SourceFile], removed: list[str],
+              latest: dict[str, Any] | None, *, full: bool) -> None:
         result, writer = self.result, self.writer
         hashed = kernels.hash_files([str(f.abs_path) for f in candidates])
         unreadable = {f.path for f, d in zip(candidates, hashed, strict=True) if d is None}
@@ -230,7 +224,7 @@ class _Refresh:
         old_files = {p: r.digest for p, r in stored.items() if r.cluster in dirty}
         new_files = {p: d for p, d in digests.items() if _cluster(p) in dirty}
         _, changed_f, added_f, removed_f = kernels.diff(old_files, new_files)
-        by_path = {f.path: f for f in files}
+        by_path = {f.path: f for f in candidates}
         rechunk = sorted({*changed_f, *added_f} | ({p for p in digests if p in by_path}
                                                    if full else set()))
         rechunk_set = set(rechunk)

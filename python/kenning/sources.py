@@ -28,7 +28,7 @@ import importlib
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -299,25 +299,78 @@ def _python_rows(root: str, stats: WalkStats) -> Iterable[_Row]:
     return _Walker(root, stats).walk()
 
 
+_Change = tuple[str, int, int, bool]  # a new or changed file: path, size, mtime_ns, known before
+
+
+def _rust_kwargs() -> dict[str, list[str]]:
+    return {
+        "dirs": sorted(DEFAULT_EXCLUDED_DIRS),
+        "dir_suffixes": list(DEFAULT_EXCLUDED_DIR_SUFFIXES),
+        "files": sorted(DEFAULT_EXCLUDED_FILES),
+        "suffixes": list(DEFAULT_EXCLUDED_SUFFIXES),
+        "env_markers": list(ENV_MARKERS),
+    }
+
+
 def _rust_rows(root: str, stats: WalkStats) -> Iterable[_Row]:
     core = importlib.import_module("kenning._core")
-    files, skipped, skipped_dirs = core.walk(
-        root,
-        dirs=sorted(DEFAULT_EXCLUDED_DIRS),
-        dir_suffixes=list(DEFAULT_EXCLUDED_DIR_SUFFIXES),
-        files=sorted(DEFAULT_EXCLUDED_FILES),
-        suffixes=list(DEFAULT_EXCLUDED_SUFFIXES),
-        env_markers=list(ENV_MARKERS),
-    )
+    files, skipped, skipped_dirs = core.walk(root, **_rust_kwargs())
     stats.skipped.update(skipped)
     stats.skipped_dirs.update(skipped_dirs)
     return files  # type: ignore[no-any-return]
+
+
+def _parse_known(blob: bytes) -> dict[str, tuple[int, int]]:
+    """The Python reading of the stat blob ``kenning.store.db.FILE_STATS_SQL`` makes."""
+    if not blob:
+        return {}
+    fields = blob.split(b"\0")
+    if len(fields) % 3:
+        raise ValueError("known stat data: a record lacks its size or mtime")
+    try:
+        return {fields[i].decode("utf-8", "surrogateescape"):
+                (int(fields[i + 1]), int(fields[i + 2])) for i in range(0, len(fields), 3)}
+    except ValueError:
+        raise ValueError("known stat data: a size or mtime is not a number") from None
+
+
+def _python_changes(
+    root: str, known: bytes, max_file_size: int, every: bool, stats: WalkStats
+) -> tuple[list[_Change], list[str], int]:
+    stamps = _parse_known(known)
+    found: list[_Change] = []
+    unchanged = 0
+    for rel, size, mtime_ns in _python_rows(root, stats):
+        if size > max_file_size:
+            stats.skipped["too_large"] += 1
+            continue
+        stamp = stamps.pop(rel, None)
+        if stamp == (size, mtime_ns) and not every:
+            unchanged += 1
+        else:
+            found.append((rel, size, mtime_ns, stamp is not None))
+    return found, sorted(stamps), unchanged
+
+
+def _rust_changes(
+    root: str, known: bytes, max_file_size: int, every: bool, stats: WalkStats
+) -> tuple[list[_Change], list[str], int]:
+    core = importlib.import_module("kenning._core")
+    found, removed, unchanged, skipped, skipped_dirs = core.walk_changes(
+        root, known, max_file_size=max_file_size, all=every, **_rust_kwargs()
+    )
+    stats.skipped.update(skipped)
+    stats.skipped_dirs.update(skipped_dirs)
+    return found, removed, unchanged
 
 
 WALKERS: dict[str, Callable[[str, WalkStats], Iterable[_Row]]] = {
     "python": _python_rows,
     "rust": _rust_rows,
 }
+COMPARERS: dict[
+    str, Callable[[str, bytes, int, bool, WalkStats], tuple[list[_Change], list[str], int]]
+] = {"python": _python_changes, "rust": _rust_changes}
 
 
 def _default_backend() -> str:
@@ -325,85 +378,31 @@ def _default_backend() -> str:
 
     if kernels.BACKEND != "rust":
         return "python"
-    return "rust" if hasattr(importlib.import_module("kenning._core"), "walk") else "python"
+    core = importlib.import_module("kenning._core")
+    return "rust" if hasattr(core, "walk") and hasattr(core, "walk_changes") else "python"
 
 
 BACKEND: str = _default_backend()
 
 
-@dataclass(slots=True)
-class _LastWalk:
-    """One root's last complete walk: what the walk saw and what it made of it."""
-
-    rows: list[_Row]
-    max_file_size: int
-    files: list[SourceFile]
-    skipped: Counter[str]  # what the size limit and the sniff left out
-    paths: list[str]
-    stamps: list[tuple[int, int]]  # (size, mtime_ns) of every file
-
-    def reusable(
-        self, rows: list[_Row], max_file_size: int, known: Mapping[str, tuple[int, int]]
-    ) -> bool:
-        """The same tree, seen the same way: every file unchanged and known (so not sniffed)."""
-        return (
-            max_file_size == self.max_file_size
-            and rows == self.rows
-            and list(map(known.get, self.paths)) == self.stamps
-        )
-
-
-# A refresh of an unchanged tree (the MCP server refreshes before every search) reuses the
-# records of the root's last walk instead of building a Path and a record per file again.
-_LAST_WALK: dict[str, _LastWalk] = {}
-
-
-def _source_files(
-    root: str,
-    rows: list[_Row],
-    max_file_size: int,
-    known: Mapping[str, tuple[int, int]],
-    stats: WalkStats,
-) -> list[SourceFile]:
-    """The size limit, binary sniff and language of every candidate file."""
-    last = _LAST_WALK.get(root)
-    if last is not None and last.reusable(rows, max_file_size, known):
-        stats.skipped.update(last.skipped)
-        return last.files
-    previous = {f.path: f for f in last.files} if last is not None else {}
-    skipped: Counter[str] = Counter()
-    files: list[SourceFile] = []
-    for rel, size, mtime_ns in rows:
-        if size > max_file_size:
-            skipped["too_large"] += 1
-            continue
-        unchanged = known.get(rel) == (size, mtime_ns)
-        found = previous.get(rel)
-        if not (unchanged and found and found.size == size and found.mtime_ns == mtime_ns):
-            language = detect_language(rel)
-            abs_path = root + os.sep + rel
-            scripty = language is None and "." not in rel.rsplit("/", 1)[-1]  # bin/deploy: ask #!
-            if scripty or not unchanged:
-                try:
-                    head = _head(abs_path)
-                except OSError:
-                    skipped["unreadable"] += 1
-                    continue
-                if b"\0" in head:
-                    skipped["binary"] += 1
-                    continue
-                if size > BINARY_SNIFF_BYTES and b"\n" not in head:
-                    skipped["minified"] += 1  # thousands of chunks no one would search
-                    continue
-                language = language or _shebang_language(head)
-            found = SourceFile(rel, Path(abs_path), size, mtime_ns, language)
-        files.append(found)
-    stamps = [(f.size, f.mtime_ns) for f in files]
-    _LAST_WALK[root] = _LastWalk(
-        rows, max_file_size, files, skipped, [f.path for f in files], stamps
-    )
-    stats.skipped.update(skipped)
-    return files
+def _source_file(root: str, rel: str, size: int, mtime_ns: int, skipped: Counter[str]
+                 ) -> SourceFile | None:
+    """The record of a candidate file within the size limit, or None (counted in ``skipped``)
+    when its first 8 KiB show it binary or minified."""
+    abs_path = root + os.sep + rel
+    try:
+        head = _head(abs_path)
+    except OSError:
+        skipped["unreadable"] += 1
+        return None
+    if b"\0" in head:
+        skipped["binary"] += 1
+        return None
+    if size > BINARY_SNIFF_BYTES and b"\n" not in head:
+        skipped["minified"] += 1  # thousands of chunks no one would search
+        return None
+    language = detect_language(rel) or _shebang_language(head)  # bin/deploy: ask #!
+    return SourceFile(rel, Path(abs_path), size, mtime_ns, language)
 
 
 def walk(
@@ -411,17 +410,67 @@ def walk(
     *,
     max_file_size: int,
     stats: WalkStats | None = None,
-    known: Mapping[str, tuple[int, int]] | None = None,
     backend: str | None = None,
 ) -> Iterator[SourceFile]:
     """Every file of ``root`` to index, sorted by relative POSIX path; never raises for a file.
 
     Pass ``stats`` to learn what was skipped and why (``kenning index --dry-run`` reports it).
-    ``known`` maps paths indexed before to their ``(size, mtime_ns)``: a file that still
-    matches was text then and is not read again for the binary check, so a refresh of an
-    unchanged tree is a pure stat pass. ``backend`` ("rust" or "python") overrides ``BACKEND``.
+    ``backend`` ("rust" or "python") overrides ``BACKEND``.
     """
     stats = stats if stats is not None else WalkStats()
     real = os.path.realpath(root)
-    rows = list(WALKERS[backend or BACKEND](real, stats))
-    yield from _source_files(real, rows, max_file_size, known or {}, stats)
+    for rel, size, mtime_ns in list(WALKERS[backend or BACKEND](real, stats)):
+        if size > max_file_size:
+            stats.skipped["too_large"] += 1
+        elif (found := _source_file(real, rel, size, mtime_ns, stats.skipped)) is not None:
+            yield found
+
+
+@dataclass(slots=True)
+class Changes:
+    """A walk compared with the files indexed before."""
+
+    files: list[SourceFile]  # new and changed files to index, sorted by path
+    removed: list[str]  # indexed paths to drop: deleted, now ignored, too large or not text
+    unchanged: int  # files whose size and mtime are the indexed ones (not read at all)
+
+
+def changes(
+    root: Path,
+    *,
+    max_file_size: int,
+    known: bytes,
+    every: bool = False,
+    stats: WalkStats | None = None,
+    backend: str | None = None,
+) -> Changes:
+    """What a refresh must index and drop, given ``known``, the stat data of the files indexed
+    before (the blob of ``kenning.store.db.FILE_STATS_SQL``). A file whose size and mtime match
+    was text when indexed and is not read again, so a refresh of an unchanged tree is a stat
+    pass that builds no record at all. ``every`` lists unchanged files too (a full refresh).
+    Names that are not UTF-8 cannot be stored and are skipped (reason ``name``).
+    """
+    stats = stats if stats is not None else WalkStats()
+    real = os.path.realpath(root)
+    found, removed, unchanged = COMPARERS[backend or BACKEND](
+        real, known, max_file_size, every, stats
+    )
+    files: list[SourceFile] = []
+    for rel, size, mtime_ns, was_known in found:
+        if not rel.isascii() and not _storable(rel):
+            stats.skipped["name"] += 1
+            continue
+        record = _source_file(real, rel, size, mtime_ns, stats.skipped)
+        if record is not None:
+            files.append(record)
+        elif was_known:
+            removed.append(rel)  # indexed as text, binary or unreadable now
+    return Changes(files, sorted(removed), unchanged)
+
+
+def _storable(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

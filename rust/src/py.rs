@@ -285,6 +285,23 @@ fn diff<'py>(
     ))
 }
 
+/// The default-exclude tables as the walk takes them.
+fn defaults(
+    dirs: Vec<String>,
+    dir_suffixes: Vec<String>,
+    files: Vec<String>,
+    suffixes: Vec<String>,
+    env_markers: Vec<String>,
+) -> tree::Defaults {
+    tree::Defaults {
+        dirs: dirs.into_iter().collect(),
+        dir_suffixes,
+        files: files.into_iter().collect(),
+        suffixes,
+        env_markers,
+    }
+}
+
 /// Candidate files of a tree, (relative path, size, mtime_ns) sorted by path, and the skip
 /// counts for files and for pruned folders; the default-exclude tables come from the caller.
 type WalkResult = (
@@ -304,15 +321,48 @@ fn walk(
     suffixes: Vec<String>,
     env_markers: Vec<String>,
 ) -> WalkResult {
-    let defaults = tree::Defaults {
-        dirs: dirs.into_iter().collect(),
-        dir_suffixes,
-        files: files.into_iter().collect(),
-        suffixes,
-        env_markers,
-    };
+    let defaults = defaults(dirs, dir_suffixes, files, suffixes, env_markers);
     let out = py.detach(|| tree::walk(&root, &defaults));
     (out.files, out.skipped, out.skipped_dirs)
+}
+
+/// A walk compared with the known stat data: new and changed files (path, size, mtime_ns,
+/// known before), known paths no longer found, the count of unchanged files, and skip counts.
+type ChangesResult = (
+    Vec<(std::ffi::OsString, u64, i64, bool)>,
+    Vec<std::ffi::OsString>,
+    u64,
+    std::collections::HashMap<&'static str, u64>,
+    std::collections::HashMap<&'static str, u64>,
+);
+
+#[pyfunction]
+#[pyo3(signature = (root, known, *, max_file_size, all, dirs, dir_suffixes, files, suffixes, env_markers))]
+#[allow(clippy::too_many_arguments)]
+fn walk_changes(
+    py: Python<'_>,
+    root: std::path::PathBuf,
+    known: &[u8],
+    max_file_size: u64,
+    all: bool,
+    dirs: Vec<String>,
+    dir_suffixes: Vec<String>,
+    files: Vec<String>,
+    suffixes: Vec<String>,
+    env_markers: Vec<String>,
+) -> PyResult<ChangesResult> {
+    let defaults = defaults(dirs, dir_suffixes, files, suffixes, env_markers);
+    let out = py.detach(|| {
+        let known = tree::parse_known(known)?;
+        Ok::<_, CoreError>(tree::changes(&root, &defaults, max_file_size, known, all))
+    })?;
+    Ok((
+        out.files,
+        out.removed,
+        out.unchanged,
+        out.skipped,
+        out.skipped_dirs,
+    ))
 }
 
 #[pymodule]
@@ -326,5 +376,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hash_files, m)?)?;
     m.add_function(wrap_pyfunction!(diff, m)?)?;
     m.add_function(wrap_pyfunction!(walk, m)?)?;
+    m.add_function(wrap_pyfunction!(walk_changes, m)?)?;
     Ok(())
 }

@@ -10,8 +10,9 @@
 //! open higher up (a loop) is not entered again. Unreadable entries are counted and skipped.
 //!
 //! The walk yields (relative path, size, mtime in ns) of every candidate file, sorted by path;
-//! the size limit, the binary sniff and the language are the caller's (they need the caller's
-//! memory of files seen before).
+//! the binary sniff and the language are the caller's. `changes` compares a walk with the stat
+//! data of the files indexed before and keeps only what differs, so a refresh of an unchanged
+//! tree hands the caller nothing to look at.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{CString, OsStr, OsString};
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::Match;
 
+use crate::error::{value_error, CoreResult};
 use crate::parallel;
 
 const IGNORE_FILE: &str = ".gitignore";
@@ -475,6 +477,83 @@ pub fn walk(root: &Path, defaults: &Defaults) -> WalkOutput {
     out
 }
 
+/// The stat data of the files indexed before: path -> (size, mtime_ns).
+pub type Known<'a> = HashMap<&'a [u8], (u64, i64)>;
+
+/// Parses `path\0size\0mtime_ns` records joined by `\0` (SQLite's `group_concat` of the files
+/// table; empty for none). Paths cannot hold a NUL byte, so the separator is unambiguous.
+pub fn parse_known(blob: &[u8]) -> CoreResult<Known<'_>> {
+    let mut known = HashMap::new();
+    if blob.is_empty() {
+        return Ok(known);
+    }
+    let mut fields = blob.split(|&b| b == 0);
+    while let Some(path) = fields.next() {
+        let (Some(size), Some(mtime)) = (fields.next(), fields.next()) else {
+            return value_error("known stat data: a record lacks its size or mtime");
+        };
+        let (Some(size), Some(mtime)) = (number::<u64>(size), number::<i64>(mtime)) else {
+            return value_error("known stat data: a size or mtime is not a number");
+        };
+        known.insert(path, (size, mtime));
+    }
+    Ok(known)
+}
+
+fn number<T: std::str::FromStr>(digits: &[u8]) -> Option<T> {
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// A walk compared with the files indexed before.
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// (path, size, mtime_ns, known before) of new and changed files (of every file when the
+    /// caller asks for all), sorted by path.
+    pub files: Vec<(OsString, u64, i64, bool)>,
+    /// Known paths that are no candidate any more (deleted, now ignored, now too large), sorted.
+    pub removed: Vec<OsString>,
+    /// Candidate files whose size and mtime are the known ones.
+    pub unchanged: u64,
+    pub skipped: HashMap<&'static str, u64>,
+    pub skipped_dirs: HashMap<&'static str, u64>,
+}
+
+/// Walk `root` and compare each candidate file no larger than `max_file_size` with `known`;
+/// `all` returns unchanged files too (a full refresh), still flagged as known.
+pub fn changes(
+    root: &Path,
+    defaults: &Defaults,
+    max_file_size: u64,
+    mut known: Known<'_>,
+    all: bool,
+) -> Changes {
+    let walked = walk(root, defaults);
+    let mut out = Changes {
+        skipped: walked.skipped,
+        skipped_dirs: walked.skipped_dirs,
+        ..Changes::default()
+    };
+    for (path, size, mtime_ns) in walked.files {
+        if size > max_file_size {
+            bump(&mut out.skipped, "too_large");
+            continue;
+        }
+        let stamp = known.remove(path.as_bytes());
+        if stamp == Some((size, mtime_ns)) && !all {
+            out.unchanged += 1;
+        } else {
+            out.files.push((path, size, mtime_ns, stamp.is_some()));
+        }
+    }
+    let mut removed: Vec<&[u8]> = known.into_keys().collect();
+    removed.sort_unstable();
+    out.removed = removed
+        .into_iter()
+        .map(|p| OsStr::from_bytes(p).to_os_string())
+        .collect();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -676,6 +755,59 @@ mod tests {
         // U+00E9 < U+DCFF (the byte 0xFF) < U+FFFD
         let want: Vec<&[u8]> = vec![b"a\xc3\xa9.py", b"a\xff.py", b"a\xef\xbf\xbd.py", b"b.py"];
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn known_stat_data_parses_and_rejects_broken_records() {
+        let known = parse_known(b"a.py\x003\x00-5\x00b/c.rs\x000\x0017").unwrap();
+        assert_eq!(known.get(&b"a.py"[..]), Some(&(3, -5)));
+        assert_eq!(known.get(&b"b/c.rs"[..]), Some(&(0, 17)));
+        assert!(parse_known(b"").unwrap().is_empty());
+        for broken in [&b"a.py\x003"[..], b"a.py\x00x\x001", b"a.py\x001\x00"] {
+            assert!(parse_known(broken).is_err());
+        }
+    }
+
+    #[test]
+    fn changes_keep_only_what_differs_from_the_known_stat_data() {
+        let dir = tree(&[
+            ("same.py", "x\n"),
+            ("edited.py", "x\n"),
+            ("new.py", "x\n"),
+            ("big.py", "xxxxxxxxxx\n"),
+        ]);
+        let stamp = |name: &str| {
+            let st = fs::metadata(dir.path().join(name)).unwrap();
+            format!(
+                "{name}\0{}\0{}",
+                st.size(),
+                st.mtime_nsec() + st.mtime() * 1_000_000_000
+            )
+        };
+        let blob = [
+            stamp("same.py"),
+            "edited.py\x001\x000".into(),
+            stamp("big.py"),
+            "gone.py\x001\x001".into(),
+        ]
+        .join("\0");
+        let known = || parse_known(blob.as_bytes()).unwrap();
+        let out = changes(dir.path(), &Defaults::builtin(), 5, known(), false);
+        let files: Vec<_> = out
+            .files
+            .iter()
+            .map(|(p, _, _, was)| (p.to_string_lossy().into_owned(), *was))
+            .collect();
+        assert_eq!(
+            files,
+            [("edited.py".into(), true), ("new.py".into(), false)]
+        );
+        assert_eq!(out.removed, ["big.py", "gone.py"]); // too large now, and deleted
+        assert_eq!(out.unchanged, 1);
+        assert_eq!(out.skipped.get("too_large"), Some(&1));
+        let every = changes(dir.path(), &Defaults::builtin(), 5, known(), true);
+        assert_eq!(every.files.len(), 3);
+        assert_eq!(every.unchanged, 0);
     }
 
     #[test]

@@ -19,6 +19,18 @@ REBUILD_HINT = ("If the disk is fine, the index may be damaged: `kenning remove-
                  "`kenning index` rebuild it.")
 
 
+# The stat data of the files table (all a refresh of an unchanged tree needs), kept as one blob
+# in meta: ``path\0size\0mtime_ns`` records joined by ``\0``. Any write to the files table, by
+# this version or any other, drops the blob; the writer rebuilds it in the same transaction.
+FILE_STATS_KEY = "file_stats"
+FILE_STATS_SQL = ("SELECT CAST(group_concat(path || char(0) || size || char(0) || mtime_ns, "
+                  "char(0)) AS BLOB) FROM files")
+_FILE_STATS_TRIGGERS = "".join(
+    f"CREATE TRIGGER IF NOT EXISTS files_{event.lower()}_drops_stats AFTER {event} ON files "
+    f"BEGIN DELETE FROM meta WHERE key = '{FILE_STATS_KEY}'; END;"
+    for event in ("INSERT", "UPDATE", "DELETE"))
+
+
 def _schema() -> str:
     return resources.files("kenning.store").joinpath("schema.sql").read_text(encoding="utf-8")
 
@@ -33,6 +45,7 @@ def open_writer(directory: Path) -> sqlite3.Connection:
         tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'meta'")
         if tables.fetchone()[0] == 0:
             conn.executescript(_schema())
+        conn.executescript(_FILE_STATS_TRIGGERS)  # no-ops once present
     except sqlite3.Error as exc:
         raise IndexError_(f"Cannot open the index database in {directory}: {exc}.",
                           hint=REBUILD_HINT) from exc
@@ -60,5 +73,7 @@ def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
 
 
 def set_meta(conn: sqlite3.Connection, key: str, value: object) -> None:
+    """Store ``value`` as text, or as a blob when it is bytes."""
+    stored = value if isinstance(value, bytes) else str(value)
     conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
-                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, str(value)))
+                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, stored))

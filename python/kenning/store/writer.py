@@ -93,10 +93,25 @@ class IndexWriter:
         return {r[0]: FileRow(*r) for r in self.conn.execute(
             "SELECT path, size, mtime_ns, digest, cluster, language FROM files")}
 
-    def stat_map(self) -> dict[str, tuple[int, int]]:
-        """path -> (size, mtime_ns): all the stat pass needs, read as cheaply as possible."""
-        return {path: (size, mtime) for path, size, mtime in self.conn.execute(
-            "SELECT path, size, mtime_ns FROM files")}
+    def file_stats(self) -> bytes:
+        """The stat data of every file as one blob (``db.FILE_STATS_SQL`` describes it): read
+        in one row instead of one Python object per file. Rebuilt here if missing."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?",
+                                (db.FILE_STATS_KEY,)).fetchone()
+        if row is not None:
+            return bytes(row[0])
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            stats = self._store_file_stats()
+            self.conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
+        return stats
+
+    def _store_file_stats(self) -> bytes:
+        stats = bytes(self.conn.execute(db.FILE_STATS_SQL).fetchone()[0] or b"")
+        db.set_meta(self.conn, db.FILE_STATS_KEY, stats)
+        return stats
 
     def clusters(self) -> dict[str, bytes]:
         return dict(self.conn.execute("SELECT cluster, digest FROM clusters").fetchall())
@@ -163,6 +178,7 @@ class IndexWriter:
                                   list(clusters.items()))
             if snapshot is not None:
                 self._insert_snapshot(snapshot)
+            self._store_file_stats()
             crash_point("files-written")
             self.conn.execute("COMMIT")
         except sqlite3.Error as exc:
