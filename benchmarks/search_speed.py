@@ -7,7 +7,8 @@ names and cosine distribution are those of real code.
 
     python benchmarks/search_speed.py warm --source /tmp/evalkit/corpora/requests-2.32.3 \\
         --sizes 100000,300000,1000000
-    python benchmarks/search_speed.py cli --repo /tmp/evalkit/corpora/rich-13.9.4 --runs 7
+    python benchmarks/search_speed.py cli --repo /tmp/evalkit/corpora/rich-13.9.4 --runs 7 \\
+        [--baseline /tmp/head/python]   # git archive <rev> python | tar -x -C /tmp/head
 """
 
 from __future__ import annotations
@@ -152,21 +153,43 @@ def warm(args: argparse.Namespace) -> None:
             shutil.rmtree(target, ignore_errors=True)
 
 
+def _timed(cmd: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
 def cli(args: argparse.Namespace) -> None:
+    """`kenning search` and `kenning --help` as fresh processes; with ``--baseline`` (the
+    ``python`` folder of another source tree, e.g. ``git archive HEAD~3 python``) the two trees
+    run interleaved, so the ratio compares them under the same machine load."""
     repo = Path(args.repo).resolve()
     env = {**os.environ, "KENNING_HOME": args.home}
-    subprocess.run([sys.executable, "-m", "kenning", "index", str(repo), "-q"], env=env,
-                   check=True)
-    times = []
+    variants = {"this tree": env}
+    if args.baseline:
+        variants["baseline"] = {**env, "PYTHONPATH": str(Path(args.baseline).resolve())}
+    kenning = [sys.executable, "-m", "kenning"]
+    subprocess.run([*kenning, "index", str(repo), "-q"], env=env, check=True)
+    search: dict[str, list[float]] = {name: [] for name in variants}
+    helps: dict[str, list[float]] = {name: [] for name in variants}
     for i in range(args.runs + 1):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "kenning", "search", QUERIES[i % len(QUERIES)],
-                        str(repo), "--json-output"], env=env, check=True,
-                       stdout=subprocess.DEVNULL)
-        if i:  # the first run warms the OS file cache
-            times.append(time.perf_counter() - started)
-    print(f"kenning search, fresh process, unchanged repository {repo}: "
-          f"p50 {statistics.median(times):.2f} s, min {min(times):.2f} s, max {max(times):.2f} s")
+        for name, variant_env in variants.items():
+            query = QUERIES[i % len(QUERIES)]
+            took = _timed([*kenning, "search", query, str(repo), "--json-output"], variant_env)
+            took_help = _timed([*kenning, "--help"], variant_env)
+            if i:  # the first run warms the OS file cache (and makes any cache files)
+                search[name].append(took)
+                helps[name].append(took_help)
+    print(f"fresh processes, unchanged repository {repo}, {args.runs} runs (seconds):")
+    print("| tree | search p50 | min | max | --help p50 |")
+    print("|---|---|---|---|---|")
+    for name in variants:
+        t = search[name]
+        print(f"| {name} | {statistics.median(t):.3f} | {min(t):.3f} | {max(t):.3f} "
+              f"| {statistics.median(helps[name]):.3f} |")
+    if args.baseline:
+        ratio = statistics.median(search["baseline"]) / statistics.median(search["this tree"])
+        print(f"search: baseline / this tree = {ratio:.2f}")
 
 
 def main() -> None:
@@ -183,6 +206,7 @@ def main() -> None:
     c.add_argument("--repo", required=True)
     c.add_argument("--runs", type=int, default=7)
     c.add_argument("--home", default="/tmp/kenning-eval-home")
+    c.add_argument("--baseline", help="the python/ folder of another source tree to compare")
     c.set_defaults(run=cli)
     args = parser.parse_args()
     args.run(args)

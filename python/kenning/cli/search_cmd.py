@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +36,38 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     settings = config.load()
     targets: list[str | Path] = [*projects, *([path] if path else [])]
     refs = resolve_projects(settings, targets or None)
-    result = run_search(query, refs, settings=settings, limit=limit or settings["search.limit"],
-                        path_filter=path_filter, language=language, kind=kind,
-                        refresh=not no_refresh)
+    loading = _load_local_model(settings)
+    try:
+        result = run_search(query, refs, settings=settings,
+                            limit=limit or settings["search.limit"], path_filter=path_filter,
+                            language=language, kind=kind, refresh=not no_refresh)
+    finally:
+        if loading is not None:  # never leave onnxruntime initialising while the process exits
+            loading.join()
     if json_output:
         click.echo(json.dumps(result, ensure_ascii=False))
     else:
         _print(result, max_snippet_lines, several=len(refs) > 1)
+
+
+def _load_local_model(settings: Any) -> threading.Thread | None:
+    """Start loading the embedded model while this process imports and refreshes: its session
+    is the slowest part of a search in a fresh process (the search waits for it, not again)."""
+    if settings["embedder.backend"] != "local":
+        return None
+
+    def load() -> None:
+        from kenning.embedding import local
+
+        try:
+            local.session()
+            local.tokenizer()
+        except Exception:  # noqa: BLE001, S110 - the search reports it when it needs the model
+            pass
+
+    thread = threading.Thread(target=load, name="kenning-model", daemon=True)
+    thread.start()
+    return thread
 
 
 def _print(result: dict[str, Any], max_lines: int, *, several: bool) -> None:
