@@ -1,0 +1,143 @@
+"""The stat pass of a refresh: what it notices from (size, mtime_ns) alone, and the stat data
+the store keeps for it (one blob beside the files table, never out of step with it)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from index_helpers import CountingEmbedder, check_consistent
+from kenning import config
+from kenning.indexer import refresh
+from kenning.store import Index, db
+
+pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo
+
+
+def indexed_paths(index: Index) -> set[str]:
+    with index.snapshot() as snap:
+        return {r[0] for r in snap.conn.execute("SELECT DISTINCT path FROM chunks")}
+
+
+def stored_stats(index: Index) -> tuple[bytes | None, dict[str, tuple[int, int]]]:
+    """The stat blob (None when dropped) and the files table's own (size, mtime_ns)."""
+    with index.snapshot() as snap:
+        row = snap.conn.execute("SELECT value FROM meta WHERE key = ?",
+                                (db.FILE_STATS_KEY,)).fetchone()
+        table = {p: (s, m) for p, s, m in snap.conn.execute(
+            "SELECT path, size, mtime_ns FROM files")}
+    return (None if row is None else bytes(row[0])), table
+
+
+def parse(blob: bytes) -> dict[str, tuple[int, int]]:
+    fields = blob.split(b"\0") if blob else []
+    return {fields[i].decode(): (int(fields[i + 1]), int(fields[i + 2]))
+            for i in range(0, len(fields), 3)}
+
+
+def test_the_stat_blob_follows_the_files_table(repo, settings, model):
+    refresh(repo, settings, embedder=model)
+    index = Index.open(repo, settings, embedder=model)
+    blob, table = stored_stats(index)
+    assert blob is not None and parse(blob) == table and len(table) == 5
+    (repo / "app" / "db.py").unlink()
+    (repo / "new.py").write_text("def fresh():\n    return 1\n")
+    os.utime(repo / "README.md", ns=(1, 2))  # stat data only: no new generation
+    refresh(repo, settings, embedder=model)
+    blob, table = stored_stats(index)
+    assert blob is not None and parse(blob) == table
+    assert "new.py" in table and "app/db.py" not in table and table["README.md"][1] == 2
+
+
+def test_a_write_to_the_files_table_elsewhere_drops_the_blob(repo, settings, model):
+    """Any other writer (an older kenning, a repair by hand) drops the blob through triggers,
+    so a stale copy is never trusted; the next refresh rebuilds it and sees the change."""
+    refresh(repo, settings, embedder=model)
+    index = Index.open(repo, settings, embedder=model)
+    conn = sqlite3.connect(index.dir / db.DB_NAME)
+    with conn:
+        conn.execute("UPDATE files SET size = size + 1 WHERE path = 'app/db.py'")
+    conn.close()
+    assert stored_stats(index)[0] is None
+    result = refresh(repo, settings, embedder=model)
+    assert result.files_changed == 0 and not result.content_changed  # same digest: stat only
+    blob, table = stored_stats(index)
+    assert blob is not None and parse(blob) == table
+    assert table["app/db.py"][0] == (repo / "app" / "db.py").stat().st_size
+
+
+def test_an_index_from_before_the_blob_gets_it_on_the_next_refresh(repo, settings, model):
+    refresh(repo, settings, embedder=model)
+    index = Index.open(repo, settings, embedder=model)
+    conn = sqlite3.connect(index.dir / db.DB_NAME)
+    with conn:
+        for name in [r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'trigger'")]:
+            conn.execute(f"DROP TRIGGER {name}")
+        conn.execute("DELETE FROM meta WHERE key = ?", (db.FILE_STATS_KEY,))
+    conn.close()
+    (repo / "lib" / "util.js").unlink()
+    result = refresh(repo, settings, embedder=model)
+    assert result.files_removed == 1
+    blob, table = stored_stats(index)
+    assert blob is not None and parse(blob) == table and "lib/util.js" not in table
+    emb = CountingEmbedder(model)
+    assert refresh(repo, settings, embedder=emb).nothing_changed and emb.texts == []
+
+
+def test_a_new_ignore_rule_removes_indexed_files(repo, settings, model):
+    refresh(repo, settings, embedder=model)
+    (repo / ".kenningignore").write_text("docs/\nREADME.md\n")
+    result = refresh(repo, settings, embedder=model)
+    assert result.files_removed == 2 and result.files_added == 1  # the rule file itself
+    index = Index.open(repo, settings, embedder=model)
+    check_consistent(index)
+    assert indexed_paths(index) == {".kenningignore", "app/db.py", "app/server.py",
+                                    "lib/util.js"}
+
+
+def test_a_size_change_is_seen_even_with_the_old_mtime(repo, settings, model):
+    refresh(repo, settings, embedder=model)
+    target = repo / "app" / "db.py"
+    st = target.stat()
+    target.write_text(target.read_text() + "\n\ndef close(conn):\n    conn.close()\n")
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    emb = CountingEmbedder(model)
+    result = refresh(repo, settings, embedder=emb)
+    assert result.files_changed == 1 and any("def close" in t for t in emb.texts)
+
+
+def test_an_edit_that_keeps_size_and_mtime_waits_for_a_full_refresh(repo, settings, model):
+    """The known limit of a stat pass (git has it too): same size, same mtime_ns, new bytes."""
+    refresh(repo, settings, embedder=model)
+    target = repo / "app" / "server.py"
+    st = target.stat()
+    target.write_text(target.read_text().replace("forever", "for now"))
+    assert target.stat().st_size == st.st_size
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert refresh(repo, settings, embedder=model).nothing_changed
+    emb = CountingEmbedder(model)
+    refresh(repo, settings, embedder=emb, full=True)  # re-reads every file
+    assert len(emb.texts) == 1 and "serve requests for now" in emb.texts[0]
+
+
+def test_files_that_turn_binary_or_too_large_are_removed(repo, settings, model):
+    refresh(repo, settings, embedder=model)
+    (repo / "lib" / "util.js").write_bytes(b"\x00\x01\x02 now binary")
+    result = refresh(repo, settings, embedder=model)
+    assert result.files_removed == 1 and result.files == 4
+    small = config.load({"embedder.batch_size": "4", "embedder.concurrency": "1",
+                         "index.max_file_size": "150"})
+    big = {p for p in ("README.md", "docs/guide.md", "app/server.py", "app/db.py")
+           if (repo / p).stat().st_size > 150}
+    assert big and len(big) < 4
+    result = refresh(repo, small, embedder=model)
+    assert result.files_removed == len(big) and result.files == 4 - len(big)
+    assert not indexed_paths(Index.open(repo, small, embedder=model)) & big
+
+
+def test_a_name_that_is_not_utf8_does_not_stop_a_refresh(repo, settings, model):
+    (repo / os.fsdecode(b"odd\xff.py")).write_text("def odd():\n    return 1\n")
+    result = refresh(repo, settings, embedder=model)
+    assert result.files == 5 and result.status == "complete"
+    assert refresh(repo, settings, embedder=model).nothing_changed
