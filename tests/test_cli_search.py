@@ -96,6 +96,7 @@ def test_stats_counts_searches(indexed: Indexed, capsys: pytest.CaptureFixture[s
 
 def test_remove_index(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("def alpha():\n    return 1\n")
+    assert kenning(capsys, "index", str(tmp_path), "--quiet")[0] == 0
     code, out, _ = kenning(capsys, "search", "alpha", str(tmp_path), "--json-output")
     assert code == 0 and json.loads(out)["results"][0]["symbol"] == "alpha"
     code, out, _ = kenning(capsys, "remove-index", str(tmp_path), "--json-output")

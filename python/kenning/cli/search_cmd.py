@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +32,12 @@ import click
 def search(query: str, path: Path | None, path_filter: str | None, language: str | None,
            kind: str | None, limit: int | None, projects: tuple[str, ...], no_refresh: bool,
            max_snippet_lines: int, json_output: bool) -> None:
-    """Find code by meaning, words or symbol: `kenning search "how are retries handled"`."""
+    """Find code by meaning, words or symbol: `kenning search "how are retries handled"`.
+
+    The index is refreshed first. In a project never indexed, the search answers as soon as
+    its files are chunked (words and symbols) and a background `kenning index` computes the
+    vectors; later searches use them as they arrive.
+    """
     from kenning import config
     from kenning.search import resolve_projects
     from kenning.search import search as run_search
@@ -37,17 +46,73 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     targets: list[str | Path] = [*projects, *([path] if path else [])]
     refs = resolve_projects(settings, targets or None)
     loading = _load_local_model(settings)
+    progress = _Progress() if sys.stderr.isatty() else None
+    unembedded: list[Path] = []
     try:
         result = run_search(query, refs, settings=settings,
                             limit=limit or settings["search.limit"], path_filter=path_filter,
-                            language=language, kind=kind, refresh=not no_refresh)
+                            language=language, kind=kind, refresh=not no_refresh,
+                            progress=progress, defer_vectors=unembedded.append)
     finally:
+        if progress is not None:
+            progress.clear()
         if loading is not None:  # never leave onnxruntime initialising while the process exits
             loading.join()
+    for root in unembedded:
+        _index_in_background(root)
     if json_output:
         click.echo(json.dumps(result, ensure_ascii=False))
     else:
         _print(result, max_snippet_lines, several=len(refs) > 1)
+
+
+class _Progress:
+    """One self-erasing line on stderr while a search waits for its refresh; silent when the
+    refresh is quick (an unchanged project)."""
+
+    DELAY = 0.3  # seconds before the line appears
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.shown = False
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        if kind == "scan":
+            text = f"{event['files']} files to check"
+        elif kind == "chunking":
+            text = f"{event['done']}/{event['total']} files read, {event['chunks']} chunks"
+        elif kind == "committed":
+            text = f"{event['chunks']} chunks searchable"
+        elif kind == "embedding":
+            text = f"{event['done']}/{event['total']} vectors"
+        else:
+            return
+        if self.shown or time.monotonic() - self.started >= self.DELAY:
+            sys.stderr.write(f"\r\x1b[KIndexing: {text}")
+            sys.stderr.flush()
+            self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            self.shown = False
+
+
+def _index_in_background(root: Path) -> None:
+    """Leave the vectors of a first index to a detached `kenning index`: the search has
+    answered from the words and symbols already, and the next searches use the vectors as they
+    arrive. The child gets its own session and no terminal, so it outlives this process."""
+    argv = [sys.executable, "-m", "kenning", "index", str(root), "--quiet"]
+    if hasattr(os, "posix_spawn"):  # no Popen object left to warn that its child still runs
+        quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+        os.posix_spawn(sys.executable, argv, os.environ, file_actions=quiet, setsid=True)
+    else:
+        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    click.echo(f"The vectors of {root} are being computed in the background; "
+               "`kenning status` shows how far it got.", err=True)
 
 
 def _load_local_model(settings: Any) -> threading.Thread | None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,9 @@ class _Context:
     query_vector: np.ndarray | None
     floor: float
     branches: frozenset[str]
+    progress: Callable[[dict[str, Any]], None] | None = None
+    defer_vectors: Callable[[Path], None] | None = None
+    deferred: list[Path] = field(default_factory=list)  # roots whose vectors were left over
     warnings: list[str] = field(default_factory=list)
 
 
@@ -69,15 +73,33 @@ def _refresh(ref: ProjectRef, ctx: _Context) -> bool:
     waiting for minutes, and the exact scan answers until it is current."""
     from kenning.indexer import refresh
 
+    embed = ctx.defer_vectors is None or not _lacks_vectors(ref, ctx)
     try:
-        result = refresh(ref.root, ctx.settings, embedder=ctx.embedder, graph=False)
+        result = refresh(ref.root, ctx.settings, embedder=ctx.embedder, graph=False,
+                         embed=embed, progress=ctx.progress)
     except EmbedderError:
-        refresh(ref.root, ctx.settings, embedder=ctx.embedder, embed=False)
+        refresh(ref.root, ctx.settings, embedder=ctx.embedder, embed=False,
+                progress=ctx.progress)
         return False
     if result.busy:
         ctx.warnings.append(f"{ref.root} is being indexed by another process; results come from "
                             "its last snapshot.")
+    elif not embed and result.status != "complete":
+        ctx.deferred.append(ref.root)
     return True
+
+
+def _lacks_vectors(ref: ProjectRef, ctx: _Context) -> bool:
+    """True when the project was never indexed, or its last index run stopped before all its
+    chunks had vectors: a first index, which can take minutes."""
+    from kenning.store import Index
+
+    try:
+        index = Index.open(ref.root, ctx.settings, embedder=ctx.embedder)
+    except IndexMissing:
+        return True
+    with index.snapshot() as snap:
+        return snap.generation == 0 or snap.status != "complete"
 
 
 @cache
@@ -109,7 +131,8 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]
         if snap.status == "partial" and snap.chunks:
             share = round(100 * snap.vectors / snap.chunks)
             ctx.warnings.append(f"The index of {index.root} is still being built: {snap.vectors} "
-                                f"of {snap.chunks} chunks ({share}%) have vectors so far.")
+                                f"of {snap.chunks} chunks ({share}%) have vectors so far, so "
+                                "results rest mostly on words and symbols until it is done.")
         rankings: dict[str, list[int]] = {}
         cosine: dict[int, float] = {}
         vector_hits = None
@@ -181,11 +204,17 @@ def _embedder(settings: Settings, given: Any) -> Iterator[Any]:
 def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings: Settings,
            limit: int = 10, path_filter: str | None = None, language: str | None = None,
            kind: str | None = None, refresh: bool = True, embedder: Any = None,
-           branches: Collection[str] = BRANCHES) -> dict[str, Any]:
+           branches: Collection[str] = BRANCHES,
+           progress: Callable[[dict[str, Any]], None] | None = None,
+           defer_vectors: Callable[[Path], None] | None = None) -> dict[str, Any]:
     """Hybrid search over one or more projects; the DESIGN.md search-result JSON.
 
     ``branches`` selects retrieval branches (all by default; the quality benchmark measures
-    each alone)."""
+    each alone). ``progress`` receives the refresh's progress events. With ``defer_vectors``, a
+    project never indexed (or whose vectors are incomplete) is searched as soon as its files and
+    chunks are committed, by words, symbols and whatever vectors it has, with a warning; its
+    root is then passed to ``defer_vectors``, which sees to the vectors (the CLI starts a
+    background `kenning index`)."""
     from kenning import usage_log
 
     started = time.perf_counter()
@@ -199,11 +228,15 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
             filters.bind(ref.root)
         with _embedder(settings, embedder) as emb:
             ctx = _Context(parsed, filters, limit, settings, emb, None,
-                           relevance_floor(str(emb.model)), frozenset(branches))
+                           relevance_floor(str(emb.model)), frozenset(branches), progress,
+                           defer_vectors)
             result = _run(refs, ctx, refresh=refresh and bool(settings["search.refresh"]))
     except KenningError as exc:
         usage_log.record("error", command="search", error=type(exc).__name__)
         raise
+    for root in ctx.deferred:
+        assert defer_vectors is not None  # only then are roots deferred
+        defer_vectors(root)
     results = result["results"]
     # tokens saved: reading each hit file whole (once) versus reading the snippets
     whole = {(r["project"], r["path"]): r.pop("_file_bytes") for r in results}
