@@ -12,18 +12,37 @@ from typing import Any
 
 import click
 
-# command name -> "module:attribute"; modules load lazily so `kenning --help` stays fast.
-COMMANDS = {
-    "index": "kenning.cli.index_cmd:index",
-    "search": "kenning.cli.search_cmd:search",
-    "status": "kenning.cli.status_cmd:status",
-    "remove-index": "kenning.cli.status_cmd:remove_index",
-    "stats": "kenning.cli.status_cmd:stats",
-    "doctor": "kenning.cli.doctor_cmd:doctor",
-    "config": "kenning.cli.config_cmd:config",
-    "mcp": "kenning.cli.mcp_cmd:mcp",
-    "setup-agent": "kenning.cli.agent_cmd:setup_agent",
-    "remove-agent": "kenning.cli.agent_cmd:remove_agent",
+# command name -> ("module:attribute", summary); modules load only when their command runs, so
+# `kenning --help` lists the commands from these summaries (a test keeps each one equal to the
+# first paragraph of its command's help).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "index": ("kenning.cli.index_cmd:index",
+              "Index PATH (default: the current directory; lifted to its git work tree root)."),
+    "search": ("kenning.cli.search_cmd:search",
+               'Find code by meaning, words or symbol: `kenning search "how are retries '
+               'handled"`.'),
+    "status": ("kenning.cli.status_cmd:status",
+               "What the index of the project at PATH holds and whether it is healthy."),
+    "remove-index": ("kenning.cli.status_cmd:remove_index",
+                     "Delete the index of the project at PATH (every model's), or of all "
+                     "projects."),
+    "stats": ("kenning.cli.status_cmd:stats",
+              "Searches, latency, index runs, errors and an estimate of tokens saved (local log)."),
+    "doctor": ("kenning.cli.doctor_cmd:doctor",
+               "Check that the model loads, the embedder answers, indexes can be written and a "
+               "search finds what was indexed."),
+    "config": ("kenning.cli.config_cmd:config",
+               "Read and change settings (file < KENNING_* environment < flags)."),
+    "mcp": ("kenning.cli.mcp_cmd:mcp",
+            "Run the MCP server over stdio (register it with `claude mcp add kenning -- kenning "
+            "mcp`)."),
+    "setup-agent": ("kenning.cli.agent_cmd:setup_agent",
+                    "Wire kenning into Claude Code and Codex: the MCP server, a short instruction "
+                    "block, a search skill, a read-only explorer subagent and a session-start "
+                    "hook that refreshes the index in the background."),
+    "remove-agent": ("kenning.cli.agent_cmd:remove_agent",
+                     "Take out what `kenning setup-agent` added, leaving everything else byte for "
+                     "byte."),
 }
 
 
@@ -35,25 +54,38 @@ class LazyGroup(click.Group):
         target = COMMANDS.get(cmd_name)
         if target is None:
             return None
-        module, attr = target.split(":")
+        module, attr = target[0].split(":")
         try:
             command: click.Command = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError):
             return None  # a command whose module is not part of this build
         return command
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of `kenning --help`, without importing any command."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [(name, click.Command(name, help=COMMANDS[name][1]).get_short_help_str(limit))
+                for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-def _version() -> str:
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
     from kenning import __version__
 
-    return __version__
+    click.echo(f"kenning, version {__version__}")
+    ctx.exit()
 
 
 @click.group(cls=LazyGroup, context_settings=CONTEXT)
-@click.version_option(_version(), "-V", "--version", prog_name="kenning")
+@click.option("-V", "--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=_print_version, help="Show the version and exit.")
 def cli() -> None:
     """Local semantic code search for coding agents and the people who drive them.
 
