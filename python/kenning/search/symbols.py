@@ -20,22 +20,20 @@ EXACT, LAST_PART, CASELESS, CONTAINER, PREFIX = 4.0, 3.0, 2.0, 1.5, 1.0
 
 
 def grade(symbol: str, name: str) -> float:
-    """How well ``symbol`` (qualified, e.g. ``pkg.Client.send``) matches one queried ``name``."""
-    if symbol == name:
+    """How well ``symbol`` (qualified, e.g. ``pkg.Client.send``) matches one queried ``name``.
+    Qualifiers compare part by part, so ``Rack::Builder`` names the symbol ``Rack.Builder``."""
+    parts = [p for p in _QUALIFIER.split(symbol) if p] or [symbol]
+    wanted = [p for p in _QUALIFIER.split(name) if p] or [name]
+    if parts == wanted:
         return EXACT
-    parts = [p for p in _QUALIFIER.split(symbol) if p]
-    tail = _QUALIFIER.split(name)
-    if len(tail) > 1 and symbol.endswith(name) and symbol[: -len(name)][-1:] in ".:#>/":
-        return LAST_PART  # a qualified query names the symbol's tail: Client.send
-    last = parts[-1] if parts else symbol
-    if last == name:
-        return LAST_PART
-    if symbol.lower() == name.lower() or last.lower() == name.lower():
+    if parts[-len(wanted):] == wanted:
+        return LAST_PART  # the query names the symbol's tail: `Client.send`, or just `send`
+    lowered = [p.lower() for p in parts]
+    if lowered[-len(wanted):] == [p.lower() for p in wanted]:
         return CASELESS
-    qualifiers = [p.lower() for p in tail[:-1] if p]
-    if qualifiers and last.lower() == qualifiers[-1]:
+    if len(wanted) > 1 and lowered[-1] == wanted[-2].lower():
         return CONTAINER  # `HttpClient.send` asked, the chunk is the class HttpClient itself
-    if len(name) >= 3 and last.lower().startswith(name.lower()):
+    if len(wanted[-1]) >= 3 and lowered[-1].startswith(wanted[-1].lower()):
         return PREFIX
     return 0.0
 
