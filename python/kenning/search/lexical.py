@@ -9,14 +9,15 @@ from kenning.search.query import Query
 # bm25() column weights of chunks_fts(body, symbol, path): a term in the chunk's own name or
 # its file's path says more about the chunk than one occurrence in its body.
 COLUMN_WEIGHTS = (1.0, 4.0, 2.0)
-# FTS5 scores every row the expression matches (bm25() costs 1.5-3 us a row), so on a large
-# index a few common words cost tens of milliseconds. The rows scored are those of the query's
-# rarest terms, taken while their rows together stay within SCORED_ROWS; rows that have only
-# commoner terms are left out (those terms' low IDF ranks such rows low anyway). Terms in up to
-# COMMON_ROWS rows still take part in the scores of those rows; beyond that, reading a term's
-# postings costs more than its IDF is worth. On indexes of a few thousand chunks neither binds.
+# FTS5 scores every row the expression matches (bm25() costs 1.5-3 us a row, and counting a
+# term's rows about 0.3 us each), so on a large index a few common words cost tens of
+# milliseconds. The rows scored are those of the query's rarest terms, taken while their rows
+# together stay within SCORED_ROWS; rows that have only terms commoner than that are left out,
+# and such terms do not take part in the scores (their low IDF ranks rows low anyway). A query
+# of common terms only matches the rows that have them all, and an expression still over the
+# budget is narrowed to the chunks whose name or path has the terms, then whose name has them.
+# On indexes of a few thousand chunks the budget rarely binds.
 SCORED_ROWS = 2000
-COMMON_ROWS = 5000
 
 
 # Inflections stripped from a query word so that "handled" also finds "handle" and "handler";
@@ -46,22 +47,35 @@ def _rows_up_to(conn: sqlite3.Connection, match: str, cap: int) -> int:
                             "MATCH ? LIMIT ?)", (match, cap)).fetchone()[0])
 
 
+def _narrowed(conn: sqlite3.Connection, match: str) -> str:
+    """``match``, or if it finds more rows than the budget, its rows whose chunk name or path
+    (then name alone) has the terms, as long as there are some."""
+    if _rows_up_to(conn, match, SCORED_ROWS + 1) <= SCORED_ROWS:
+        return match
+    best = match
+    for columns in ("{symbol path}", "{symbol}"):
+        narrower = f"{columns} : ({match})"
+        rows = _rows_up_to(conn, narrower, SCORED_ROWS + 1)
+        if rows == 0:
+            break
+        best = narrower
+        if rows <= SCORED_ROWS:
+            break
+    return best
+
+
 def expression(conn: sqlite3.Connection, query: Query) -> str | None:
     """The FTS5 MATCH expression: the rows of the rarest terms, scored by all but common ones."""
     if not query.terms:
         return None
     quoted = _quoted(query.terms)
     if len(quoted) == 1:
-        if _rows_up_to(conn, quoted[0], SCORED_ROWS + 1) <= SCORED_ROWS:
-            return quoted[0]
-        # a common single word: the chunks it names (symbol) or files (path) outrank the rest
-        named = f"{{symbol path}} : {quoted[0]}"
-        return named if _rows_up_to(conn, named, 1) else quoted[0]
-    counted = sorted((_rows_up_to(conn, term, COMMON_ROWS + 1), i, term)
+        return _narrowed(conn, quoted[0])
+    counted = sorted((_rows_up_to(conn, term, SCORED_ROWS + 1), i, term)
                      for i, term in enumerate(quoted))
     if counted[0][0] > SCORED_ROWS:  # common words only: the rows that have them all
         every = " AND ".join(quoted)
-        return every if _rows_up_to(conn, every, 1) else counted[0][2]
+        return _narrowed(conn, every if _rows_up_to(conn, every, 1) else counted[0][2])
     kept: list[tuple[int, str]] = []
     rows = 0
     for count, i, term in counted:
@@ -70,12 +84,12 @@ def expression(conn: sqlite3.Connection, query: Query) -> str | None:
         kept.append((i, term))
         rows += count
     rare = " OR ".join(term for _, term in sorted(kept))
-    scoring = [term for count, i, term in sorted(counted, key=lambda c: c[1])
-               if count <= COMMON_ROWS]
+    scoring = [term for count, _, term in sorted(counted, key=lambda c: c[1])
+               if count <= SCORED_ROWS]
     if len(scoring) == len(kept):
         return rare
-    # the rarer terms' rows, scored by the commoner terms too (FTS5 counts the repeated rarer
-    # phrases twice, which weighs them up a little more)
+    # the rarer terms' rows, scored by the other uncommon terms too (FTS5 counts the repeated
+    # rarer phrases twice, which weighs them up a little more)
     return f"({rare}) AND ({' OR '.join(scoring)})"
 
 def search(conn: sqlite3.Connection, query: Query, *, limit: int, where: str = "",

@@ -1,0 +1,79 @@
+"""The lexical branch's row budget: which rows FTS5 scores when query terms are common.
+
+A real index of a generated repository (files, chunks and the FTS table; no vectors needed), with
+the budget lowered so that a handful of rows count as "common".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kenning import config
+from kenning.indexer import refresh
+from kenning.search import lexical
+from kenning.search.query import analyze
+from kenning.store import Index, Snapshot
+
+# 12 functions mention "widget" (common at a budget of 5), 3 of them also "sprocket" (rare);
+# "bolt" is in 4 (within the budget, but not with sprocket's 3 on top); "gasket" is in 8 and
+# "flange" in 7, both common; one function is named after widgets.
+FILES = {
+    f"src/part{i}.py": f"def part_{i}():\n    '''Build the widget"
+                       f"{' and a sprocket' if i < 3 else ''}{' with a gasket' if i < 8 else ''}"
+                       f"{' and flange' if i >= 5 else ''}"
+                       f"{' held by a bolt' if 2 <= i <= 5 else ''}.'''\n    return {i}\n"
+    for i in range(12)
+}
+FILES["src/registry.py"] = "def widget_registry():\n    '''All parts by name.'''\n    return {}\n"
+
+
+@pytest.fixture
+def snap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Snapshot]:
+    for rel, text in FILES.items():
+        path = tmp_path / "repo" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    root = tmp_path / "repo"
+    settings = config.load()
+    refresh(root, settings, embed=False)
+    monkeypatch.setattr(lexical, "SCORED_ROWS", 5)
+    with Index.open(root, settings).snapshot() as snapshot:
+        yield snapshot
+
+
+def _symbols(snap: Snapshot, query: str) -> list[str]:
+    hits = lexical.search(snap.conn, analyze(query), limit=20)
+    names = dict(snap.conn.execute("SELECT id, symbol FROM chunks"))
+    return [names[cid] for cid, _ in hits]
+
+
+def test_within_the_budget_every_term_matches(snap: Snapshot,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lexical, "SCORED_ROWS", 1000)
+    assert lexical.expression(snap.conn, analyze("sprocket widget")) == '"sprocket" OR "widget"'
+    assert len(_symbols(snap, "sprocket widget")) == 13
+
+
+def test_rows_of_the_rare_term_only_are_scored(snap: Snapshot) -> None:
+    found = _symbols(snap, "sprocket widget")
+    assert sorted(found) == ["part_0", "part_1", "part_2"]  # no row with only the common word
+
+
+def test_other_terms_within_the_budget_still_score_the_rare_terms_rows(snap: Snapshot) -> None:
+    query = analyze("sprocket bolt")
+    assert lexical.expression(snap.conn, query) == '("sprocket") AND ("sprocket" OR "bolt")'
+    found = _symbols(snap, "sprocket bolt")
+    assert found[0] == "part_2" and sorted(found) == ["part_0", "part_1", "part_2"]
+    # a common term is left out of the scores altogether
+    assert lexical.expression(snap.conn, analyze("sprocket gasket")) == '"sprocket"'
+
+
+def test_common_terms_only_match_rows_that_have_them_all(snap: Snapshot) -> None:
+    assert lexical.expression(snap.conn, analyze("gasket flange")) == '"gasket" AND "flange"'
+    assert sorted(_symbols(snap, "gasket flange")) == ["part_5", "part_6", "part_7"]
+
+
+def test_a_common_word_narrows_to_the_chunks_it_names(snap: Snapshot) -> None:
+    assert _symbols(snap, "widget") == ["widget_registry"]
