@@ -14,20 +14,22 @@
 //! data of the files indexed before and keeps only what differs, so a refresh of an unchanged
 //! tree hands the caller nothing to look at.
 
+use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{CStr, OsStr, OsString};
 use std::fs;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::Match;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{value_error, CoreResult};
-use crate::parallel;
 
 const IGNORE_FILE: &str = ".gitignore";
 const KENNING_IGNORE_FILE: &str = ".kenningignore";
@@ -40,20 +42,6 @@ pub struct Defaults {
     pub files: HashSet<String>,
     pub suffixes: Vec<String>,
     pub env_markers: Vec<String>,
-}
-
-impl Defaults {
-    fn excluded(&self, name: &OsStr, is_dir: bool) -> bool {
-        let (names, suffixes) = if is_dir {
-            (&self.dirs, &self.dir_suffixes)
-        } else {
-            (&self.files, &self.suffixes)
-        };
-        name.to_str().is_some_and(|n| names.contains(n))
-            || suffixes
-                .iter()
-                .any(|x| name.as_bytes().ends_with(x.as_bytes()))
-    }
 }
 
 /// What a walk found: candidate files sorted by path, and what it left out by reason.
@@ -126,12 +114,18 @@ struct Row {
     is_link: bool,
 }
 
-/// The name, with a trailing '/' for a folder: "a.txt" < "a/b", so the output is sorted by path.
-fn sort_key(row: &Row) -> impl Iterator<Item = &u8> {
-    row.name
-        .as_bytes()
-        .iter()
-        .chain(row.is_dir.then_some(&b'/'))
+/// Orders names as their sort keys (the name, with a trailing '/' for a folder): "a.txt" <
+/// "a/b", so the output is sorted by path. Byte order is code point order for UTF-8 names.
+fn by_key(a: &Row, b: &Row) -> Ordering {
+    let (x, y) = (a.name.as_bytes(), b.name.as_bytes());
+    let common = x.len().min(y.len());
+    x[..common].cmp(&y[..common]).then_with(|| {
+        let next = |bytes: &[u8], is_dir: bool| match bytes.get(common) {
+            Some(&b) => Some(b),
+            None => is_dir.then_some(b'/'),
+        };
+        next(x, a.is_dir).cmp(&next(y, b.is_dir))
+    })
 }
 
 /// The sort key as Python orders the name: code points, with each byte that is not UTF-8 read
@@ -148,27 +142,53 @@ fn code_points(row: &Row) -> Vec<u32> {
     out
 }
 
-struct Folder {
-    dir: usize, // index into `Walker::dirs`
-    prefix: PathBuf,
-    rules: Vec<Arc<Rules>>,
-    ancestors: Vec<(u64, u64)>,
-    rows: std::vec::IntoIter<Row>,
+/// The default excludes as lookups: names in sets, suffixes (all starting with '.') by the part
+/// of a name from one of its dots.
+struct Excludes {
+    dirs: FxHashSet<Vec<u8>>,
+    dir_suffixes: FxHashSet<Vec<u8>>,
+    files: FxHashSet<Vec<u8>>,
+    suffixes: FxHashSet<Vec<u8>>,
+    odd_suffixes: Vec<Vec<u8>>, // any not starting with '.', checked one by one
+    env_markers: Vec<OsString>,
 }
 
-struct Walker<'a> {
-    root: PathBuf,
-    defaults: &'a Defaults,
-    out: WalkOutput,
-    pending: Vec<Pending>,
-    dirs: Vec<PathBuf>, // every folder opened, by index
-}
+impl Excludes {
+    fn new(defaults: &Defaults) -> Self {
+        let bytes = |xs: &mut dyn Iterator<Item = &String>| -> FxHashSet<Vec<u8>> {
+            xs.map(|x| x.as_bytes().to_vec()).collect()
+        };
+        let dotted = |xs: &[String]| -> FxHashSet<Vec<u8>> {
+            bytes(&mut xs.iter().filter(|x| x.starts_with('.')))
+        };
+        let odd = defaults.dir_suffixes.iter().chain(&defaults.suffixes);
+        Excludes {
+            dirs: bytes(&mut defaults.dirs.iter()),
+            dir_suffixes: dotted(&defaults.dir_suffixes),
+            files: bytes(&mut defaults.files.iter()),
+            suffixes: dotted(&defaults.suffixes),
+            odd_suffixes: odd
+                .filter(|x| !x.starts_with('.'))
+                .map(|x| x.as_bytes().to_vec())
+                .collect(),
+            env_markers: defaults.env_markers.iter().map(OsString::from).collect(),
+        }
+    }
 
-struct Pending {
-    rel: OsString,
-    dir: usize, // index into `Walker::dirs`
-    name: CString,
-    is_link: bool,
+    fn excluded(&self, name: &OsStr, is_dir: bool) -> bool {
+        let (names, suffixes) = if is_dir {
+            (&self.dirs, &self.dir_suffixes)
+        } else {
+            (&self.files, &self.suffixes)
+        };
+        let name = name.as_bytes();
+        names.contains(name)
+            || name
+                .iter()
+                .enumerate()
+                .any(|(i, &b)| b == b'.' && suffixes.contains(&name[i..]))
+            || self.odd_suffixes.iter().any(|x| name.ends_with(x))
+    }
 }
 
 /// What a file's stat says: (size, mtime_ns), not a regular file, or unreadable.
@@ -179,18 +199,18 @@ enum Stat {
 }
 
 /// `fstatat` relative to the open folder: the kernel resolves one name, not the whole path.
-fn stat_at(dir: &fs::File, file: &Pending) -> Stat {
-    let flags = if file.is_link {
+fn stat_at(dir: &fs::File, name: &CStr, is_link: bool) -> Stat {
+    let flags = if is_link {
         0
     } else {
         libc::AT_SYMLINK_NOFOLLOW
     };
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: a valid folder descriptor, a NUL-terminated name and room for one `stat`.
-    let rc = unsafe { libc::fstatat(dir.as_raw_fd(), file.name.as_ptr(), st.as_mut_ptr(), flags) };
+    let rc = unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), st.as_mut_ptr(), flags) };
     if rc != 0 {
         let dangling = std::io::Error::last_os_error().kind() == std::io::ErrorKind::NotFound;
-        return if file.is_link && dangling {
+        return if is_link && dangling {
             Stat::Other
         } else {
             Stat::Unreadable
@@ -205,41 +225,6 @@ fn stat_at(dir: &fs::File, file: &Pending) -> Stat {
         st.st_size as u64,
         st.st_mtime * 1_000_000_000 + st.st_mtime_nsec,
     )
-}
-
-/// Stats of `files` in order, opening each folder once per run of its files.
-fn stat_run(dirs: &[PathBuf], files: &[Pending]) -> Vec<Stat> {
-    let mut open: Option<(usize, std::io::Result<fs::File>)> = None;
-    files
-        .iter()
-        .map(|file| {
-            if open.as_ref().map(|(dir, _)| *dir) != Some(file.dir) {
-                open = Some((file.dir, fs::File::open(&dirs[file.dir])));
-            }
-            match open.as_ref().map(|(_, dir)| dir) {
-                Some(Ok(dir)) => stat_at(dir, file),
-                _ => Stat::Unreadable,
-            }
-        })
-        .collect()
-}
-
-/// Stats of every file, in order; one thread per ~2,000 files (stat is most of a walk's time).
-fn stat_all(dirs: &[PathBuf], files: &[Pending]) -> Vec<Stat> {
-    let threads = parallel::threads_for(files.len(), 2000);
-    if threads == 1 {
-        return stat_run(dirs, files);
-    }
-    std::thread::scope(|scope| {
-        let parts: Vec<_> = parallel::split(files.len(), threads)
-            .into_iter()
-            .map(|range| scope.spawn(move || stat_run(dirs, &files[range])))
-            .collect();
-        parts
-            .into_iter()
-            .flat_map(|part| part.join().expect("stat does not panic"))
-            .collect()
-    })
 }
 
 fn bump(counts: &mut HashMap<&'static str, u64>, reason: &'static str) {
@@ -259,6 +244,43 @@ fn lexical(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// One folder to read: where it is, the rules that apply inside it, the folders above it.
+struct Job {
+    id: usize,
+    abs: PathBuf,
+    prefix: PathBuf, // relative to the root, "" for the root itself
+    rules: Vec<Arc<Rules>>,
+    ancestors: Vec<(u64, u64)>,
+}
+
+/// A folder's candidates in path order: files, and the folders to splice in at their place.
+enum Item {
+    File(OsString, u64, i64),
+    Folder(usize),
+}
+
+/// Folders waiting to be read, and how many are being read (the walk ends when both are 0).
+struct Queue {
+    jobs: Vec<Job>,
+    busy: usize,
+}
+
+/// What one worker thread found: each folder's items by folder id, and its skip counts.
+#[derive(Default)]
+struct Found {
+    listings: Vec<(usize, Vec<Item>)>,
+    skipped: HashMap<&'static str, u64>,
+    skipped_dirs: HashMap<&'static str, u64>,
+}
+
+struct Walker<'a> {
+    root: PathBuf,
+    excludes: &'a Excludes,
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    next_id: AtomicUsize,
 }
 
 impl Walker<'_> {
@@ -284,7 +306,7 @@ impl Walker<'_> {
         if let Some(ignored) = decide(stack, rel, is_dir, Kind::Kenning) {
             return ignored.then_some("ignored");
         }
-        if self.defaults.excluded(name, is_dir) {
+        if self.excludes.excluded(name, is_dir) {
             return Some("default");
         }
         decide(stack, rel, is_dir, Kind::Git)
@@ -292,55 +314,91 @@ impl Walker<'_> {
             .then_some("ignored")
     }
 
-    fn open(
-        &mut self,
-        abs_dir: &Path,
-        prefix: PathBuf,
-        rules: &[Arc<Rules>],
-        ancestors: &[(u64, u64)],
-    ) -> Option<Folder> {
-        let key = match fs::metadata(abs_dir) {
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Read folders until none is left; several threads run this at once.
+    fn work(&self) -> Found {
+        let mut found = Found::default();
+        loop {
+            let job = {
+                let mut queue = self.queue();
+                loop {
+                    if let Some(job) = queue.jobs.pop() {
+                        queue.busy += 1;
+                        break job;
+                    }
+                    if queue.busy == 0 {
+                        self.wake.notify_all();
+                        return found;
+                    }
+                    queue = self
+                        .wake
+                        .wait(queue)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+            };
+            let id = job.id;
+            let (items, children) = self.read(job, &mut found);
+            found.listings.push((id, items));
+            let mut queue = self.queue();
+            queue.jobs.extend(children.into_iter().rev()); // popped in path order
+            queue.busy -= 1;
+            self.wake.notify_all();
+        }
+    }
+
+    /// One folder: its entries, sorted; what the rules keep; the stat of every kept file.
+    fn read(&self, job: Job, found: &mut Found) -> (Vec<Item>, Vec<Job>) {
+        let none = (Vec::new(), Vec::new());
+        let Ok(dir) = fs::File::open(&job.abs) else {
+            bump(&mut found.skipped_dirs, "unreadable");
+            return none;
+        };
+        let key = match dir.metadata() {
             Ok(st) => (st.dev(), st.ino()),
             Err(_) => {
-                bump(&mut self.out.skipped_dirs, "unreadable");
-                return None;
+                bump(&mut found.skipped_dirs, "unreadable");
+                return none;
             }
         };
-        if ancestors.contains(&key) {
+        if job.ancestors.contains(&key) {
             // a symlink back up the tree: walking it again never ends
-            bump(&mut self.out.skipped_dirs, "symlink");
-            return None;
+            bump(&mut found.skipped_dirs, "symlink");
+            return none;
         }
-        let listing = fs::read_dir(abs_dir).and_then(|it| {
+        let listing = fs::read_dir(&job.abs).and_then(|it| {
             it.map(|entry| entry.map(|e| (e.file_name(), e)))
                 .collect::<std::io::Result<Vec<_>>>()
         });
-        let entries = match listing {
-            Ok(entries) => entries,
-            Err(_) => {
-                bump(&mut self.out.skipped_dirs, "unreadable");
-                return None;
-            }
+        let Ok(entries) = listing else {
+            bump(&mut found.skipped_dirs, "unreadable");
+            return none;
         };
         let has = |name: &str| entries.iter().any(|(n, _)| n == name);
-        let is_env =
-            !prefix.as_os_str().is_empty() && self.defaults.env_markers.iter().any(|m| has(m));
-        if is_env && decide(rules, &prefix, true, Kind::Kenning) != Some(false) {
-            bump(&mut self.out.skipped_dirs, "default"); // a virtualenv, whatever its name
-            return None;
+        let is_env = !job.prefix.as_os_str().is_empty()
+            && self
+                .excludes
+                .env_markers
+                .iter()
+                .any(|m| entries.iter().any(|(n, _)| n == m));
+        if is_env && decide(&job.rules, &job.prefix, true, Kind::Kenning) != Some(false) {
+            bump(&mut found.skipped_dirs, "default"); // a virtualenv, whatever its name
+            return none;
         }
-        let mut rules = rules.to_vec();
+        let mut rules = job.rules;
         let (has_git, has_ken) = (has(IGNORE_FILE), has(KENNING_IGNORE_FILE));
         if has_git || has_ken {
             let git = has_git
-                .then(|| read_spec(abs_dir, &abs_dir.join(IGNORE_FILE)))
+                .then(|| read_spec(&job.abs, &job.abs.join(IGNORE_FILE)))
                 .flatten();
             let kenning = has_ken
-                .then(|| read_spec(abs_dir, &abs_dir.join(KENNING_IGNORE_FILE)))
+                .then(|| read_spec(&job.abs, &job.abs.join(KENNING_IGNORE_FILE)))
                 .flatten();
             if git.is_some() || kenning.is_some() {
                 rules.push(Arc::new(Rules {
-                    prefix: prefix.clone(),
+                    prefix: job.prefix.clone(),
                     git,
                     kenning,
                 }));
@@ -349,7 +407,7 @@ impl Walker<'_> {
         let mut rows = Vec::with_capacity(entries.len());
         for (name, entry) in entries {
             let Ok(file_type) = entry.file_type() else {
-                bump(&mut self.out.skipped, "unreadable");
+                bump(&mut found.skipped, "unreadable");
                 continue;
             };
             let is_link = file_type.is_symlink();
@@ -358,7 +416,7 @@ impl Walker<'_> {
                     Ok(st) => st.is_dir(),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
                     Err(_) => {
-                        bump(&mut self.out.skipped, "unreadable");
+                        bump(&mut found.skipped, "unreadable");
                         continue;
                     }
                 }
@@ -372,76 +430,79 @@ impl Walker<'_> {
             });
         }
         if rows.iter().all(|row| row.name.to_str().is_some()) {
-            rows.sort_unstable_by(|a, b| sort_key(a).cmp(sort_key(b))); // UTF-8 keeps code point order
+            rows.sort_unstable_by(by_key);
         } else {
             rows.sort_by_cached_key(code_points);
         }
-        let mut ancestors = ancestors.to_vec();
+        let mut ancestors = job.ancestors;
         ancestors.push(key);
-        self.dirs.push(abs_dir.to_path_buf());
-        Some(Folder {
-            dir: self.dirs.len() - 1,
-            prefix,
-            rules,
-            ancestors,
-            rows: rows.into_iter(),
-        })
-    }
-
-    /// A candidate file, stat-ed later with the others (in parallel).
-    fn file(&mut self, folder: usize, row: &Row, rel: PathBuf) {
-        let Ok(name) = CString::new(row.name.as_bytes()) else {
-            return; // a name with a NUL byte cannot exist on disk
-        };
-        self.pending.push(Pending {
-            rel: rel.into_os_string(),
-            dir: folder,
-            name,
-            is_link: row.is_link,
-        });
-    }
-
-    fn run(&mut self, base: Vec<Arc<Rules>>) {
-        let root = self.root.clone();
-        let mut stack: Vec<Folder> = self
-            .open(&root, PathBuf::new(), &base, &[])
-            .into_iter()
-            .collect();
-        while let Some(folder) = stack.last_mut() {
-            let Some(row) = folder.rows.next() else {
-                stack.pop();
-                continue;
-            };
-            let rel = folder.prefix.join(&row.name);
-            let mut reason = self.skip_reason(&folder.rules, &rel, &row.name, row.is_dir);
-            let path = || self.dirs[folder.dir].join(&row.name);
-            if reason.is_none() && row.is_link && !self.inside_root(&path()) {
+        let mut items = Vec::with_capacity(rows.len());
+        let mut children = Vec::new();
+        let mut name = Vec::new(); // NUL-terminated, for fstatat
+        for row in rows {
+            let rel = child(&job.prefix, &row.name);
+            let mut reason = self.skip_reason(&rules, &rel, &row.name, row.is_dir);
+            if reason.is_none() && row.is_link && !self.inside_root(&job.abs.join(&row.name)) {
                 reason = Some("symlink");
             }
             if let Some(reason) = reason {
-                bump(
-                    if row.is_dir {
-                        &mut self.out.skipped_dirs
-                    } else {
-                        &mut self.out.skipped
-                    },
-                    reason,
-                );
+                let counts = if row.is_dir {
+                    &mut found.skipped_dirs
+                } else {
+                    &mut found.skipped
+                };
+                bump(counts, reason);
             } else if row.is_dir {
-                let (rules, ancestors) = (folder.rules.clone(), folder.ancestors.clone());
-                let path = path();
-                if let Some(inner) = self.open(&path, rel, &rules, &ancestors) {
-                    stack.push(inner);
-                }
+                let id = self.next_id.fetch_add(1, AtomicOrdering::Relaxed);
+                items.push(Item::Folder(id));
+                children.push(Job {
+                    id,
+                    abs: job.abs.join(&row.name),
+                    prefix: rel,
+                    rules: rules.clone(),
+                    ancestors: ancestors.clone(),
+                });
             } else {
-                let dir = folder.dir;
-                self.file(dir, &row, rel);
+                name.clear();
+                name.extend_from_slice(row.name.as_bytes());
+                name.push(0);
+                let Ok(cname) = CStr::from_bytes_with_nul(&name) else {
+                    continue; // a name with a NUL byte cannot exist on disk
+                };
+                match stat_at(&dir, cname, row.is_link) {
+                    Stat::File(size, mtime_ns) => {
+                        items.push(Item::File(rel.into_os_string(), size, mtime_ns))
+                    }
+                    Stat::Other => {}
+                    Stat::Unreadable => bump(&mut found.skipped, "unreadable"),
+                }
             }
         }
+        (items, children)
+    }
+}
+
+/// `prefix.join(name)` for a relative folder and a plain name, in one allocation.
+fn child(prefix: &Path, name: &OsStr) -> PathBuf {
+    let prefix = prefix.as_os_str();
+    let mut out = OsString::with_capacity(prefix.len() + 1 + name.len());
+    if !prefix.is_empty() {
+        out.push(prefix);
+        out.push("/");
+    }
+    out.push(name);
+    out.into()
+}
+
+fn merge(into: &mut HashMap<&'static str, u64>, from: HashMap<&'static str, u64>) {
+    for (reason, n) in from {
+        *into.entry(reason).or_insert(0) += n;
     }
 }
 
 /// Walk `root` (resolved to its real path) and return the candidate files sorted by path.
+/// Folders are read by one thread per core (up to 8), each folder whole by one thread; the
+/// folders' sorted listings are spliced together at the end.
 pub fn walk(root: &Path, defaults: &Defaults) -> WalkOutput {
     let root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
     // .git/info/exclude sits below every .gitignore: a root-level layer under them
@@ -456,34 +517,67 @@ pub fn walk(root: &Path, defaults: &Defaults) -> WalkOutput {
         })
         .into_iter()
         .collect();
-    let mut walker = Walker {
-        root,
-        defaults,
-        out: WalkOutput::default(),
-        pending: Vec::new(),
-        dirs: Vec::new(),
+    let excludes = Excludes::new(defaults);
+    let first = Job {
+        id: 0,
+        abs: root.clone(),
+        prefix: PathBuf::new(),
+        rules: base,
+        ancestors: Vec::new(),
     };
-    walker.run(base);
-    let mut out = walker.out;
-    let stats = stat_all(&walker.dirs, &walker.pending);
-    out.files.reserve(stats.len());
-    for (file, st) in walker.pending.into_iter().zip(stats) {
-        match st {
-            Stat::File(size, mtime_ns) => out.files.push((file.rel, size, mtime_ns)),
-            Stat::Other => {}
-            Stat::Unreadable => bump(&mut out.skipped, "unreadable"),
+    let walker = Walker {
+        root,
+        excludes: &excludes,
+        queue: Mutex::new(Queue {
+            jobs: vec![first],
+            busy: 0,
+        }),
+        wake: Condvar::new(),
+        next_id: AtomicUsize::new(1),
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let parts: Vec<Found> = std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads)
+            .map(|_| scope.spawn(|| walker.work()))
+            .collect();
+        let mut parts = vec![walker.work()];
+        parts.extend(
+            helpers
+                .into_iter()
+                .map(|h| h.join().expect("the walk does not panic")),
+        );
+        parts
+    });
+    let mut out = WalkOutput::default();
+    let mut listings: Vec<Vec<Item>> = Vec::new();
+    listings.resize_with(walker.next_id.into_inner(), Vec::new);
+    for part in parts {
+        merge(&mut out.skipped, part.skipped);
+        merge(&mut out.skipped_dirs, part.skipped_dirs);
+        for (id, items) in part.listings {
+            listings[id] = items;
+        }
+    }
+    let mut stack = vec![std::mem::take(&mut listings[0]).into_iter()];
+    while let Some(top) = stack.last_mut() {
+        match top.next() {
+            None => {
+                stack.pop();
+            }
+            Some(Item::File(rel, size, mtime_ns)) => out.files.push((rel, size, mtime_ns)),
+            Some(Item::Folder(id)) => stack.push(std::mem::take(&mut listings[id]).into_iter()),
         }
     }
     out
 }
 
 /// The stat data of the files indexed before: path -> (size, mtime_ns).
-pub type Known<'a> = HashMap<&'a [u8], (u64, i64)>;
+pub type Known<'a> = FxHashMap<&'a [u8], (u64, i64)>;
 
 /// Parses `path\0size\0mtime_ns` records joined by `\0` (SQLite's `group_concat` of the files
 /// table; empty for none). Paths cannot hold a NUL byte, so the separator is unambiguous.
 pub fn parse_known(blob: &[u8]) -> CoreResult<Known<'_>> {
-    let mut known = HashMap::new();
+    let mut known = Known::default();
     if blob.is_empty() {
         return Ok(known);
     }
