@@ -104,7 +104,8 @@ def refresh(root: Path, settings: Settings, *, embedder: Any = None, full: bool 
         except IndexBusy:
             if not wait:
                 result.busy = True
-                emit({"type": "finished", **result.to_dict()})
+                if progress:
+                    progress({"type": "finished", **result.to_dict()})
                 return result
             emit({"type": "waiting", "root": str(root)})
             writer = stack.enter_context(index.writer(wait=True))
@@ -115,7 +116,8 @@ def refresh(root: Path, settings: Settings, *, embedder: Any = None, full: bool 
         usage_log.record("index", files=result.files, chunks=result.chunks,
                          vectors_embedded=result.vectors_embedded,
                          s=result.timings["total"])
-    emit({"type": "finished", **result.to_dict()})
+    if progress:
+        progress({"type": "finished", **result.to_dict()})
     return result
 
 
