@@ -19,7 +19,9 @@ silently: one bad file never stops a walk.
 The tree walk runs in the Rust core (``kenning._core.walk``) when it is built; this module's
 Python walk is its reference twin, used when ``KENNING_KERNELS=numpy`` forces the pure-Python
 side or the core lacks the walk. Both yield the same candidate files in the same order; the
-size limit, binary sniff and language detection below are shared.
+binary sniff and language detection below are shared. ``changes`` is the refresh's view: the
+walk compared with the stat data of the files indexed before (in the core as well), so that
+only new and changed files are read and turned into records.
 """
 
 from __future__ import annotations
@@ -115,7 +117,8 @@ def detect_language(path: str) -> str | None:
 @dataclass
 class WalkStats:
     """What a walk left out, by reason (``ignored``, ``default``, ``too_large``, ``binary``,
-    ``minified``, ``symlink``, ``unreadable``); pruned folders count once, as a folder."""
+    ``minified``, ``symlink``, ``unreadable``, and for ``changes`` also ``name``); pruned
+    folders count once, as a folder."""
 
     skipped: Counter[str] = field(default_factory=Counter)
     skipped_dirs: Counter[str] = field(default_factory=Counter)
