@@ -25,10 +25,10 @@ REBUILD_HINT = ("If the disk is fine, the index may be damaged: `kenning remove-
 FILE_STATS_KEY = "file_stats"
 FILE_STATS_SQL = ("SELECT CAST(group_concat(path || char(0) || size || char(0) || mtime_ns, "
                   "char(0)) AS BLOB) FROM files")
-_FILE_STATS_TRIGGERS = "".join(
-    f"CREATE TRIGGER IF NOT EXISTS files_{event.lower()}_drops_stats AFTER {event} ON files "
-    f"BEGIN DELETE FROM meta WHERE key = '{FILE_STATS_KEY}'; END;"
-    for event in ("INSERT", "UPDATE", "DELETE"))
+_FILE_STATS_TRIGGERS = {
+    f"files_{event.lower()}_drops_stats": f"CREATE TRIGGER IF NOT EXISTS files_{event.lower()}"
+    f"_drops_stats AFTER {event} ON files BEGIN DELETE FROM meta WHERE key = "
+    f"'{FILE_STATS_KEY}'; END;" for event in ("INSERT", "UPDATE", "DELETE")}
 
 
 def _schema() -> str:
@@ -42,10 +42,11 @@ def open_writer(directory: Path) -> sqlite3.Connection:
         conn = sqlite3.connect(directory / DB_NAME, isolation_level=None, timeout=30.0)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'meta'")
-        if tables.fetchone()[0] == 0:
+        present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        if "meta" not in present:
             conn.executescript(_schema())
-        conn.executescript(_FILE_STATS_TRIGGERS)  # no-ops once present
+        if not present.issuperset(_FILE_STATS_TRIGGERS):  # an index from before them
+            conn.executescript("".join(_FILE_STATS_TRIGGERS.values()))
     except sqlite3.Error as exc:
         raise IndexError_(f"Cannot open the index database in {directory}: {exc}.",
                           hint=REBUILD_HINT) from exc
