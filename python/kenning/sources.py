@@ -33,10 +33,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from kenning.records import SourceFile
+
+if TYPE_CHECKING:
+    import pathspec  # the Python walk's matcher, imported only when that walk runs
 
 BINARY_SNIFF_BYTES = 8192
 
@@ -139,6 +141,8 @@ def _read_spec(path: str) -> pathspec.GitIgnoreSpec | None:
             lines = fh.read().splitlines()
     except OSError:
         return None
+    import pathspec
+
     spec = pathspec.GitIgnoreSpec.from_lines(lines)
     return spec if len(spec) else None
 
