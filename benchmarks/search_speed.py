@@ -6,14 +6,15 @@ vectors jittered) until it holds the requested number of chunks, so the FTS voca
 names and cosine distribution are those of real code.
 
     python benchmarks/search_speed.py warm --source /tmp/evalkit/corpora/requests-2.32.3 \\
-        --sizes 100000,300000,1000000
-    python benchmarks/search_speed.py cli --repo /tmp/evalkit/corpora/rich-13.9.4 --runs 7 \\
+        --sizes 100000,300000,1000000 [--keep /tmp/kenning-speed] [--baseline /tmp/head/python]
+    python benchmarks/search_speed.py cli --repo /tmp/semble-bench/repos/tokio/tokio/src --runs 7 \\
         [--baseline /tmp/head/python]   # git archive <rev> python | tar -x -C /tmp/head
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -113,17 +114,42 @@ def build(target: Path, size: int, source: Path, settings: Any, embedder: Any) -
     return time.perf_counter() - started
 
 
-def warm(args: argparse.Namespace) -> None:
+def measure(args: argparse.Namespace) -> None:
+    """Warm searches over one built index in this process; prints their times as JSON."""
     from kenning import config
     from kenning.embedding import make_embedder
     from kenning.search import ProjectRef, search
 
+    settings = config.load()
+    fixed = FixedQueries(make_embedder(settings), QUERIES)
+    ref = [ProjectRef("speed", Path(args.target).resolve())]
+    for q in QUERIES:  # warm the page cache and the SQLite statement cache
+        search(q, ref, settings=settings, embedder=fixed, refresh=False)
+    times, hits = [], []
+    for _ in range(args.runs):
+        for q in QUERIES:
+            started = time.perf_counter()
+            result = search(q, ref, settings=settings, embedder=fixed, refresh=False)
+            times.append((time.perf_counter() - started) * 1000)
+            hits.append(len(result["results"]))
+    print(json.dumps({"times": times, "hits": hits}))
+
+
+def warm(args: argparse.Namespace) -> None:
+    """Each size's index is built once, then searched in fresh processes, this tree's and (with
+    ``--baseline``) another tree's taking turns, so the ratio compares them under the same
+    machine load."""
+    from kenning import config
+    from kenning.embedding import make_embedder
+
     os.environ.setdefault("KENNING_HOME", "/tmp/kenning-eval-home")  # reuses the source index
     settings = config.load()
     embedder = make_embedder(settings)
-    fixed = FixedQueries(embedder, QUERIES)
-    print("| chunks | build s | p50 ms | p90 ms | results |")
-    print("|---|---|---|---|---|")
+    variants = {"this tree": dict(os.environ)}
+    if args.baseline:
+        variants["baseline"] = {**os.environ, "PYTHONPATH": str(Path(args.baseline).resolve())}
+    print("| chunks | tree | build s | p50 ms | p90 ms | results |")
+    print("|---|---|---|---|---|---|")
     for size in (int(s) for s in args.sizes.split(",")):
         if args.keep:  # built once, reused by later runs
             target = Path(args.keep) / f"chunks-{size}"
@@ -132,19 +158,24 @@ def warm(args: argparse.Namespace) -> None:
             target, reuse = Path(tempfile.mkdtemp(prefix=f"kenning-speed-{size}-")), False
         build_s = 0.0 if reuse else build(target, size, Path(args.source).resolve(), settings,
                                           embedder)
-        ref = [ProjectRef("speed", target.resolve())]
-        for q in QUERIES:  # warm the page cache and the SQLite statement cache
-            search(q, ref, settings=settings, embedder=fixed, refresh=False)
-        times, hits = [], []
-        for _ in range(args.runs):
-            for q in QUERIES:
-                started = time.perf_counter()
-                result = search(q, ref, settings=settings, embedder=fixed, refresh=False)
-                times.append((time.perf_counter() - started) * 1000)
-                hits.append(len(result["results"]))
-        times.sort()
-        print(f"| {size} | {build_s:.0f} | {statistics.median(times):.1f} "
-              f"| {times[int(0.9 * len(times))]:.1f} | {statistics.mean(hits):.1f} |", flush=True)
+        times: dict[str, list[float]] = {name: [] for name in variants}
+        hits: dict[str, list[int]] = {name: [] for name in variants}
+        for _ in range(args.rounds):
+            for name, env in variants.items():
+                done = subprocess.run([sys.executable, __file__, "measure", "--target",
+                                       str(target), "--runs", str(args.runs)], env=env,
+                                      check=True, capture_output=True, text=True)
+                got = json.loads(done.stdout.strip().splitlines()[-1])
+                times[name] += got["times"]
+                hits[name] += got["hits"]
+        for name in variants:
+            t = sorted(times[name])
+            print(f"| {size} | {name} | {build_s:.0f} | {statistics.median(t):.1f} "
+                  f"| {t[int(0.9 * len(t))]:.1f} | {statistics.mean(hits[name]):.1f} |",
+                  flush=True)
+        if args.baseline:
+            ratio = statistics.median(times["baseline"]) / statistics.median(times["this tree"])
+            print(f"| {size} | baseline / this tree p50 | | {ratio:.2f} | | |", flush=True)
         if not args.keep:
             from kenning.store import Index
 
@@ -199,9 +230,15 @@ def main() -> None:
     w = sub.add_parser("warm")
     w.add_argument("--source", required=True, help="a small corpus to replicate")
     w.add_argument("--sizes", default="100000")
-    w.add_argument("--runs", type=int, default=3)
+    w.add_argument("--runs", type=int, default=3, help="passes over the queries per process")
+    w.add_argument("--rounds", type=int, default=3, help="processes per tree and size")
     w.add_argument("--keep", help="build the indexes under this folder once and reuse them")
+    w.add_argument("--baseline", help="the python/ folder of another source tree to compare")
     w.set_defaults(run=warm)
+    m = sub.add_parser("measure")
+    m.add_argument("--target", required=True)
+    m.add_argument("--runs", type=int, default=3)
+    m.set_defaults(run=measure)
     c = sub.add_parser("cli")
     c.add_argument("--repo", required=True)
     c.add_argument("--runs", type=int, default=7)
