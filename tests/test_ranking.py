@@ -9,7 +9,9 @@ from kenning.search.ranking import Candidate, file_words, rank
 
 
 def _cand(cid: int, path: str, symbol: str | None = None, score: float = 0.1) -> Candidate:
-    return Candidate(cid, path, 1, 10, 0, 100, "python", "function", symbol, score)
+    """Chunk ``cid`` spans lines 10*cid .. 10*cid+9, so chunks of one file never overlap."""
+    return Candidate(cid, path, 10 * cid, 10 * cid + 9, 100 * cid, 100 * cid + 99, "python",
+                     "function", symbol, score)
 
 
 @pytest.mark.parametrize(("symbol", "name", "grade"), [
@@ -57,3 +59,25 @@ def test_an_exact_definition_outranks_a_caseless_one() -> None:
     ranked = rank(cands, analyze("Monad"))
     assert [c.id for c in ranked] == [2, 1]
     assert ranked[0].score > ranked[1].score
+
+
+def _evidence() -> list[Candidate]:
+    return [_cand(1, "lone.py", score=0.12),
+            _cand(2, "retry.py", score=0.10), _cand(3, "retry.py", score=0.09),
+            _cand(4, "retry.py", score=0.08)]
+
+
+def test_a_question_prefers_the_file_where_the_evidence_gathers() -> None:
+    ranked = rank(_evidence(), analyze("how are failed calls repeated"))
+    assert ranked[0].id == 2
+
+
+def test_a_description_of_one_function_keeps_the_best_chunk_first() -> None:
+    ranked = rank(_evidence(), analyze("repeat a failed call"))
+    assert ranked[0].id == 1
+
+
+def test_further_chunks_of_a_file_yield_to_other_files() -> None:
+    cands = [_cand(1, "a.py", score=0.10), _cand(2, "a.py", score=0.095),
+             _cand(3, "b.py", score=0.06)]
+    assert [c.id for c in rank(cands, analyze("parse a header"))] == [1, 3, 2]

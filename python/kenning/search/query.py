@@ -32,6 +32,8 @@ _IDENT = re.compile(
 )
 _QUALIFIER = re.compile(r"\.|::|#|->")
 
+QUESTION_WORDS = ("how", "where", "what")
+
 # Code that is usually not what a search is after, unless the query names it.
 ASKS_FOR = {
     "test": frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock",
@@ -55,6 +57,7 @@ class Query:
     identifiers: tuple[str, ...]  # identifier-like words as typed (case kept)
     identifier_like: bool  # the query as a whole is an identifier (or a few)
     asks_for: frozenset[str]  # penalised categories the query names ("test", "example", ...)
+    question: bool  # "how/where/what ...": asks about a mechanism rather than one function
 
     @property
     def symbol_names(self) -> tuple[str, ...]:
@@ -89,4 +92,6 @@ def analyze(text: str) -> Query:
     lowered = set(code_tokens(text)) | {p for w in words for p in split_identifier(w)}
     asks = frozenset(cat for cat, keys in ASKS_FOR.items() if lowered & keys)
     identifier_like = bool(identifiers) and len(identifiers) * 2 >= len(words)
-    return Query(text, tuple(terms), tuple(dict.fromkeys(identifiers)), identifier_like, asks)
+    question = words[0].lower() in QUESTION_WORDS
+    return Query(text, tuple(terms), tuple(dict.fromkeys(identifiers)), identifier_like, asks,
+                 question)
