@@ -299,7 +299,17 @@ def test_changes_skip_names_that_are_not_utf8(tmp_path: Path) -> None:
     assert [f.path for f in found.files] == ["ok.py"] and stats.skipped == {"name": 1}
 
 
-@pytest.mark.parametrize("blob", [b"a.py\x003", b"a.py\x00x\x001", b"a.py\x001\x00"])
+@pytest.mark.parametrize(
+    "blob",
+    [
+        b"a.py\x003",
+        b"a.py\x00x\x001",
+        b"a.py\x001\x00",
+        b"a.py\x00-1\x001",
+        b"a.py\x00+1\x001",
+        b"a.py\x001\x009223372036854775808",
+    ],
+)
 def test_malformed_stat_data_is_a_value_error(tmp_path: Path, blob: bytes) -> None:
     with pytest.raises(ValueError, match="known stat data"):
         changes(tmp_path, max_file_size=MiB, known=blob)

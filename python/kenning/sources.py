@@ -334,11 +334,18 @@ def _parse_known(blob: bytes) -> dict[str, tuple[int, int]]:
     fields = blob.split(b"\0")
     if len(fields) % 3:
         raise ValueError("known stat data: a record lacks its size or mtime")
-    try:
-        return {fields[i].decode("utf-8", "surrogateescape"):
-                (int(fields[i + 1]), int(fields[i + 2])) for i in range(0, len(fields), 3)}
-    except ValueError:
-        raise ValueError("known stat data: a size or mtime is not a number") from None
+    if not all(map(_INTEGER.fullmatch, fields[1::3] + fields[2::3])):
+        raise ValueError("known stat data: a size or mtime is not a number")
+    sizes, mtimes = list(map(int, fields[1::3])), list(map(int, fields[2::3]))
+    if not all(0 <= n < 1 << 63 for n in sizes) or not all(
+        -(1 << 63) <= n < 1 << 63 for n in mtimes
+    ):
+        raise ValueError("known stat data: a size or mtime is not a number")
+    paths = (path.decode("utf-8", "surrogateescape") for path in fields[::3])
+    return dict(zip(paths, zip(sizes, mtimes, strict=True), strict=True))
+
+
+_INTEGER = re.compile(rb"-?[0-9]+")  # as SQLite writes them; the core reads them alike
 
 
 def _python_changes(

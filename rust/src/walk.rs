@@ -577,16 +577,20 @@ pub type Known<'a> = FxHashMap<&'a [u8], (u64, i64)>;
 /// Parses `path\0size\0mtime_ns` records joined by `\0` (SQLite's `group_concat` of the files
 /// table; empty for none). Paths cannot hold a NUL byte, so the separator is unambiguous.
 pub fn parse_known(blob: &[u8]) -> CoreResult<Known<'_>> {
-    let mut known = Known::default();
     if blob.is_empty() {
-        return Ok(known);
+        return Ok(Known::default());
     }
+    let records = (blob.iter().filter(|&&b| b == 0).count() + 1) / 3;
+    let mut known = Known::with_capacity_and_hasher(records, Default::default());
     let mut fields = blob.split(|&b| b == 0);
     while let Some(path) = fields.next() {
         let (Some(size), Some(mtime)) = (fields.next(), fields.next()) else {
             return value_error("known stat data: a record lacks its size or mtime");
         };
-        let (Some(size), Some(mtime)) = (number::<u64>(size), number::<i64>(mtime)) else {
+        let (Some(size), Some(mtime)) = (
+            integer(size).and_then(|n| u64::try_from(n).ok()),
+            integer(mtime),
+        ) else {
             return value_error("known stat data: a size or mtime is not a number");
         };
         known.insert(path, (size, mtime));
@@ -594,8 +598,27 @@ pub fn parse_known(blob: &[u8]) -> CoreResult<Known<'_>> {
     Ok(known)
 }
 
-fn number<T: std::str::FromStr>(digits: &[u8]) -> Option<T> {
-    std::str::from_utf8(digits).ok()?.parse().ok()
+/// A decimal integer as SQLite writes one (an optional '-', then digits).
+fn integer(text: &[u8]) -> Option<i64> {
+    let (negative, digits) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut value: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        value = value.checked_mul(10)?.checked_sub(i64::from(d - b'0'))?; // down, so i64::MIN fits
+    }
+    if negative {
+        Some(value)
+    } else {
+        value.checked_neg()
+    }
 }
 
 /// A walk compared with the files indexed before.
@@ -857,7 +880,19 @@ mod tests {
         assert_eq!(known.get(&b"a.py"[..]), Some(&(3, -5)));
         assert_eq!(known.get(&b"b/c.rs"[..]), Some(&(0, 17)));
         assert!(parse_known(b"").unwrap().is_empty());
-        for broken in [&b"a.py\x003"[..], b"a.py\x00x\x001", b"a.py\x001\x00"] {
+        let extremes = format!("x\0{}\0{}", i64::MAX, i64::MIN);
+        assert_eq!(
+            parse_known(extremes.as_bytes()).unwrap().get(&b"x"[..]),
+            Some(&(i64::MAX as u64, i64::MIN))
+        );
+        for broken in [
+            &b"a.py\x003"[..],
+            b"a.py\x00x\x001",
+            b"a.py\x001\x00",
+            b"a.py\x00-1\x001",
+            b"a.py\x00+1\x001",
+            b"a.py\x001\x009223372036854775808",
+        ] {
             assert!(parse_known(broken).is_err());
         }
     }
