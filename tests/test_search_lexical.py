@@ -75,5 +75,12 @@ def test_common_terms_only_match_rows_that_have_them_all(snap: Snapshot) -> None
     assert sorted(_symbols(snap, "gasket flange")) == ["part_5", "part_6", "part_7"]
 
 
+def test_common_terms_no_row_has_together_match_nothing(
+        snap: Snapshot, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lexical, "SCORED_ROWS", 2)  # sprocket (3 rows) is common now too
+    assert lexical.expression(snap.conn, analyze("sprocket flange")) is None
+    assert _symbols(snap, "sprocket flange") == []
+
+
 def test_a_common_word_narrows_to_the_chunks_it_names(snap: Snapshot) -> None:
     assert _symbols(snap, "widget") == ["widget_registry"]

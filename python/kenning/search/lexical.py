@@ -14,8 +14,9 @@ COLUMN_WEIGHTS = (1.0, 4.0, 2.0)
 # milliseconds. The rows scored are those of the query's rarest terms, taken while their rows
 # together stay within SCORED_ROWS; rows that have only terms commoner than that are left out,
 # and such terms do not take part in the scores (their low IDF ranks rows low anyway). A query
-# of common terms only matches the rows that have them all, and an expression still over the
-# budget is narrowed to the chunks whose name or path has the terms, then whose name has them.
+# of common terms only matches the rows that have them all (none if no row has), and an
+# expression still over the budget is narrowed to the chunks whose name or path has the terms,
+# then whose name has them.
 # On indexes of a few thousand chunks the budget rarely binds.
 SCORED_ROWS = 2000
 
@@ -73,9 +74,11 @@ def expression(conn: sqlite3.Connection, query: Query) -> str | None:
         return _narrowed(conn, quoted[0])
     counted = sorted((_rows_up_to(conn, term, SCORED_ROWS + 1), i, term)
                      for i, term in enumerate(quoted))
-    if counted[0][0] > SCORED_ROWS:  # common words only: the rows that have them all
+    if counted[0][0] > SCORED_ROWS:
+        # common words only: the rows that have them all; if none has, the words say little
+        # that the other branches would not (and which of them is rarest is not counted)
         every = " AND ".join(quoted)
-        return _narrowed(conn, every if _rows_up_to(conn, every, 1) else counted[0][2])
+        return _narrowed(conn, every) if _rows_up_to(conn, every, 1) else None
     kept: list[tuple[int, str]] = []
     rows = 0
     for count, i, term in counted:
