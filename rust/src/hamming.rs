@@ -2,13 +2,15 @@
 //!
 //! One pass over `db` serves a whole batch of queries: rows are scanned in blocks small enough
 //! to stay in L2, and every query is compared against a block before the next block is read,
-//! so a 16-query batch costs little more memory traffic than one query. Large scans are split
-//! across threads by row range; each thread keeps its own top-k, merged at the end. The row
-//! filter is applied inside the scan, so a filtered search still returns `min(k, allowed)` hits.
-//! Ties are broken by the lower row index, which makes the result independent of the kernel and
-//! of the thread count.
+//! so a 16-query batch costs little more memory traffic than one query. On AVX-512 a batch
+//! holds its queries side by side in SIMD lanes, so each row word is loaded once for 16
+//! queries and no horizontal sums are needed. A top-k takes a row only when it beats the
+//! query's current threshold, into a buffer that is cut back to the k best when it fills.
+//! Large scans are split across threads by row range; each thread keeps its own top-k, merged
+//! at the end. The row filter is applied inside the scan, so a filtered search still returns
+//! `min(k, allowed)` hits. Ties are broken by the lower row index, which makes the result
+//! independent of the kernel and of the thread count.
 
-use std::collections::BinaryHeap;
 use std::thread;
 
 use crate::error::{value_error, CoreResult};
@@ -18,6 +20,16 @@ use crate::parallel::{split, threads_for};
 const BLOCK_BYTES: usize = 128 * 1024;
 /// Distances held per step across a batch of queries (1 MB of u32).
 const MAX_BATCH_DISTANCES: usize = 1 << 18;
+/// Batches of at least this many queries scan with queries side by side in SIMD lanes.
+#[cfg(target_arch = "x86_64")]
+const LANE_MIN_QUERIES: usize = 4;
+/// Rows per block of a lane-wise scan of more than 16 queries: small enough to stay in L1
+/// while every pass of 16 queries reads them.
+#[cfg(target_arch = "x86_64")]
+const LANE_BLOCK_BYTES: usize = 16 * 1024;
+/// Rows between top-k updates in a lane-wise scan.
+#[cfg(target_arch = "x86_64")]
+const EVENT_BLOCK: usize = 256;
 /// Below this many bytes of scanning per thread, another thread costs more than it saves.
 const MIN_BYTES_PER_THREAD: usize = 4 << 20;
 
@@ -210,7 +222,7 @@ fn dist_scalar(a: &[u8], b: &[u8]) -> u32 {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{dist_scalar, distances_at_with, distances_with, Shape};
+    use super::{dist_scalar, distances_at_with, distances_with, Shape, TopK, EVENT_BLOCK};
     use std::arch::x86_64::*;
 
     #[target_feature(enable = "popcnt")]
@@ -441,6 +453,187 @@ mod x86 {
         }
     }
 
+    /// Queries side by side, eight to a vector: word `j` of query `8 * g + l` (little-endian,
+    /// the last word zero-padded) at `[(g * words + j) * 8 + l]`; lanes past the last query
+    /// are zero.
+    pub(super) fn query_lanes(queries: &[u8], width: usize) -> Vec<u64> {
+        let words = width.div_ceil(8);
+        let count = queries.len() / width;
+        let mut lanes = vec![0u64; count.div_ceil(8) * words * 8];
+        for (q, query) in queries.chunks_exact(width).enumerate() {
+            let (g, l) = (q / 8, q % 8);
+            for j in 0..words {
+                lanes[(g * words + j) * 8 + l] = word(query, j);
+            }
+        }
+        lanes
+    }
+
+    /// Word `j` of a row, zero-padded past its end.
+    #[inline(always)]
+    fn word(row: &[u8], j: usize) -> u64 {
+        let bytes = &row[8 * j..row.len().min(8 * j + 8)];
+        let mut padded = [0u8; 8];
+        padded[..bytes.len()].copy_from_slice(bytes);
+        u64::from_le_bytes(padded)
+    }
+
+    /// Rows `row_at(0..count)` (db row ids, ascending) against `8 * G` queries held
+    /// lane-wise (`query_lanes`): one row word is broadcast against the same word of every
+    /// query, so a row costs `G * words` XOR + VPOPCNTQ + add for `8 * G` distances, with no
+    /// horizontal sums. A row that beats some query's current worst is noted without a branch
+    /// (`Events`) and reaches the top-k after its block, so the scan loop never leaves its
+    /// registers. `WORDS > 0` fixes the whole words per row.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx512f,avx512vpopcntdq")]
+    unsafe fn scan_lanes<const WORDS: usize, const G: usize>(
+        lanes: &[u64],
+        db: &[u8],
+        width: usize,
+        count: usize,
+        row_at: impl Fn(usize) -> usize,
+        mask: Option<&[bool]>,
+        tops: &mut [TopK],
+        events: &mut Events,
+    ) {
+        let full = if WORDS > 0 { WORDS } else { width / 8 };
+        let words = width.div_ceil(8);
+        let tail = words > full;
+        // the raw accesses below stay inside `lanes`, each row of `db` and `events`
+        assert!(width > 0 && lanes.len() == G * words * 8 && tops.len() <= 8 * G);
+        events.reserve(G);
+        let lane =
+            |g: usize, j: usize| _mm512_loadu_si512(lanes.as_ptr().add((g * words + j) * 8).cast());
+        let mut worst = [_mm512_setzero_si512(); G];
+        let mut start = 0;
+        while start < count {
+            let end = count.min(start + EVENT_BLOCK);
+            for (g, worst) in worst.iter_mut().enumerate() {
+                *worst = thresholds(tops, g);
+            }
+            let mut noted = 0;
+            for i in start..end {
+                let row = row_at(i);
+                let bytes = &db[row * width..(row + 1) * width];
+                let at = |j: usize| {
+                    _mm512_set1_epi64(bytes.as_ptr().add(8 * j).cast::<i64>().read_unaligned())
+                };
+                let mut acc = [_mm512_setzero_si512(); G];
+                for j in 0..full {
+                    let w = at(j);
+                    for (g, acc) in acc.iter_mut().enumerate() {
+                        let x = _mm512_xor_si512(w, lane(g, j));
+                        *acc = _mm512_add_epi64(*acc, _mm512_popcnt_epi64(x));
+                    }
+                }
+                if tail {
+                    let w = _mm512_set1_epi64(word(bytes, full) as i64);
+                    for (g, acc) in acc.iter_mut().enumerate() {
+                        let x = _mm512_xor_si512(w, lane(g, full));
+                        *acc = _mm512_add_epi64(*acc, _mm512_popcnt_epi64(x));
+                    }
+                }
+                // written at slot `noted` every time; kept only when some lane improved
+                let mut any = 0;
+                for (g, acc) in acc.iter().enumerate() {
+                    let better = _mm512_cmplt_epu64_mask(*acc, worst[g]);
+                    let slot = noted * G + g;
+                    _mm512_storeu_si512(events.dists.as_mut_ptr().add(8 * slot).cast(), *acc);
+                    *events.better.as_mut_ptr().add(slot) = better;
+                    any |= better;
+                }
+                *events.rows.as_mut_ptr().add(noted) = row;
+                noted += usize::from(any != 0);
+            }
+            events.push_to(noted, G, mask, tops);
+            start = end;
+        }
+    }
+
+    /// The current worst kept distance of queries `8 * g..8 * g + 8`, lane-wise; 0 (nothing
+    /// passes) past the last query.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn thresholds(tops: &[TopK], g: usize) -> __m512i {
+        let mut worst = [0u64; 8];
+        for (w, top) in worst.iter_mut().zip(tops.iter().skip(8 * g)) {
+            *w = u64::from(top.worst);
+        }
+        _mm512_loadu_si512(worst.as_ptr().cast())
+    }
+
+    /// Rows noted by `scan_lanes` in one block: their distances to every query of the pass
+    /// and which queries they improve on.
+    #[derive(Default)]
+    pub(super) struct Events {
+        dists: Vec<u64>,
+        better: Vec<u8>,
+        rows: Vec<usize>,
+    }
+
+    impl Events {
+        /// Room for a block of rows against `groups` groups of eight queries.
+        fn reserve(&mut self, groups: usize) {
+            self.dists.resize(EVENT_BLOCK * groups * 8, 0);
+            self.better.resize(EVENT_BLOCK * groups, 0);
+            self.rows.resize(EVENT_BLOCK, 0);
+        }
+
+        /// Offers the first `noted` rows to the top-k of the queries they improved on.
+        fn push_to(&self, noted: usize, groups: usize, mask: Option<&[bool]>, tops: &mut [TopK]) {
+            for (e, &row) in self.rows[..noted].iter().enumerate() {
+                if mask.is_some_and(|m| !m[row]) {
+                    continue;
+                }
+                for g in 0..groups {
+                    let mut better = self.better[e * groups + g];
+                    while better != 0 {
+                        let l = better.trailing_zeros() as usize;
+                        let (top, dist) =
+                            (&mut tops[8 * g + l], self.dists[(e * groups + g) * 8 + l]);
+                        if top.wants(dist as u32) {
+                            top.push(dist as u32, row);
+                        }
+                        better &= better - 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// `scan_lanes` for up to 16 queries, with the common widths (384 to 2560 bits) unrolled.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx512f,avx512vpopcntdq")]
+    pub(super) unsafe fn scan_group(
+        lanes: &[u64],
+        db: &[u8],
+        width: usize,
+        count: usize,
+        row_at: impl Fn(usize) -> usize,
+        mask: Option<&[bool]>,
+        tops: &mut [TopK],
+        events: &mut Events,
+    ) {
+        macro_rules! widths {
+            ($g:literal) => {
+                match width / 8 {
+                    6 => scan_lanes::<6, $g>(lanes, db, width, count, row_at, mask, tops, events),
+                    8 => scan_lanes::<8, $g>(lanes, db, width, count, row_at, mask, tops, events),
+                    12 => scan_lanes::<12, $g>(lanes, db, width, count, row_at, mask, tops, events),
+                    16 => scan_lanes::<16, $g>(lanes, db, width, count, row_at, mask, tops, events),
+                    32 => scan_lanes::<32, $g>(lanes, db, width, count, row_at, mask, tops, events),
+                    40 => scan_lanes::<40, $g>(lanes, db, width, count, row_at, mask, tops, events),
+                    _ => scan_lanes::<0, $g>(lanes, db, width, count, row_at, mask, tops, events),
+                }
+            };
+        }
+        if tops.len() > 8 {
+            widths!(2)
+        } else {
+            widths!(1)
+        }
+    }
+
     #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
     pub(super) unsafe fn distances_at_avx512(
         q: &[u8],
@@ -499,36 +692,62 @@ mod arm {
     }
 }
 
-/// The k best (distance, row) pairs seen so far; rows arrive in ascending order.
+/// The k best (distance, row) pairs seen so far; rows arrive in ascending order. Candidates
+/// that beat the current threshold are appended and cut back to the k best when the buffer
+/// fills: an append is a store, where a heap would sift on every early hit.
 struct TopK {
     k: usize,
-    heap: BinaryHeap<(u32, usize)>,
-    /// The largest distance kept once the heap is full: a later row must beat it strictly.
+    /// Candidates, in ascending row order.
+    hits: Vec<(u32, usize)>,
+    /// The k-th best distance at the last cut: a later row must beat it strictly (an equal
+    /// distance loses on the row index). `u32::MAX` until the first cut.
     worst: u32,
+    /// The distances of `hits`, reordered by a cut.
+    scratch: Vec<u32>,
 }
 
 impl TopK {
     fn new(k: usize) -> TopK {
         TopK {
             k,
-            heap: BinaryHeap::with_capacity(k + 1),
+            hits: Vec::with_capacity(Self::capacity(k).min(1024)),
             worst: u32::MAX,
+            scratch: Vec::new(),
         }
+    }
+
+    /// Candidates held before a cut: twice k keeps the cuts linear in the number of hits.
+    fn capacity(k: usize) -> usize {
+        2 * k + 64
     }
 
     #[inline(always)]
     fn wants(&self, dist: u32) -> bool {
-        dist < self.worst || self.heap.len() < self.k
+        dist < self.worst
     }
 
+    /// Adds a candidate the caller checked with `wants`.
+    #[inline]
     fn push(&mut self, dist: u32, row: usize) {
-        self.heap.push((dist, row));
-        if self.heap.len() > self.k {
-            self.heap.pop();
+        self.hits.push((dist, row));
+        if self.hits.len() >= Self::capacity(self.k) {
+            self.cut();
         }
-        if self.heap.len() == self.k {
-            self.worst = self.heap.peek().map_or(u32::MAX, |top| top.0);
-        }
+    }
+
+    /// Keeps the k best hits: all nearer than the k-th best distance, then the earliest rows
+    /// at that distance. Selecting on the bare distances is much cheaper than on pairs.
+    fn cut(&mut self) {
+        self.scratch.clear();
+        self.scratch.extend(self.hits.iter().map(|&(dist, _)| dist));
+        let (nearer, &mut kth, _) = self.scratch.select_nth_unstable(self.k - 1);
+        let mut ties = self.k - nearer.iter().filter(|&&d| d < kth).count();
+        self.hits.retain(|&(dist, _)| {
+            let keep = dist < kth || (dist == kth && ties > 0);
+            ties -= usize::from(dist == kth && keep);
+            keep
+        });
+        self.worst = kth;
     }
 }
 
@@ -637,7 +856,7 @@ pub fn topk(
     for query in 0..q {
         let mut hits: Vec<(u32, usize)> = partials
             .iter()
-            .flat_map(|part| part[query].heap.iter().copied())
+            .flat_map(|part| part[query].hits.iter().copied())
             .collect();
         hits.sort_unstable();
         for &(dist, row) in &hits[..k] {
@@ -660,6 +879,11 @@ fn scan(
 ) -> Vec<TopK> {
     let (width, nq) = (shape.width, shape.queries);
     let mut tops: Vec<TopK> = (0..nq).map(|_| TopK::new(k)).collect();
+    #[cfg(target_arch = "x86_64")]
+    if kernel == Kernel::Avx512 && nq >= LANE_MIN_QUERIES && width > 0 {
+        scan_lanes(queries, db, width, filter, range, &mut tops);
+        return tops;
+    }
     // rows per step: L2-sized, and few enough that the distances of all queries stay small
     let block = (BLOCK_BYTES / width.max(1))
         .min(MAX_BATCH_DISTANCES / nq.max(1))
@@ -707,6 +931,54 @@ fn scan(
         start = end;
     }
     tops
+}
+
+/// A batch on AVX-512: queries side by side in SIMD lanes (`x86::scan_lanes`), sixteen per
+/// pass; a larger batch takes several passes over blocks of rows that stay in L1 meanwhile.
+#[cfg(target_arch = "x86_64")]
+fn scan_lanes(
+    queries: &[u8],
+    db: &[u8],
+    width: usize,
+    filter: Filter<'_>,
+    range: std::ops::Range<usize>,
+    tops: &mut [TopK],
+) {
+    let passes: Vec<Vec<u64>> = queries
+        .chunks(16 * width)
+        .map(|pass| x86::query_lanes(pass, width))
+        .collect();
+    let block = if passes.len() == 1 {
+        range.len()
+    } else {
+        (LANE_BLOCK_BYTES / width).max(1)
+    };
+    let mut events = x86::Events::default();
+    let mut start = range.start;
+    while start < range.end {
+        let end = range.end.min(start + block);
+        for (lanes, tops) in passes.iter().zip(tops.chunks_mut(16)) {
+            let (count, events) = (end - start, &mut events);
+            // SAFETY: the caller checked that this CPU runs the AVX-512 kernel.
+            unsafe {
+                match filter {
+                    Filter::Ids(ids) => {
+                        let at = |i| ids[start + i];
+                        x86::scan_group(lanes, db, width, count, at, None, tops, events)
+                    }
+                    Filter::Mask(mask) => {
+                        let at = |i| start + i;
+                        x86::scan_group(lanes, db, width, count, at, Some(mask), tops, events)
+                    }
+                    Filter::All => {
+                        let at = |i| start + i;
+                        x86::scan_group(lanes, db, width, count, at, None, tops, events)
+                    }
+                }
+            }
+        }
+        start = end;
+    }
 }
 
 #[cfg(test)]
@@ -842,6 +1114,42 @@ mod tests {
                             want.dists.clear();
                         }
                         assert_eq!(got, want, "{kernel:?} threads {threads} k {k} {filter:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Batch sizes around the SIMD lane groups (8 queries) and passes (16 queries), at widths
+    /// of every unrolled case, their neighbours and ones with a partial last word.
+    #[test]
+    fn batches_of_every_size_and_width_match_brute_force() {
+        let n = 250;
+        for width in [1, 5, 8, 47, 48, 52, 64, 96, 128, 256, 320, 328] {
+            // two byte values make many ties
+            let db: Vec<u8> = bytes(width * n, 3).iter().map(|b| b & 0x81).collect();
+            let mask: Vec<bool> = (0..n).map(|i| i % 5 != 2).collect();
+            let ids: Vec<usize> = (0..n).filter(|i| i % 7 == 3).collect();
+            let by_id: Vec<bool> = (0..n).map(|i| i % 7 == 3).collect();
+            for nq in [2, 3, 4, 8, 9, 16, 17, 33] {
+                let queries: Vec<u8> = bytes(width * nq, 4).iter().map(|b| b & 0x81).collect();
+                let shape = Shape {
+                    queries: nq,
+                    rows: n,
+                    width,
+                };
+                let all = vec![true; n];
+                for (filter, allowed) in [
+                    (Filter::All, &all),
+                    (Filter::Mask(&mask), &mask),
+                    (Filter::Ids(&ids), &by_id),
+                ] {
+                    for k in [1, 30] {
+                        let want = brute(&queries, &db, width, k, allowed);
+                        for kernel in [Kernel::best(), Kernel::Scalar] {
+                            let got = topk(&queries, &db, shape, k, filter, kernel, 1).unwrap();
+                            assert_eq!(got, want, "{kernel:?} width {width} nq {nq} k {k}");
+                        }
                     }
                 }
             }
