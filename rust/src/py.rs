@@ -354,7 +354,7 @@ fn walk_changes(
     let defaults = defaults(dirs, dir_suffixes, files, suffixes, env_markers);
     let out = py.detach(|| {
         let known = tree::parse_known(known)?;
-        Ok::<_, CoreError>(tree::changes(&root, &defaults, max_file_size, known, all))
+        Ok::<_, CoreError>(tree::changes(&root, &defaults, max_file_size, &known, all))
     })?;
     Ok((
         out.files,

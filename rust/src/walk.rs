@@ -22,7 +22,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -275,9 +275,13 @@ struct Found {
     skipped_dirs: HashMap<&'static str, u64>,
 }
 
+/// Whether the walk keeps a candidate file, given its relative path, size and mtime_ns.
+type Keep<'a> = dyn Fn(&[u8], u64, i64) -> bool + Sync + 'a;
+
 struct Walker<'a> {
     root: PathBuf,
     excludes: &'a Excludes,
+    keep: &'a Keep<'a>,
     queue: Mutex<Queue>,
     wake: Condvar,
     next_id: AtomicUsize,
@@ -471,7 +475,9 @@ impl Walker<'_> {
                 };
                 match stat_at(&dir, cname, row.is_link) {
                     Stat::File(size, mtime_ns) => {
-                        items.push(Item::File(rel.into_os_string(), size, mtime_ns))
+                        if (self.keep)(rel.as_os_str().as_bytes(), size, mtime_ns) {
+                            items.push(Item::File(rel.into_os_string(), size, mtime_ns))
+                        }
                     }
                     Stat::Other => {}
                     Stat::Unreadable => bump(&mut found.skipped, "unreadable"),
@@ -501,9 +507,14 @@ fn merge(into: &mut HashMap<&'static str, u64>, from: HashMap<&'static str, u64>
 }
 
 /// Walk `root` (resolved to its real path) and return the candidate files sorted by path.
-/// Folders are read by one thread per core (up to 8), each folder whole by one thread; the
-/// folders' sorted listings are spliced together at the end.
 pub fn walk(root: &Path, defaults: &Defaults) -> WalkOutput {
+    walk_keeping(root, defaults, &|_, _, _| true)
+}
+
+/// The walk, keeping only the candidate files `keep` accepts. Folders are read by one thread
+/// per core (up to 8), each folder whole by one thread; the folders' sorted listings are
+/// spliced together at the end.
+fn walk_keeping(root: &Path, defaults: &Defaults, keep: &Keep<'_>) -> WalkOutput {
     let root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
     // .git/info/exclude sits below every .gitignore: a root-level layer under them
     let exclude = read_spec(&root, &root.join(".git").join("info").join("exclude"));
@@ -528,6 +539,7 @@ pub fn walk(root: &Path, defaults: &Defaults) -> WalkOutput {
     let walker = Walker {
         root,
         excludes: &excludes,
+        keep,
         queue: Mutex::new(Queue {
             jobs: vec![first],
             busy: 0,
@@ -571,8 +583,26 @@ pub fn walk(root: &Path, defaults: &Defaults) -> WalkOutput {
     out
 }
 
-/// The stat data of the files indexed before: path -> (size, mtime_ns).
-pub type Known<'a> = FxHashMap<&'a [u8], (u64, i64)>;
+/// The stat data of the files indexed before: path -> (size, mtime_ns), each path numbered.
+#[derive(Debug, Default)]
+pub struct Known<'a> {
+    stamps: FxHashMap<&'a [u8], (u64, i64, usize)>,
+}
+
+impl Known<'_> {
+    /// The known (size, mtime_ns) of `path`.
+    pub fn stamp(&self, path: &[u8]) -> Option<(u64, i64)> {
+        self.stamps.get(path).map(|&(size, mtime, _)| (size, mtime))
+    }
+
+    pub fn len(&self) -> usize {
+        self.stamps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stamps.is_empty()
+    }
+}
 
 /// Parses `path\0size\0mtime_ns` records joined by `\0` (SQLite's `group_concat` of the files
 /// table; empty for none). Paths cannot hold a NUL byte, so the separator is unambiguous.
@@ -581,21 +611,20 @@ pub fn parse_known(blob: &[u8]) -> CoreResult<Known<'_>> {
         return Ok(Known::default());
     }
     let records = (blob.iter().filter(|&&b| b == 0).count() + 1) / 3;
-    let mut known = Known::with_capacity_and_hasher(records, Default::default());
+    let mut stamps = FxHashMap::with_capacity_and_hasher(records, Default::default());
     let mut fields = blob.split(|&b| b == 0);
     while let Some(path) = fields.next() {
         let (Some(size), Some(mtime)) = (fields.next(), fields.next()) else {
             return value_error("known stat data: a record lacks its size or mtime");
         };
-        let (Some(size), Some(mtime)) = (
-            integer(size).and_then(|n| u64::try_from(n).ok()),
-            integer(mtime),
-        ) else {
+        let size = integer(size).and_then(|n| u64::try_from(n).ok());
+        let (Some(size), Some(mtime)) = (size, integer(mtime)) else {
             return value_error("known stat data: a size or mtime is not a number");
         };
-        known.insert(path, (size, mtime));
+        let number = stamps.len();
+        stamps.entry(path).or_insert((size, mtime, number));
     }
-    Ok(known)
+    Ok(Known { stamps })
 }
 
 /// A decimal integer as SQLite writes one (an optional '-', then digits).
@@ -636,38 +665,67 @@ pub struct Changes {
 }
 
 /// Walk `root` and compare each candidate file no larger than `max_file_size` with `known`;
-/// `all` returns unchanged files too (a full refresh), still flagged as known.
+/// `all` returns unchanged files too (a full refresh), still flagged as known. An unchanged
+/// file is compared where it is stat-ed and never gets a path of its own.
 pub fn changes(
     root: &Path,
     defaults: &Defaults,
     max_file_size: u64,
-    mut known: Known<'_>,
+    known: &Known<'_>,
     all: bool,
 ) -> Changes {
-    let walked = walk(root, defaults);
+    let seen: Vec<AtomicBool> = (0..known.len()).map(|_| AtomicBool::new(false)).collect();
+    let too_large = AtomicU64::new(0);
+    let keep = |rel: &[u8], size: u64, mtime_ns: i64| {
+        if size > max_file_size {
+            too_large.fetch_add(1, AtomicOrdering::Relaxed);
+            return false;
+        }
+        match known.stamps.get(rel) {
+            Some(&(known_size, known_mtime, number)) => {
+                seen[number].store(true, AtomicOrdering::Relaxed);
+                all || (known_size, known_mtime) != (size, mtime_ns)
+            }
+            None => true,
+        }
+    };
+    let walked = walk_keeping(root, defaults, &keep);
     let mut out = Changes {
         skipped: walked.skipped,
         skipped_dirs: walked.skipped_dirs,
         ..Changes::default()
     };
-    for (path, size, mtime_ns) in walked.files {
-        if size > max_file_size {
-            bump(&mut out.skipped, "too_large");
-            continue;
-        }
-        let stamp = known.remove(path.as_bytes());
-        if stamp == Some((size, mtime_ns)) && !all {
-            out.unchanged += 1;
-        } else {
-            out.files.push((path, size, mtime_ns, stamp.is_some()));
-        }
+    let too_large = too_large.into_inner();
+    if too_large > 0 {
+        *out.skipped.entry("too_large").or_insert(0) += too_large;
     }
-    let mut removed: Vec<&[u8]> = known.into_keys().collect();
-    removed.sort_unstable();
-    out.removed = removed
+    out.files = walked
+        .files
         .into_iter()
-        .map(|p| OsStr::from_bytes(p).to_os_string())
+        .map(|(path, size, mtime_ns)| {
+            let was_known = known.stamps.contains_key(path.as_bytes());
+            (path, size, mtime_ns, was_known)
+        })
         .collect();
+    let seen_count = seen
+        .iter()
+        .filter(|s| s.load(AtomicOrdering::Relaxed))
+        .count();
+    let listed_known = out.files.iter().filter(|f| f.3).count();
+    out.unchanged = (seen_count - listed_known) as u64;
+    if seen_count < known.len() {
+        let mut removed: Vec<&[u8]> = known
+            .stamps
+            .iter()
+            .filter(|(_, &(_, _, number))| !seen[number].load(AtomicOrdering::Relaxed))
+            .map(|(&path, _)| path)
+            .collect();
+        removed.sort_unstable();
+        out.removed = removed
+            .into_iter()
+            .map(|p| OsStr::from_bytes(p).to_os_string())
+            .collect();
+    }
     out
 }
 
@@ -877,13 +935,13 @@ mod tests {
     #[test]
     fn known_stat_data_parses_and_rejects_broken_records() {
         let known = parse_known(b"a.py\x003\x00-5\x00b/c.rs\x000\x0017").unwrap();
-        assert_eq!(known.get(&b"a.py"[..]), Some(&(3, -5)));
-        assert_eq!(known.get(&b"b/c.rs"[..]), Some(&(0, 17)));
+        assert_eq!(known.stamp(b"a.py"), Some((3, -5)));
+        assert_eq!(known.stamp(b"b/c.rs"), Some((0, 17)));
         assert!(parse_known(b"").unwrap().is_empty());
         let extremes = format!("x\0{}\0{}", i64::MAX, i64::MIN);
         assert_eq!(
-            parse_known(extremes.as_bytes()).unwrap().get(&b"x"[..]),
-            Some(&(i64::MAX as u64, i64::MIN))
+            parse_known(extremes.as_bytes()).unwrap().stamp(b"x"),
+            Some((i64::MAX as u64, i64::MIN))
         );
         for broken in [
             &b"a.py\x003"[..],
@@ -920,8 +978,8 @@ mod tests {
             "gone.py\x001\x001".into(),
         ]
         .join("\0");
-        let known = || parse_known(blob.as_bytes()).unwrap();
-        let out = changes(dir.path(), &Defaults::builtin(), 5, known(), false);
+        let known = parse_known(blob.as_bytes()).unwrap();
+        let out = changes(dir.path(), &Defaults::builtin(), 5, &known, false);
         let files: Vec<_> = out
             .files
             .iter()
@@ -934,7 +992,7 @@ mod tests {
         assert_eq!(out.removed, ["big.py", "gone.py"]); // too large now, and deleted
         assert_eq!(out.unchanged, 1);
         assert_eq!(out.skipped.get("too_large"), Some(&1));
-        let every = changes(dir.path(), &Defaults::builtin(), 5, known(), true);
+        let every = changes(dir.path(), &Defaults::builtin(), 5, &known, true);
         assert_eq!(every.files.len(), 3);
         assert_eq!(every.unchanged, 0);
     }
