@@ -334,18 +334,19 @@ def _parse_known(blob: bytes) -> dict[str, tuple[int, int]]:
     fields = blob.split(b"\0")
     if len(fields) % 3:
         raise ValueError("known stat data: a record lacks its size or mtime")
-    if not all(map(_INTEGER.fullmatch, fields[1::3] + fields[2::3])):
-        raise ValueError("known stat data: a size or mtime is not a number")
-    sizes, mtimes = list(map(int, fields[1::3])), list(map(int, fields[2::3]))
-    if not all(0 <= n < 1 << 63 for n in sizes) or not all(
-        -(1 << 63) <= n < 1 << 63 for n in mtimes
-    ):
-        raise ValueError("known stat data: a size or mtime is not a number")
-    paths = (path.decode("utf-8", "surrogateescape") for path in fields[::3])
-    return dict(zip(paths, zip(sizes, mtimes, strict=True), strict=True))
+    return {fields[i].decode("utf-8", "surrogateescape"):
+            (_integer(fields[i + 1], 0), _integer(fields[i + 2], -(1 << 63)))
+            for i in range(0, len(fields), 3)}
 
 
-_INTEGER = re.compile(rb"-?[0-9]+")  # as SQLite writes them; the core reads them alike
+_INTEGER = re.compile(rb"-?[0-9]+")
+
+
+def _integer(text: bytes, low: int) -> int:
+    """A decimal integer in 64 bits as SQLite writes one (the core reads them alike)."""
+    if not _INTEGER.fullmatch(text) or not low <= (value := int(text)) < 1 << 63:
+        raise ValueError("known stat data: a size or mtime is not a number")
+    return value
 
 
 def _python_changes(
