@@ -1,6 +1,8 @@
 """Refresh: bring a project's index up to date with its files, doing only the work that changed.
 
-1. Walk, then a stat pass: only files whose size or mtime differ from the files table are hashed.
+1. Walk and stat pass in one (``sources.changes``, against the stat data stored beside the files
+   table): only new files and files whose size or mtime differ are read and hashed, so a
+   refresh of an unchanged tree builds no per-file object at all.
 2. Clusters (one per directory) get a digest over their files' digests; ``kernels.diff`` of the
    cluster manifests narrows the file diff to the directories that changed.
 3. Changed files are re-chunked; each chunk is keyed by a hash of its text, and only hashes
