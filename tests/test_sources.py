@@ -428,6 +428,24 @@ def both_changes(root: Path, known: bytes) -> Changes:
 
 
 @needs_rust
+def test_both_backends_agree_on_a_wide_and_deep_tree(tmp_path: Path) -> None:
+    """Folders are read by several threads in the core: the order must not depend on them."""
+    files: dict[str, str | bytes] = {}
+    for i in range(300):
+        folder = "/".join(f"d{(i >> shift) % 4}" for shift in (0, 2, 4, 6))
+        files[f"{folder}/f{i}.py"] = f"x = {i}\n"
+        files[f"{folder}/{i}.txt"] = "t\n"
+    files["d0/.gitignore"] = "*.txt\n!d1/\n"
+    files["d1/d2/.kenningignore"] = "f1*.py\n"
+    make(tmp_path, files)
+    found, _ = both_walks(tmp_path)
+    paths_found = [row[0] for row in found]
+    assert paths_found == sorted(paths_found) and len(paths_found) > 400
+    for _ in range(3):
+        assert both_walks(tmp_path)[0] == found
+
+
+@needs_rust
 def test_both_backends_agree_on_this_repository() -> None:
     found, _ = both_walks(REPO)
     assert "python/kenning/sources.py" in [row[0] for row in found]
