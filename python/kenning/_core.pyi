@@ -9,7 +9,10 @@ import numpy.typing as npt
 __all__: Final[list[str]]
 
 def binarize(
-    x: npt.NDArray[np.float32], center: npt.NDArray[np.float32] | None = None
+    x: npt.NDArray[np.float32],
+    center: npt.NDArray[np.float32] | None = None,
+    *,
+    threads: int = 0,
 ) -> npt.NDArray[np.uint8]: ...
 def quantize_int8(
     x: npt.NDArray[np.float32],

@@ -1,6 +1,12 @@
 //! Sign binarization: bit = 1 where `x - center > 0`, packed MSB-first (NumPy `packbits` order).
 
+use std::thread;
+
 use crate::error::{value_error, CoreResult};
+use crate::parallel::{split, threads_for};
+
+/// Below this many bytes of input per thread, another thread costs more than it saves.
+const MIN_BYTES_PER_THREAD: usize = 8 << 20;
 
 /// Packed bytes per row of `dims` bits.
 pub fn packed_width(dims: usize) -> usize {
@@ -9,12 +15,14 @@ pub fn packed_width(dims: usize) -> usize {
 
 /// Binarizes `rows` rows of `dims` floats into `out` (`rows * packed_width(dims)` bytes).
 /// `x > c` is the same test as `x - c > 0` for floats (no finite difference rounds to zero).
+/// `threads == 0` picks a thread count from the size of the input.
 pub fn binarize(
     x: &[f32],
     rows: usize,
     dims: usize,
     center: Option<&[f32]>,
     out: &mut [u8],
+    threads: usize,
 ) -> CoreResult<()> {
     let width = packed_width(dims);
     if x.len() != rows * dims || out.len() != rows * width {
@@ -31,12 +39,28 @@ pub fn binarize(
             &zeros
         }
     };
-    let pack: fn(&[f32], &[f32], &mut [u8]) -> bool = pack_row_fn();
-    let mut nan = false;
-    for r in 0..rows {
-        let row = &x[r * dims..(r + 1) * dims];
-        nan |= pack(row, center, &mut out[r * width..(r + 1) * width]);
+    let threads = match threads {
+        0 => threads_for(x.len() * 4, MIN_BYTES_PER_THREAD),
+        n => n,
     }
+    .min(rows.max(1));
+    let nan = if threads == 1 {
+        pack_rows(x, center, dims, out)
+    } else {
+        thread::scope(|s| {
+            let mut rest = out;
+            let mut parts = Vec::with_capacity(threads);
+            for range in split(rows, threads) {
+                let (mine, tail) = rest.split_at_mut(range.len() * width);
+                rest = tail;
+                let x = &x[range.start * dims..range.end * dims];
+                parts.push(s.spawn(move || pack_rows(x, center, dims, mine)));
+            }
+            parts.into_iter().fold(false, |nan, part| {
+                nan | part.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+            })
+        })
+    };
     if nan {
         return value_error("binarize input contains NaN");
     }
@@ -46,17 +70,43 @@ pub fn binarize(
     Ok(())
 }
 
-/// The fastest row packer this CPU can run.
-fn pack_row_fn() -> fn(&[f32], &[f32], &mut [u8]) -> bool {
+/// Packs every row with the fastest packer this CPU can run; returns whether `x` holds a NaN.
+fn pack_rows(x: &[f32], center: &[f32], dims: usize, out: &mut [u8]) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 was detected.
-        return |row, center, out| unsafe { pack_row_avx2(row, center, out) };
+    {
+        if is_x86_feature_detected!("avx512f") {
+            // SAFETY: AVX-512F was detected.
+            return unsafe { x86::pack_rows_avx512(x, center, dims, out) };
+        }
+        if is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 was detected.
+            return unsafe { x86::pack_rows_avx2(x, center, dims, out) };
+        }
     }
-    pack_row
+    pack_rows_with(pack_row, x, center, dims, out)
 }
 
-/// Packs one row; returns whether it holds a NaN.
+/// Runs `pack` over every row; the SIMD packers inline it into their own loop.
+#[inline(always)]
+fn pack_rows_with(
+    pack: impl Fn(&[f32], &[f32], &mut [u8]) -> bool,
+    x: &[f32],
+    center: &[f32],
+    dims: usize,
+    out: &mut [u8],
+) -> bool {
+    let width = packed_width(dims);
+    let mut nan = false;
+    for (row, packed) in x
+        .chunks_exact(dims.max(1))
+        .zip(out.chunks_exact_mut(width.max(1)))
+    {
+        nan |= pack(row, center, packed);
+    }
+    nan
+}
+
+/// The portable reference: packs one row; returns whether it holds a NaN.
 fn pack_row(row: &[f32], center: &[f32], out: &mut [u8]) -> bool {
     let mut nan = false;
     for (i, (&v, &c)) in row.iter().zip(center).enumerate() {
@@ -69,23 +119,94 @@ fn pack_row(row: &[f32], center: &[f32], out: &mut [u8]) -> bool {
     nan
 }
 
-/// Eight floats per compare; `movemask` puts float 0 in bit 0, so the byte is bit-reversed
-/// into `packbits` order.
+/// Reverses the bits of each byte: SIMD compares put float 0 in bit 0, `packbits` wants it in
+/// bit 7.
+#[inline(always)]
+fn msb_first(m: u64) -> u64 {
+    let m = ((m >> 1) & 0x5555_5555_5555_5555) | ((m & 0x5555_5555_5555_5555) << 1);
+    let m = ((m >> 2) & 0x3333_3333_3333_3333) | ((m & 0x3333_3333_3333_3333) << 2);
+    ((m >> 4) & 0x0F0F_0F0F_0F0F_0F0F) | ((m & 0x0F0F_0F0F_0F0F_0F0F) << 4)
+}
+
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn pack_row_avx2(row: &[f32], center: &[f32], out: &mut [u8]) -> bool {
+mod x86 {
+    use super::{msb_first, pack_row, pack_rows_with};
     use std::arch::x86_64::*;
-    let full = row.len() / 8;
-    let mut unordered = _mm256_setzero_ps();
-    for (j, byte) in out[..full].iter_mut().enumerate() {
-        let v = _mm256_loadu_ps(row.as_ptr().add(8 * j));
-        let c = _mm256_loadu_ps(center.as_ptr().add(8 * j));
-        let gt = _mm256_cmp_ps::<_CMP_GT_OQ>(v, c);
-        unordered = _mm256_or_ps(unordered, _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
-        *byte = (_mm256_movemask_ps(gt) as u8).reverse_bits();
+
+    /// Sixteen floats per compare into a mask register; 64 bits are gathered into one word
+    /// before their bytes are bit-reversed and stored. The last partial vector is a masked load.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn pack_rows_avx512(
+        x: &[f32],
+        c: &[f32],
+        dims: usize,
+        out: &mut [u8],
+    ) -> bool {
+        pack_rows_with(|row, c, out| pack_row_avx512(row, c, out), x, c, dims, out)
     }
-    let tail = pack_row(&row[8 * full..], &center[8 * full..], &mut out[full..]);
-    _mm256_movemask_ps(unordered) != 0 || tail
+
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn pack_row_avx512(row: &[f32], center: &[f32], out: &mut [u8]) -> bool {
+        let (n, v, c) = (row.len(), row.as_ptr(), center.as_ptr());
+        let mut unordered: __mmask16 = 0;
+        let mut i = 0;
+        while i + 64 <= n {
+            let mut bits = 0u64;
+            for part in 0..4 {
+                let x = _mm512_loadu_ps(v.add(i + 16 * part));
+                let gt = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, _mm512_loadu_ps(c.add(i + 16 * part)));
+                unordered |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+                bits |= u64::from(gt) << (16 * part);
+            }
+            out[i / 8..i / 8 + 8].copy_from_slice(&msb_first(bits).to_le_bytes());
+            i += 64;
+        }
+        while i < n {
+            let take = (n - i).min(16);
+            let lanes: __mmask16 = ((1u32 << take) - 1) as u16;
+            let x = _mm512_maskz_loadu_ps(lanes, v.add(i));
+            let gt = _mm512_mask_cmp_ps_mask::<_CMP_GT_OQ>(
+                lanes,
+                x,
+                _mm512_maskz_loadu_ps(lanes, c.add(i)),
+            );
+            unordered |= _mm512_mask_cmp_ps_mask::<_CMP_UNORD_Q>(lanes, x, x);
+            let bytes = msb_first(u64::from(gt)).to_le_bytes();
+            let len = take.div_ceil(8);
+            out[i / 8..i / 8 + len].copy_from_slice(&bytes[..len]);
+            i += 16;
+        }
+        unordered != 0
+    }
+
+    /// Eight floats per compare, `movemask` to eight bits, eight of them gathered into one word
+    /// before their bytes are bit-reversed and stored.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn pack_rows_avx2(x: &[f32], c: &[f32], dims: usize, out: &mut [u8]) -> bool {
+        pack_rows_with(|row, c, out| pack_row_avx2(row, c, out), x, c, dims, out)
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn pack_row_avx2(row: &[f32], center: &[f32], out: &mut [u8]) -> bool {
+        let (n, v, c) = (row.len(), row.as_ptr(), center.as_ptr());
+        let mut unordered = _mm256_setzero_ps();
+        let mut i = 0;
+        while i + 64 <= n {
+            let mut bits = 0u64;
+            for part in 0..8 {
+                let x = _mm256_loadu_ps(v.add(i + 8 * part));
+                let gt = _mm256_cmp_ps::<_CMP_GT_OQ>(x, _mm256_loadu_ps(c.add(i + 8 * part)));
+                unordered = _mm256_or_ps(unordered, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x));
+                bits |= u64::from(_mm256_movemask_ps(gt) as u8) << (8 * part);
+            }
+            out[i / 8..i / 8 + 8].copy_from_slice(&msb_first(bits).to_le_bytes());
+            i += 64;
+        }
+        let tail = pack_row(&row[i..], &center[i..], &mut out[i / 8..]);
+        _mm256_movemask_ps(unordered) != 0 || tail
+    }
 }
 
 #[cfg(test)]
@@ -112,50 +233,114 @@ mod tests {
                 .collect();
             let center: Vec<f32> = (0..dims).map(|d| (d % 3) as f32 - 1.0).collect();
             let mut out = vec![0u8; 5 * packed_width(dims)];
-            binarize(&x, 5, dims, Some(&center), &mut out).unwrap();
+            binarize(&x, 5, dims, Some(&center), &mut out, 0).unwrap();
             assert_eq!(out, reference(&x, dims, &center), "dims {dims}");
-            binarize(&x, 5, dims, None, &mut out).unwrap();
+            binarize(&x, 5, dims, None, &mut out, 0).unwrap();
             assert_eq!(out, reference(&x, dims, &vec![0.0; dims]), "dims {dims}");
         }
     }
 
     #[test]
     fn simd_and_portable_packers_agree() {
-        let row: Vec<f32> = (0..77).map(|i| ((i * 31) % 17) as f32 - 8.0).collect();
-        let center: Vec<f32> = (0..77).map(|i| (i % 5) as f32 - 2.0).collect();
-        let (mut a, mut b) = ([0u8; 10], [0u8; 10]);
-        assert!(!pack_row(&row, &center, &mut a));
-        assert!(!pack_row_fn()(&row, &center, &mut b));
-        assert_eq!(a, b);
-        let mut nan_row = row.clone();
-        nan_row[70] = f32::NAN;
-        assert!(pack_row_fn()(&nan_row, &center, &mut b));
-        nan_row[70] = 0.0;
-        nan_row[3] = f32::NAN;
-        assert!(pack_row_fn()(&nan_row, &center, &mut b));
+        for dims in [1, 7, 8, 15, 16, 17, 63, 64, 65, 77, 128, 130, 384, 400] {
+            let rows = 3;
+            let x: Vec<f32> = (0..rows * dims)
+                .map(|i| ((i * 31) % 17) as f32 - 8.0)
+                .collect();
+            let center: Vec<f32> = (0..dims).map(|i| (i % 5) as f32 - 2.0).collect();
+            let width = packed_width(dims);
+            let mut want = vec![0u8; rows * width];
+            assert!(!pack_rows_with(pack_row, &x, &center, dims, &mut want));
+            for (name, pack) in packers() {
+                let mut got = vec![0xAAu8; rows * width];
+                assert!(!pack(&x, &center, dims, &mut got));
+                assert_eq!(got, want, "{name} dims {dims}");
+                for at in [0, dims / 2, dims - 1, rows * dims - 1] {
+                    let mut nan = x.clone();
+                    nan[at] = f32::NAN;
+                    assert!(
+                        pack(&nan, &center, dims, &mut got),
+                        "{name} dims {dims} NaN {at}"
+                    );
+                }
+            }
+        }
+    }
+
+    type Packer = fn(&[f32], &[f32], usize, &mut [u8]) -> bool;
+
+    /// Every row packer this CPU can run, the portable reference first.
+    fn packers() -> Vec<(&'static str, Packer)> {
+        let mut all: Vec<(&'static str, Packer)> = vec![
+            ("scalar", |x, c, dims, out| {
+                pack_rows_with(pack_row, x, c, dims, out)
+            }),
+            ("best", pack_rows),
+        ];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if is_x86_feature_detected!("avx2") {
+                // SAFETY: AVX2 was detected.
+                all.push(("avx2", |x, c, dims, out| unsafe {
+                    x86::pack_rows_avx2(x, c, dims, out)
+                }));
+            }
+            if is_x86_feature_detected!("avx512f") {
+                // SAFETY: AVX-512F was detected.
+                all.push(("avx512", |x, c, dims, out| unsafe {
+                    x86::pack_rows_avx512(x, c, dims, out)
+                }));
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn msb_first_reverses_each_byte() {
+        let m = 0x0102_0408_1020_4080_u64;
+        assert_eq!(msb_first(m), 0x8040_2010_0804_0201);
+        assert_eq!(msb_first(0xF0), 0x0F);
+    }
+
+    #[test]
+    fn every_thread_count_gives_the_same_bits_and_finds_nan() {
+        let (rows, dims) = (37, 100);
+        let x: Vec<f32> = (0..rows * dims)
+            .map(|i| ((i * 13) % 7) as f32 - 3.0)
+            .collect();
+        let mut want = vec![0u8; rows * packed_width(dims)];
+        binarize(&x, rows, dims, None, &mut want, 1).unwrap();
+        for threads in [2, 3, 64] {
+            let mut got = vec![0u8; want.len()];
+            binarize(&x, rows, dims, None, &mut got, threads).unwrap();
+            assert_eq!(got, want, "{threads} threads");
+            let mut nan = x.clone();
+            nan[rows * dims - 1] = f32::NAN;
+            assert!(binarize(&nan, rows, dims, None, &mut got, threads).is_err());
+        }
     }
 
     #[test]
     fn zero_and_negative_zero_are_not_positive() {
         let mut out = [0u8];
-        binarize(&[0.0, -0.0, 1e-40, -1.0], 1, 4, None, &mut out).unwrap();
+        binarize(&[0.0, -0.0, 1e-40, -1.0], 1, 4, None, &mut out, 0).unwrap();
         assert_eq!(out, [0b0010_0000]);
     }
 
     #[test]
     fn nan_is_an_error() {
         let mut out = [0u8];
-        let err = binarize(&[f32::NAN], 1, 1, None, &mut out).unwrap_err();
+        let err = binarize(&[f32::NAN], 1, 1, None, &mut out, 0).unwrap_err();
         assert_eq!(err.to_string(), "binarize input contains NaN");
-        let err = binarize(&[1.0], 1, 1, Some(&[f32::NAN]), &mut out).unwrap_err();
+        let err = binarize(&[1.0], 1, 1, Some(&[f32::NAN]), &mut out, 0).unwrap_err();
         assert_eq!(err.to_string(), "binarize center contains NaN");
     }
 
     #[test]
     fn mismatched_buffers_are_an_error() {
-        assert!(binarize(&[1.0; 3], 2, 2, None, &mut [0u8; 2]).is_err());
-        assert!(binarize(&[1.0; 4], 2, 2, None, &mut [0u8; 1]).is_err());
-        assert!(binarize(&[1.0; 4], 2, 2, Some(&[0.0]), &mut [0u8; 2]).is_err());
-        assert!(binarize(&[], 3, 0, None, &mut []).is_ok());
+        assert!(binarize(&[1.0; 3], 2, 2, None, &mut [0u8; 2], 0).is_err());
+        assert!(binarize(&[1.0; 4], 2, 2, None, &mut [0u8; 1], 0).is_err());
+        assert!(binarize(&[1.0; 4], 2, 2, Some(&[0.0]), &mut [0u8; 2], 0).is_err());
+        assert!(binarize(&[], 3, 0, None, &mut [], 0).is_ok());
     }
 }

@@ -51,12 +51,14 @@ fn shaped<T>(rows: usize, cols: usize, data: Vec<T>) -> PyResult<Array2<T>> {
     Array2::from_shape_vec((rows, cols), data).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// `threads` 0 = automatic.
 #[pyfunction]
-#[pyo3(signature = (x, center=None))]
+#[pyo3(signature = (x, center=None, *, threads=0))]
 fn binarize<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f32>,
     center: Option<PyReadonlyArray1<'py, f32>>,
+    threads: usize,
 ) -> PyResult<Bound<'py, PyArray2<u8>>> {
     let [rows, dims] = [x.shape()[0], x.shape()[1]];
     let data = slice(&x, "x")?;
@@ -64,7 +66,7 @@ fn binarize<'py>(
     let width = bin::packed_width(dims);
     let mut out = vec![0u8; rows * width];
     run(py, data.len() * 4, || {
-        bin::binarize(data, rows, dims, center, &mut out)
+        bin::binarize(data, rows, dims, center, &mut out, threads)
     })?;
     Ok(shaped(rows, width, out)?.into_pyarray(py))
 }
