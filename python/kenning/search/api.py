@@ -65,8 +65,9 @@ def relevance_floor(model: str) -> float:
 
 
 def branch_weights(query: Query) -> dict[str, float]:
-    """Identifier-like queries weigh the symbol branch up."""
-    return {"dense": 2.0, "lexical": 1.0, "symbol": 2.0 if query.identifier_like else 0.75}
+    """Identifier-like queries weigh the symbol branch up. Dense leads lexical by 1.5 to 1:
+    semble-bench dev 0.817 NDCG@10 (2 to 1: 0.812, 1 to 1: 0.811), docstring dev unchanged."""
+    return {"dense": 1.5, "lexical": 1.0, "symbol": 2.0 if query.identifier_like else 0.75}
 
 
 def _refresh(ref: ProjectRef, ctx: _Context) -> bool:
