@@ -92,12 +92,21 @@ def other_kernels(rng: np.random.Generator, quick: bool) -> list[str]:
     for dims in (384, 2560):
         rows = n if dims == 384 else n // 5
         x = rng.standard_normal((rows, dims)).astype(np.float32)
+        center = x[:1000].mean(axis=0)
         assert (RUST.binarize(x) == np.packbits(x > 0, axis=1)).all()
-        r, tw, pb = (timed(lambda: RUST.binarize(x)), timed(lambda: TWIN.binarize(x)),  # noqa: B023
-                     timed(lambda: np.packbits(x > 0, axis=1)))  # noqa: B023
+        assert (RUST.binarize(x, center) == np.packbits(x > center, axis=1)).all()
+        # np.packbits is single-threaded: "rust 1T" is the like-for-like figure
+        r, r1, tw, pb = (timed(lambda: RUST.binarize(x)),  # noqa: B023
+                         timed(lambda: _core.binarize(x, threads=1)),  # noqa: B023
+                         timed(lambda: TWIN.binarize(x)),  # noqa: B023
+                         timed(lambda: np.packbits(x > 0, axis=1)))  # noqa: B023
+        rc, pbc = (timed(lambda: _core.binarize(x, center, threads=1)),  # noqa: B023
+                   timed(lambda: np.packbits(x > center, axis=1)))  # noqa: B023
         mb = x.nbytes / 1e6
-        out.append(f"binarize {rows:,}x{dims}: rust {mb / r:7.0f} MB/s, np.packbits(x > 0) "
-                   f"{mb / pb:7.0f} MB/s ({pb / r:.2f}x), twin {tw / r:.2f}x")
+        out.append(f"binarize {rows:,}x{dims}: rust {mb / r:6.0f} MB/s, rust 1T {mb / r1:6.0f} MB/s"
+                   f", np.packbits(x > 0, axis=1) {mb / pb:6.0f} MB/s: rust/np {pb / r:.2f}x, "
+                   f"1T {pb / r1:.2f}x; centered 1T vs np.packbits(x > center) {pbc / rc:.2f}x; "
+                   f"twin {tw / r:.2f}x")
         r, tw = timed(lambda: RUST.quantize_int8(x)), timed(lambda: TWIN.quantize_int8(x))  # noqa: B023
         out.append(f"quantize_int8 {rows:,}x{dims}: rust {ms(r)} ms, twin {ms(tw)} ms "
                    f"({tw / r:.1f}x)")

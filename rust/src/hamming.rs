@@ -29,7 +29,7 @@ const LANE_MIN_QUERIES: usize = 4;
 const LANE_BLOCK_BYTES: usize = 16 * 1024;
 /// Rows between top-k updates in a lane-wise scan.
 #[cfg(target_arch = "x86_64")]
-const EVENT_BLOCK: usize = 256;
+const EVENT_BLOCK: usize = 64;
 /// Below this many bytes of scanning per thread, another thread costs more than it saves.
 const MIN_BYTES_PER_THREAD: usize = 4 << 20;
 
@@ -585,14 +585,15 @@ mod x86 {
                 if mask.is_some_and(|m| !m[row]) {
                     continue;
                 }
-                for g in 0..groups {
+                for (g, tops) in tops.chunks_mut(8).enumerate().take(groups) {
                     let mut better = self.better[e * groups + g];
+                    let dists = &self.dists[(e * groups + g) * 8..][..8];
                     while better != 0 {
                         let l = better.trailing_zeros() as usize;
-                        let (top, dist) =
-                            (&mut tops[8 * g + l], self.dists[(e * groups + g) * 8 + l]);
-                        if top.wants(dist as u32) {
-                            top.push(dist as u32, row);
+                        let (top, dist) = (&mut tops[l], dists[l] as u32);
+                        // the block's thresholds may have dropped since the row was noted
+                        if top.wants(dist) {
+                            top.push(dist, row);
                         }
                         better &= better - 1;
                     }
