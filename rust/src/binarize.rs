@@ -121,6 +121,7 @@ fn pack_row(row: &[f32], center: &[f32], out: &mut [u8]) -> bool {
 
 /// Reverses the bits of each byte: SIMD compares put float 0 in bit 0, `packbits` wants it in
 /// bit 7.
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn msb_first(m: u64) -> u64 {
     let m = ((m >> 1) & 0x5555_5555_5555_5555) | ((m & 0x5555_5555_5555_5555) << 1);
@@ -295,6 +296,7 @@ mod tests {
         all
     }
 
+    #[cfg(target_arch = "x86_64")]
     #[test]
     fn msb_first_reverses_each_byte() {
         let m = 0x0102_0408_1020_4080_u64;
