@@ -12,9 +12,11 @@ Rules, strongest first:
 Then files larger than ``max_file_size``, binary files (a NUL byte in the first 8 KiB) and
 minified or machine-written data (no line break in the first 8 KiB of a longer file: bundles,
 one-line JSON such as a tokenizer vocabulary) are skipped. Ignored directories are pruned,
-never walked. Symlinks are followed only when they point inside the root; a symlink to a
-folder's own ancestor (a loop) is not followed. Unreadable files and directories are skipped
-silently: one bad file never stops a walk.
+never walked. Symlinks are not followed: one pointing inside the root is an alias of a path the
+walk reaches under its own name (as git stores it; indexing both would return every result
+twice), one pointing outside leaves the project. A folder already open higher up (a bind mount
+loop) is not entered again. Unreadable files and directories are skipped silently: one bad
+file never stops a walk.
 
 The tree walk runs in the Rust core (``kenning._core.walk``) when it is built; this module's
 Python walk is its reference twin, used when ``KENNING_KERNELS=numpy`` forces the pure-Python
@@ -216,10 +218,6 @@ class _Walker:
         # .git/info/exclude sits below every .gitignore: a root-level entry under them.
         self.base = [_Rules("", exclude, None)] if exclude else []
 
-    def _inside_root(self, path: str) -> bool:
-        real = os.path.realpath(path)
-        return real == self.root or real.startswith(self.root + os.sep)
-
     def _skip_reason(self, stack: list[_Rules], rel: str, name: str, is_dir: bool) -> str | None:
         kept = _decide(stack, rel, is_dir, "kenning")
         if kept is not None:
@@ -242,7 +240,7 @@ class _Walker:
             folder.next += 1
             rel = folder.prefix + entry.name
             reason = self._skip_reason(folder.rules, rel, entry.name, is_dir)
-            if reason is None and is_link and not self._inside_root(entry.path):
+            if reason is None and is_link:
                 reason = "symlink"
             if reason is not None:
                 (self.stats.skipped_dirs if is_dir else self.stats.skipped)[reason] += 1

@@ -6,8 +6,10 @@
 //! `.git/info/exclude` of the root. Git's global excludes are not read. A pattern in a folder's
 //! file is matched against the path relative to that folder, first the path itself, then its
 //! parent folders (so `dist/` or `!dist/` also decides what lies inside `dist`). Ignored folders
-//! are pruned. Symlinks are followed only when they resolve inside the root; a folder already
-//! open higher up (a loop) is not entered again. Unreadable entries are counted and skipped.
+//! are pruned. Symlinks are not followed: one pointing inside the root is an alias of a path
+//! the walk reaches under its own name (as git stores it), one pointing outside leaves the
+//! project. A folder already open higher up (a bind mount loop) is not entered again.
+//! Unreadable entries are counted and skipped.
 //!
 //! The walk yields (relative path, size, mtime in ns) of every candidate file, sorted by path;
 //! the binary sniff and the language are the caller's. `changes` compares a walk with the stat
@@ -21,7 +23,7 @@ use std::fs;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
@@ -231,21 +233,6 @@ fn bump(counts: &mut HashMap<&'static str, u64>, reason: &'static str) {
     *counts.entry(reason).or_insert(0) += 1;
 }
 
-/// `path` with `.` and `..` resolved by name only (for a symlink whose target is missing).
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 /// One folder to read: where it is, the rules that apply inside it, the folders above it.
 struct Job {
     id: usize,
@@ -279,7 +266,6 @@ struct Found {
 type Keep<'a> = dyn Fn(&[u8], u64, i64) -> bool + Sync + 'a;
 
 struct Walker<'a> {
-    root: PathBuf,
     excludes: &'a Excludes,
     keep: &'a Keep<'a>,
     queue: Mutex<Queue>,
@@ -288,18 +274,6 @@ struct Walker<'a> {
 }
 
 impl Walker<'_> {
-    fn inside_root(&self, path: &Path) -> bool {
-        let real = match fs::canonicalize(path) {
-            Ok(real) => real,
-            // dangling: judge where it points (it yields nothing either way)
-            Err(_) => match fs::read_link(path) {
-                Ok(target) => lexical(&path.parent().unwrap_or(Path::new("/")).join(target)),
-                Err(_) => return true,
-            },
-        };
-        real.starts_with(&self.root)
-    }
-
     fn skip_reason(
         &self,
         stack: &[Arc<Rules>],
@@ -446,7 +420,7 @@ impl Walker<'_> {
         for row in rows {
             let rel = child(&job.prefix, &row.name);
             let mut reason = self.skip_reason(&rules, &rel, &row.name, row.is_dir);
-            if reason.is_none() && row.is_link && !self.inside_root(&job.abs.join(&row.name)) {
+            if reason.is_none() && row.is_link {
                 reason = Some("symlink");
             }
             if let Some(reason) = reason {
@@ -531,13 +505,12 @@ fn walk_keeping(root: &Path, defaults: &Defaults, keep: &Keep<'_>) -> WalkOutput
     let excludes = Excludes::new(defaults);
     let first = Job {
         id: 0,
-        abs: root.clone(),
+        abs: root,
         prefix: PathBuf::new(),
         rules: base,
         ancestors: Vec::new(),
     };
     let walker = Walker {
-        root,
         excludes: &excludes,
         keep,
         queue: Mutex::new(Queue {
@@ -887,7 +860,7 @@ mod tests {
     }
 
     #[test]
-    fn symlinks_inside_followed_loops_and_escapes_skipped() {
+    fn symlinks_are_not_followed() {
         let base = tempdir::TempDir::new();
         let root = base.path().join("repo");
         let outside = base.path().join("outside");
@@ -908,8 +881,8 @@ mod tests {
             .iter()
             .map(|(p, _, _)| p.to_string_lossy().into_owned())
             .collect();
-        assert_eq!(got, ["alias.py", "src/a.py"]);
-        assert_eq!(out.skipped.get("symlink"), Some(&1));
+        assert_eq!(got, ["src/a.py"]);
+        assert_eq!(out.skipped.get("symlink"), Some(&3)); // escape.py, alias.py, dangling.py
         assert_eq!(out.skipped_dirs.get("symlink"), Some(&3));
     }
 
