@@ -3,7 +3,7 @@
 The config file is TOML in the platform's config dir (``KENNING_CONFIG`` overrides its path).
 Keys are dotted (``embedder.backend``); the environment variable of a key is ``KENNING_`` plus
 the key upper-cased with dots as underscores (``KENNING_EMBEDDER_BACKEND``). Projects served
-together are listed as ``[[projects]]`` tables with ``id``, ``root`` and optional ``extensions``.
+together are listed as ``[[projects]]`` tables with ``id`` and ``root``.
 """
 
 from __future__ import annotations
