@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kenning.search import symbols
 from kenning.search.filters import DOCS_LANGUAGES
@@ -75,12 +76,13 @@ class Candidate:
     score: float
 
 
-def categories(path: str, language: str | None = None) -> list[str]:
+@lru_cache(maxsize=8192)  # per path: the same files come back search after search
+def categories(path: str, language: str | None = None) -> tuple[str, ...]:
     """The penalised categories of a chunk: by path, and prose (docs) by language."""
     found = [name for name, pattern in _CATEGORY_PATTERNS.items() if pattern.search(path)]
     if language in DOCS_LANGUAGES:
         found.append("docs")
-    return found
+    return tuple(found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,14 +131,15 @@ def _stem(word: str) -> str:
     return word
 
 
-def file_words(path: str) -> list[str]:
+@lru_cache(maxsize=8192)
+def file_words(path: str) -> tuple[str, ...]:
     """The words of a file's name (``UpsertStatement.kt``: upsert, statement); for a generic
     name (``mod.rs``, ``index.ts``) the words of its folder's name."""
     parts = path.split("/")
     stem = parts[-1].split(".")[0]
     if stem.lower() in _GENERIC_STEMS and len(parts) > 1:
         stem = parts[-2]
-    return [w for w in split_identifier(stem.replace("-", "_")) if len(w) > 1 and w.isalpha()]
+    return tuple(w for w in split_identifier(stem.replace("-", "_")) if len(w) > 1 and w.isalpha())
 
 
 def lift_files_with_evidence(candidates: list[Candidate]) -> None:

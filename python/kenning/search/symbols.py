@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from functools import lru_cache
 
 from kenning.search.query import Query
 from kenning.tokens import code_tokens
@@ -19,6 +20,7 @@ _QUALIFIER = re.compile(r"\.|::|#|->|/")
 EXACT, LAST_PART, CASELESS, CONTAINER, PREFIX = 4.0, 3.0, 2.0, 1.5, 1.0
 
 
+@lru_cache(maxsize=65536)  # the same symbols meet the same names search after search
 def grade(symbol: str, name: str) -> float:
     """How well ``symbol`` (qualified, e.g. ``pkg.Client.send``) matches one queried ``name``.
     Qualifiers compare part by part, so ``Rack::Builder`` names the symbol ``Rack.Builder``."""
