@@ -81,3 +81,9 @@ def test_further_chunks_of_a_file_yield_to_other_files() -> None:
     cands = [_cand(1, "a.py", score=0.10), _cand(2, "a.py", score=0.095),
              _cand(3, "b.py", score=0.06)]
     assert [c.id for c in rank(cands, analyze("parse a header"))] == [1, 3, 2]
+
+
+def test_a_question_over_no_candidates_or_zero_scores_ranks_nothing_wrong() -> None:
+    assert rank([], analyze("how does it work")) == []
+    zeros = [_cand(1, "a.py", score=0.0), _cand(2, "b.py", score=0.0)]
+    assert {c.id for c in rank(zeros, analyze("how does it work"))} == {1, 2}

@@ -150,9 +150,10 @@ def lift_files_with_evidence(candidates: list[Candidate]) -> None:
         totals[cand.path] = totals.get(cand.path, 0.0) + cand.score
         if cand.path not in best or cand.score > best[cand.path].score:
             best[cand.path] = cand
-    if not totals:
+    most = max(totals.values(), default=0.0)
+    if most <= 0:
         return
-    unit = FILE_EVIDENCE_LIFT * max(c.score for c in candidates) / max(totals.values())
+    unit = FILE_EVIDENCE_LIFT * max(c.score for c in candidates) / most
     for path, cand in best.items():
         cand.score += unit * totals[path]
 
