@@ -46,11 +46,14 @@ def test_view_finds_the_exact_neighbours_with_high_recall(tmp_path: Path, bits: 
     ids, dists = view.search(queries, 20)
     want_ids, want_dists = kernels.hamming_topk(queries, bits, 20)
     assert ids.shape == (20, 20) and ids.dtype == np.int64 and dists.dtype == np.uint32
-    assert (ids[:, 0] == np.arange(0, 4000, 200)).all() and (dists[:, 0] == 0).all()
+    # HNSW is approximate and its graph depends on the order threads add rows: a query's own
+    # row comes first for nearly every query, not provably for all
+    itself = ids[:, 0] == np.arange(0, 4000, 200)
+    assert itself.mean() >= 0.9 and (dists[itself, 0] == 0).all()
     assert (np.diff(dists.astype(np.int64), axis=1) >= 0).all()
     assert recall(ids, want_ids) >= 0.9
     single_ids, _ = view.search(bits[0], 5)
-    assert single_ids.shape == (1, 5) and single_ids[0, 0] == 0
+    assert single_ids.shape == (1, 5) and (single_ids[0] == ids[0, :5]).all()
 
 
 @pytest.mark.parametrize("broad_path", [False, True])
