@@ -267,7 +267,7 @@ class _Walker:
         try:
             st = os.stat(abs_dir)
             key = (st.st_dev, st.st_ino)
-            if key in ancestors:  # a symlink back up the tree: walking it again never ends
+            if key in ancestors:  # a bind mount of a folder above: walking it never ends
                 self.stats.skipped_dirs["symlink"] += 1
                 return None
             with os.scandir(abs_dir) as it:

@@ -342,7 +342,7 @@ impl Walker<'_> {
             }
         };
         if job.ancestors.contains(&key) {
-            // a symlink back up the tree: walking it again never ends
+            // a bind mount of a folder above: walking it again never ends
             bump(&mut found.skipped_dirs, "symlink");
             return none;
         }
@@ -732,9 +732,12 @@ mod tests {
     }
 
     fn paths(dir: &Path) -> Vec<String> {
-        walk(dir, &Defaults::builtin())
-            .files
-            .into_iter()
+        names(&walk(dir, &Defaults::builtin()))
+    }
+
+    fn names(out: &WalkOutput) -> Vec<String> {
+        out.files
+            .iter()
             .map(|(p, _, _)| p.to_string_lossy().into_owned())
             .collect()
     }
@@ -839,11 +842,7 @@ mod tests {
             ("env/lib.py", "x"),
         ]);
         let out = walk(dir.path(), &Defaults::builtin());
-        let got: Vec<_> = out
-            .files
-            .iter()
-            .map(|(p, _, _)| p.to_string_lossy().into_owned())
-            .collect();
+        let got = names(&out);
         assert_eq!(
             got,
             [
@@ -876,11 +875,7 @@ mod tests {
         symlink(root.join("src/a.py"), root.join("alias.py")).unwrap();
         symlink(root.join("missing.py"), root.join("dangling.py")).unwrap();
         let out = walk(&root, &Defaults::builtin());
-        let got: Vec<_> = out
-            .files
-            .iter()
-            .map(|(p, _, _)| p.to_string_lossy().into_owned())
-            .collect();
+        let got = names(&out);
         assert_eq!(got, ["src/a.py"]);
         assert_eq!(out.skipped.get("symlink"), Some(&3)); // escape.py, alias.py, dangling.py
         assert_eq!(out.skipped_dirs.get("symlink"), Some(&3));
