@@ -83,6 +83,7 @@ def expression(conn: sqlite3.Connection, query: Query) -> str | None:
     # rarer phrases twice, which weighs them up a little more)
     return f"({rare}) AND ({' OR '.join(scoring)})"
 
+
 def search(conn: sqlite3.Connection, query: Query, *, limit: int, where: str = "",
            params: list[object] | None = None) -> list[tuple[int, float]]:
     """``(chunk id, bm25 score)`` best first (higher is better), at most ``limit``."""
