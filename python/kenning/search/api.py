@@ -18,7 +18,7 @@ from kenning.config import Settings
 from kenning.errors import EmbedderError, IndexMissing, KenningError, StaleChunkId, UsageError
 from kenning.search import dense, lexical, symbols
 from kenning.search.filters import Filters
-from kenning.search.fusion import rrf
+from kenning.search.fusion import fuse
 from kenning.search.projects import ProjectRef, resolve_projects
 from kenning.search.query import Query, analyze
 from kenning.search.ranking import Candidate, rank
@@ -62,12 +62,6 @@ class _Context:
 
 def relevance_floor(model: str) -> float:
     return FLOORS.get(model.lower().rsplit("/", 1)[-1], DEFAULT_FLOOR)
-
-
-def branch_weights(query: Query) -> dict[str, float]:
-    """Identifier-like queries weigh the symbol branch up. Dense leads lexical by 1.5 to 1:
-    semble-bench dev 0.817 NDCG@10 (2 to 1: 0.812, 1 to 1: 0.811), docstring dev unchanged."""
-    return {"dense": 1.5, "lexical": 1.0, "symbol": 2.0 if query.identifier_like else 0.75}
 
 
 def _refresh(ref: ProjectRef, ctx: _Context) -> bool:
@@ -189,14 +183,14 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]
             ctx.warnings.append(f"The index of {index.root} is still being built: {snap.vectors} "
                                 f"of {snap.chunks} chunks ({share}%) have vectors so far, so "
                                 "results rest mostly on words and symbols until it is done.")
-        rankings: dict[str, list[int]] = {}
+        rankings: dict[str, list[tuple[int, float]]] = {}
         cosine: dict[int, float] = {}
         if "lexical" in ctx.branches:
-            lex = lexical.search(conn, ctx.query, limit=LEXICAL_DEPTH, where=where, params=params)
-            rankings["lexical"] = [cid for cid, _ in lex]
+            rankings["lexical"] = lexical.search(conn, ctx.query, limit=LEXICAL_DEPTH,
+                                                 where=where, params=params)
         if "symbol" in ctx.branches:
-            sym = symbols.search(conn, ctx.query, limit=SYMBOL_DEPTH, where=where, params=params)
-            rankings["symbol"] = [cid for cid, _ in sym]
+            rankings["symbol"] = symbols.search(conn, ctx.query, limit=SYMBOL_DEPTH,
+                                                where=where, params=params)
         if ctx.query_vector is not None and "dense" in ctx.branches:
             allowed = (dense.allowed_vectors(conn, snap.vector_rows, where, params)
                        if where else None)
@@ -205,17 +199,17 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]
                                 ann_dir=index.dir if use_graph else None)
             hits = hits[: DENSE_DEPTH + DENSE_DEPTH // 2]  # room for vectors no chunk uses now
             owners = dense.chunks_of(conn, [v for v, _ in hits], where, params)
-            ranked: list[int] = []
+            ranked: list[tuple[int, float]] = []
             for vector_id, score in hits:
                 for chunk_id in owners.get(vector_id, ()):
-                    ranked.append(chunk_id)
+                    ranked.append((chunk_id, score))
                     cosine[chunk_id] = score
             rankings["dense"] = ranked[:DENSE_DEPTH]
-        fused = rrf(rankings, branch_weights(ctx.query))
+        fused = fuse(rankings, ctx.query)
         if ctx.query_vector is not None and len(ctx.query.terms) >= FLOOR_MIN_TERMS:
             missing = [cid for cid in fused if cid not in cosine]
             cosine.update(dense.cosines(conn, snap, ctx.query_vector, missing))
-            symbol_hits = set(rankings.get("symbol", ()))
+            symbol_hits = {cid for cid, _ in rankings.get("symbol", ())}
             # chunks with no vector yet (a partial index) are judged by the other branches
             fused = {cid: s for cid, s in fused.items()
                      if cid in symbol_hits or cosine.get(cid, ctx.floor) >= ctx.floor}

@@ -4,14 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from kenning.search.query import Query
+
 K = 15  # lower than the usual 60: the head of each branch carries most of the evidence (dev set)
 
 
-def rrf(rankings: Mapping[str, Sequence[int]], weights: Mapping[str, float]) -> dict[int, float]:
-    """chunk id -> fused score, from each branch's best-first list of chunk ids."""
+def branch_weights(query: Query) -> dict[str, float]:
+    """Identifier-like queries weigh the symbol branch up. Dense leads lexical by 1.5 to 1:
+    semble-bench dev 0.817 NDCG@10 (2 to 1: 0.812, 1 to 1: 0.811), docstring dev unchanged."""
+    return {"dense": 1.5, "lexical": 1.0, "symbol": 2.0 if query.identifier_like else 0.75}
+
+
+def fuse(rankings: Mapping[str, Sequence[tuple[int, float]]], query: Query) -> dict[int, float]:
+    """chunk id -> fused score, from each branch's best-first ``(chunk id, score)`` list."""
+    weights = branch_weights(query)
     fused: dict[int, float] = {}
     for branch, ranked in rankings.items():
         weight = weights.get(branch, 1.0)
-        for rank, chunk_id in enumerate(ranked, start=1):
+        for rank, (chunk_id, _) in enumerate(ranked, start=1):
             fused[chunk_id] = fused.get(chunk_id, 0.0) + weight / (K + rank)
     return fused
