@@ -1,15 +1,19 @@
-"""Read connections kept between searches: reused while the index stays at the snapshot's
-generation, never used for another generation or an index that is gone."""
+"""Read connections kept between snapshots: each snapshot borrows one pinned at the latest
+generation; one goes back to the pool only once its read transaction has ended, never to serve
+an index that was removed (and maybe rebuilt), and never to two snapshots at once."""
 
 from __future__ import annotations
 
 import shutil
+import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
 from kenning import config
+from kenning.errors import IndexMissing
 from kenning.indexer import refresh
-from kenning.search import ProjectRef, api, search
+from kenning.search import ProjectRef, search
 from kenning.store import Index
 
 
@@ -22,51 +26,124 @@ def root(tmp_path: Path) -> Path:
     return repo
 
 
-def test_a_connection_serves_later_searches_of_the_same_generation(root: Path) -> None:
-    readers = api._Readers()
-    index = Index.open(root, config.load())
-    with index.snapshot() as snap:
-        with readers.at(index.dir, snap.generation) as first:
-            assert first is not None
-            assert first.execute("SELECT symbol FROM chunks").fetchall() == [("alpha",)]
-        with readers.at(index.dir, snap.generation) as again:
-            assert again is first
+def _count(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
 
 
-def test_no_connection_for_a_generation_the_index_moved_past(root: Path) -> None:
-    readers = api._Readers()
+def _is_closed(conn: sqlite3.Connection) -> bool:
+    try:
+        conn.execute("SELECT 1")
+    except sqlite3.ProgrammingError:
+        return True
+    return False
+
+
+def test_a_connection_serves_later_snapshots_at_the_latest_generation(root: Path) -> None:
+    settings = config.load()
+    index = Index.open(root, settings)
+    with index.snapshot() as first:
+        conn, generation = first.conn, first.generation
+        assert first.conn.in_transaction and _count(first.conn) == 1
+    assert not conn.in_transaction  # the read transaction ended with the snapshot
+    (root / "b.py").write_text("def beta():\n    return 2\n")
+    refresh(root, settings, embed=False)
+    with index.snapshot() as again:
+        assert again.conn is conn
+        assert again.generation == generation + 1 and _count(again.conn) == 2
+
+
+def test_an_open_snapshot_keeps_its_connection_and_generation(root: Path) -> None:
     settings = config.load()
     index = Index.open(root, settings)
     with index.snapshot() as old:
         (root / "b.py").write_text("def beta():\n    return 2\n")
         refresh(root, settings, embed=False)
-        with readers.at(index.dir, old.generation) as conn:
-            assert conn is None
-        # the snapshot itself still answers for its generation, without beta
-        assert old.conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == 1
-    with index.snapshot() as new, readers.at(index.dir, new.generation) as conn:
-        assert conn is not None
-        assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == 2
+        with index.snapshot() as new:
+            assert new.conn is not old.conn
+            assert new.generation == old.generation + 1 and _count(new.conn) == 2
+        assert _count(old.conn) == 1  # still its own generation, without beta
 
 
-def test_no_connection_once_the_index_is_gone(root: Path) -> None:
-    readers = api._Readers()
+def test_a_snapshot_closed_twice_lends_its_connection_once(root: Path) -> None:
     index = Index.open(root, config.load())
-    with index.snapshot() as snap, readers.at(index.dir, snap.generation) as conn:
-        assert conn is not None
-        generation = snap.generation
+    snap = index.snapshot()
+    snap.close()
+    snap.close()
+    with index.snapshot() as one, index.snapshot() as two:
+        assert one.conn is not two.conn
+
+
+def test_a_connection_closed_by_its_user_is_not_kept(root: Path) -> None:
+    index = Index.open(root, config.load())
+    with index.snapshot() as snap:
+        snap.conn.close()
+    with index.snapshot() as snap:
+        assert _count(snap.conn) == 1
+
+
+def test_idle_connections_are_bounded(root: Path) -> None:
+    index = Index.open(root, config.load())
+    snaps = [index.snapshot() for _ in range(5)]
+    conns = [s.conn for s in snaps]
+    for snap in snaps:
+        snap.close()
+    kept = [c for c in conns if not _is_closed(c)]
+    assert 1 <= len(kept) <= 2  # the rest were closed, not left to pile up
+
+
+def test_no_connection_survives_the_removal_of_its_index(root: Path) -> None:
+    index = Index.open(root, config.load())
+    with index.snapshot() as snap:
+        old, generation = snap.conn, snap.generation
     shutil.rmtree(index.dir)
-    with readers.at(index.dir, generation) as conn:
-        assert conn is None
-    # built again from scratch: the same generation number, but the connection kept from
-    # before reads the deleted file, so a new one is opened
+    with pytest.raises(IndexMissing):
+        index.snapshot()
+    assert _is_closed(old)
+    # built again from scratch: the same generation number, but the old connection read the
+    # deleted file; the new snapshot reads the new one
     (root / "b.py").write_text("def beta():\n    return 2\n")
     refresh(root, config.load(), embed=False)
     with index.snapshot() as snap:
-        assert snap.generation == generation
-        with readers.at(index.dir, snap.generation) as conn:
-            assert conn is not None
-            assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == 2
+        assert snap.generation == generation and snap.conn is not old
+        assert _count(snap.conn) == 2
+
+
+def test_a_rebuilt_index_never_gets_a_connection_to_the_old_file(root: Path) -> None:
+    index = Index.open(root, config.load())
+    with index.snapshot() as snap:
+        old = snap.conn
+    shutil.rmtree(index.dir)  # no snapshot in between: the pool still holds the old connection
+    (root / "b.py").write_text("def beta():\n    return 2\n")
+    refresh(root, config.load(), embed=False)
+    with index.snapshot() as snap:
+        assert snap.conn is not old and _count(snap.conn) == 2
+    assert _is_closed(old)
+
+
+def test_threads_never_share_a_connection(root: Path) -> None:
+    index = Index.open(root, config.load())
+    in_use: set[int] = set()
+    lock = threading.Lock()
+    failures: list[str] = []
+
+    def work() -> None:
+        for _ in range(200):
+            with index.snapshot() as snap:
+                with lock:
+                    if id(snap.conn) in in_use:
+                        failures.append("a connection lent to two snapshots at once")
+                    in_use.add(id(snap.conn))
+                if _count(snap.conn) != 1:
+                    failures.append("a wrong count")
+                with lock:
+                    in_use.discard(id(snap.conn))
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
 
 
 def test_searches_find_new_chunks_after_a_refresh(root: Path) -> None:

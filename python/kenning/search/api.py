@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +21,6 @@ from kenning.search.projects import ProjectRef, resolve_projects
 from kenning.search.query import Query, analyze
 from kenning.search.ranking import Candidate, rank
 from kenning.search.snippets import SnippetReader, file_states
-from kenning.store import db
 
 BRANCHES = ("dense", "lexical", "symbol")
 LEXICAL_DEPTH = 100  # ranked chunks each branch hands to fusion
@@ -99,66 +96,6 @@ def _lacks_vectors(ref: ProjectRef, ctx: _Context) -> bool:
         return snap.generation == 0 or snap.status != "complete"
 
 
-class _Readers:
-    """Read connections to index databases kept between searches (the MCP server's case): each
-    is set up once, and its prepared statements (FTS5 queries above all) serve every later
-    search. Measured on a 100k-chunk index: 10% off a warm search. Running branches in threads
-    was measured too and bought nothing: the symbol and ranking code keeps the GIL, and the
-    lexical branch's many short SQLite calls each wait for it."""
-
-    KEEP = 2  # idle connections kept per index
-
-    def __init__(self) -> None:
-        # index folder -> idle connections, each with the identity of the file it opened
-        self._idle: dict[Path, list[tuple[sqlite3.Connection, tuple[int, int]]]] = {}
-        self._lock = threading.Lock()
-
-    @contextmanager
-    def at(self, directory: Path, generation: int) -> Iterator[sqlite3.Connection | None]:
-        """A connection reading ``generation`` of the index in ``directory``; None when the
-        index is at another generation now, or cannot be read."""
-        try:
-            stat = (directory / db.DB_NAME).stat()
-        except OSError:
-            yield None
-            return
-        identity = (stat.st_dev, stat.st_ino)  # a removed and rebuilt index is another file
-        with self._lock:
-            idle = self._idle.get(directory, [])
-            kept = [entry for entry in idle if entry[1] == identity]
-            for stale, _ in (entry for entry in idle if entry[1] != identity):
-                stale.close()
-            conn = kept.pop()[0] if kept else None
-            self._idle[directory] = kept
-        try:
-            if conn is None:
-                conn = db.open_reader(directory)
-            conn.execute("BEGIN")
-            latest = conn.execute("SELECT max(generation) FROM snapshots").fetchone()[0]
-        except (sqlite3.Error, KenningError):
-            if conn is not None:
-                conn.close()
-            yield None
-            return
-        try:
-            yield conn if latest == generation else None
-        finally:
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                conn.close()
-            else:
-                with self._lock:
-                    idle = self._idle.setdefault(directory, [])
-                    if len(idle) < self.KEEP:
-                        idle.append((conn, identity))
-                    else:
-                        conn.close()
-
-
-_readers = _Readers()
-
-
 def _candidates(conn: Any, ids: list[int]) -> dict[int, Candidate]:
     if not ids:
         return {}
@@ -171,13 +108,15 @@ def _candidates(conn: Any, ids: list[int]) -> dict[int, Candidate]:
 
 
 def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]], str | None]:
-    """Ranked results of one project and the revision of the snapshot they come from."""
+    """Ranked results of one project and the revision of the snapshot they come from. (Running
+    the branches in threads was measured and bought nothing: the symbol and ranking code keeps
+    the GIL, and the lexical branch's many short SQLite calls each wait for it.)"""
     from kenning.store import Index, graph
 
     index = Index.open(ref.root, ctx.settings, embedder=ctx.embedder)
     where, params = ctx.filters.bind(index.root)
-    with index.snapshot() as snap, _readers.at(index.dir, snap.generation) as kept:
-        conn = kept or snap.conn  # the same generation: the same chunks, files and words
+    with index.snapshot() as snap:
+        conn = snap.conn
         if snap.status == "partial" and snap.chunks:
             share = round(100 * snap.vectors / snap.chunks)
             ctx.warnings.append(f"The index of {index.root} is still being built: {snap.vectors} "

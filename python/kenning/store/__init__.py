@@ -8,9 +8,11 @@ way to change an index.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -67,11 +69,13 @@ class Snapshot:
     descriptor: dict[str, Any]
     created_at: float | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    _lease: _Lease | None = field(default=None, repr=False)
 
     def close(self) -> None:
-        with suppress(sqlite3.Error):
-            self.conn.execute("ROLLBACK")
-        self.conn.close()
+        """End the read transaction; the connection goes back to the pool (or is closed)."""
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            _readers.give_back(lease, self.conn)
 
     def __enter__(self) -> Snapshot:
         return self
@@ -121,11 +125,11 @@ class Index:
     def snapshot(self) -> Snapshot:
         """The latest committed snapshot; close it (or use ``with``) to release the read view."""
         for attempt in range(3):
-            conn = db.open_reader(self.dir)
+            lease, conn = _readers.take(self.dir)
             try:
-                return self._read_snapshot(conn)
+                return self._read_snapshot(conn, lease)
             except FileNotFoundError:  # a compaction replaced the files between read and map
-                conn.close()
+                _readers.give_back(lease, conn)
                 if attempt == 2:
                     raise IndexError_(f"The vector files in {self.dir} keep changing.",
                                       hint="Try again.") from None
@@ -134,7 +138,7 @@ class Index:
                 raise
         raise AssertionError("unreachable")
 
-    def _read_snapshot(self, conn: sqlite3.Connection) -> Snapshot:
+    def _read_snapshot(self, conn: sqlite3.Connection, lease: _Lease) -> Snapshot:
         try:
             conn.execute("BEGIN")
             rows = int(db.get_meta(conn, "vector_rows") or 0)  # first read pins the WAL snapshot
@@ -145,15 +149,15 @@ class Index:
         except sqlite3.Error as exc:
             raise IndexError_(f"Cannot read the index in {self.dir}: {exc}.") from exc
         dims = int(self.descriptor["dims"])
-        view = vectors.read_rows(self.dir, dims, rows, epoch)
+        view = _mapped.rows(self.dir, dims, rows, epoch)
         if snap is None:
             snap = (0, None, None, "partial", 0, 0, 0, None, "{}")
         return Snapshot(conn=conn, generation=snap[0], revision=snap[1], branch=snap[2],
                         status=snap[3], files=snap[4], chunks=snap[5], vectors=snap[6],
                         vector_rows=rows, vector_epoch=epoch, bits=view.bits, int8=view.int8,
-                        scales=view.scales,
-                        center=vectors.read_center(self.dir, dims), descriptor=self.descriptor,
-                        created_at=snap[7], timings=json.loads(snap[8]))
+                        scales=view.scales, center=_mapped.center(self.dir, dims),
+                        descriptor=self.descriptor, created_at=snap[7],
+                        timings=json.loads(snap[8]), _lease=lease)
 
     @contextmanager
     def writer(self, *, wait: bool = False) -> Iterator[IndexWriter]:
@@ -184,3 +188,129 @@ def project_id_for(root: Path, settings: Settings) -> str:
                 and Path(str(entry["root"])).expanduser().resolve() == root):
             return str(entry["id"])
     return project.project_id(root)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """Which file ``path`` names now (None: none). A file kept open (a pooled connection, a
+    mapping) cannot have its inode reused, so a removed and rebuilt index is another identity."""
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+@dataclass(frozen=True)
+class _Lease:
+    directory: Path
+    identity: tuple[int, int] | None  # of the database file the connection opened; None: not
+    # known for sure, so the connection is closed after use
+
+
+class _Readers:
+    """Read connections kept between snapshots (the MCP server's case): each is set up once, and
+    its prepared statements (FTS5 queries above all) serve every later search. A connection is
+    lent to one snapshot at a time and comes back only once its read transaction has ended
+    cleanly; one whose database file was replaced (the index removed and rebuilt) is closed."""
+
+    KEEP = 2  # idle connections kept per index
+
+    def __init__(self) -> None:
+        self._idle: dict[Path, list[tuple[sqlite3.Connection, tuple[int, int] | None]]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, directory: Path) -> tuple[_Lease, sqlite3.Connection]:
+        """An idle connection to the index in ``directory``, or a new one."""
+        path = directory / db.DB_NAME
+        identity = _identity(path)
+        with self._lock:
+            idle = self._idle.pop(directory, [])
+            same = [entry for entry in idle if entry[1] == identity]
+            conn = same.pop()[0] if same else None
+            if same:
+                self._idle[directory] = same
+        stale = [old for old, seen in idle if seen != identity]
+        if stale:  # the index was removed (and maybe rebuilt) since
+            for old in stale:
+                old.close()
+            _mapped.forget(directory)  # its unlinked files must not stay mapped
+        if conn is None:
+            conn = db.open_reader(directory)
+            if _identity(path) != identity:  # replaced while opening: use it once, never keep it
+                identity = None
+        return _Lease(directory, identity), conn
+
+    def give_back(self, lease: _Lease, conn: sqlite3.Connection) -> None:
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            conn.close()
+            return
+        if lease.identity is None:
+            conn.close()
+            return
+        with self._lock:
+            idle = self._idle.setdefault(lease.directory, [])
+            if len(idle) < self.KEEP:
+                idle.append((conn, lease.identity))
+                return
+        conn.close()
+
+
+class _Mapped:
+    """Memory maps of the vector files kept between snapshots: mapping them anew for every
+    search cost more than the query itself. A mapping is reused only for the same committed row
+    count of the same files (their identities), so it never shows rows another snapshot has
+    not committed, and a compaction or rebuild (new files) maps afresh."""
+
+    def __init__(self) -> None:
+        self._rows: dict[Path, tuple[object, vectors.VectorRows]] = {}
+        self._center: dict[Path, tuple[object, np.ndarray | None]] = {}
+        self._lock = threading.Lock()
+
+    def rows(self, directory: Path, dims: int, rows: int, epoch: int) -> vectors.VectorRows:
+        key = (dims, rows, epoch, self._files(directory, epoch) if rows else ())
+        with self._lock:
+            kept = self._rows.get(directory)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        view = vectors.read_rows(directory, dims, rows, epoch)
+        # plain arrays over the maps: indexing a np.memmap costs more than the rows it reads
+        plain = vectors.VectorRows(np.asarray(view.bits), np.asarray(view.int8),
+                                   np.asarray(view.scales))
+        if not rows or self._files(directory, epoch) == key[3]:  # not replaced while mapping
+            with self._lock:
+                self._rows[directory] = (key, plain)
+        return plain
+
+    @staticmethod
+    def _files(directory: Path, epoch: int) -> tuple[tuple[int, int] | None, ...]:
+        return tuple(_identity(directory / name) for name in vectors.names(epoch))
+
+    def forget(self, directory: Path) -> None:
+        with self._lock:
+            self._rows.pop(directory, None)
+            self._center.pop(directory, None)
+
+    def center(self, directory: Path, dims: int) -> np.ndarray | None:
+        path = directory / vectors.CENTER
+        try:
+            stat = os.stat(path)
+        except FileNotFoundError:
+            return None
+        key = (dims, stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        with self._lock:
+            kept = self._center.get(directory)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        center = vectors.read_center(directory, dims)
+        if center is not None:
+            center.flags.writeable = False  # shared by every snapshot
+        with self._lock:
+            self._center[directory] = (key, center)
+        return center
+
+
+_readers = _Readers()
+_mapped = _Mapped()
