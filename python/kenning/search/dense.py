@@ -53,7 +53,7 @@ def search(snap: Snapshot, query_vector: np.ndarray, *, shortlist: int = SHORTLI
     cosines = kernels.rescore(query_vector, np.ascontiguousarray(snap.int8[candidates]),
                               np.ascontiguousarray(snap.scales[candidates]))
     order = np.argsort(-cosines, kind="stable")
-    return [(int(candidates[i]), float(cosines[i])) for i in order]
+    return list(zip(candidates[order].tolist(), cosines[order].tolist(), strict=True))
 
 
 def chunks_of(conn: sqlite3.Connection, vector_ids: Iterable[int], where: str = "",

@@ -61,8 +61,11 @@ def search(conn: sqlite3.Connection, query: Query, *, limit: int, where: str = "
         args += params or []
     sql += " LIMIT 500"
     scored: list[tuple[int, float]] = []
+    best_of: dict[str, float] = {}  # many chunks share a symbol (overloads, copies, tests)
     for chunk_id, symbol in conn.execute(sql, args):
-        best = max(grade(symbol, name) for name in names)
+        best = best_of.get(symbol)
+        if best is None:
+            best = best_of[symbol] = max(grade(symbol, name) for name in names)
         if best > 0:
             scored.append((chunk_id, best))
     scored.sort(key=lambda item: (-item[1], item[0]))
