@@ -175,3 +175,39 @@ def test_approximate_path_above_the_threshold(indexed: Indexed) -> None:
     finally:
         (index.dir / ANN_FILE).unlink()
     assert [h["id"] for h in approx[:3]] == [h["id"] for h in exact[:3]]
+
+
+def _split_class() -> str:
+    """A Java class too long for one chunk, whose banner comments between methods name it."""
+    sections = []
+    for i in range(12):
+        sections.append(f"""
+    /*
+    /**********************************************************
+    /* NodeTable API, part {i}
+    /**********************************************************
+     */
+
+    public int lookup{i}(String key) {{
+        int slot = key.hashCode() % {i + 7};
+        while (slot < entries.length && entries[slot] != null) {{
+            slot += {i + 1};
+        }}
+        return slot;
+    }}
+""")
+    return ("package demo;\n\n/**\n * Open-addressing table of named nodes.\n */\n"
+            "public class NodeTable {\n    private final String[] entries = new String[64];\n"
+            + "".join(sections) + "}\n")
+
+
+def test_a_split_class_is_found_at_its_declaration(indexed: Indexed, tmp_path: Path) -> None:
+    from kenning.indexer import refresh
+
+    root = tmp_path / "java"
+    (root / "demo").mkdir(parents=True)
+    (root / "demo" / "NodeTable.java").write_text(_split_class())
+    refresh(root, config.load())
+    refs = resolve_projects(config.load(), [root])
+    top = run(indexed, "NodeTable", projects=refs)["results"][0]
+    assert "public class NodeTable" in top["content"]

@@ -19,7 +19,7 @@ from kenning.search.filters import Filters
 from kenning.search.fusion import fuse
 from kenning.search.projects import ProjectRef, resolve_projects
 from kenning.search.query import Query, analyze
-from kenning.search.ranking import Candidate, rank
+from kenning.search.ranking import Candidate, later_parts, rank
 from kenning.search.snippets import SnippetReader, file_states
 
 BRANCHES = ("dense", "lexical", "symbol")
@@ -157,7 +157,7 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]
         cands = list(_candidates(conn, head).values())
         for cand in cands:
             cand.score = fused[cand.id]
-        ranked_cands = rank(cands, ctx.query)[: ctx.limit]
+        ranked_cands = rank(cands, ctx.query, later_parts(conn, cands, ctx.query))[: ctx.limit]
         reader = SnippetReader(index.root, file_states(conn, {c.path for c in ranked_cands}))
         results = []
         for c in ranked_cands:
