@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from collections.abc import Set as AbstractSet
@@ -41,6 +42,9 @@ FILE_EVIDENCE_LIFT = 0.5
 FILE_NAME_VOTE = 0.5
 FILE_NAME_VOTE_IDENTIFIER = 1.5
 # File names that say nothing of their content: their folder's name says it instead.
+# Shortest word matched to a file-name word of the same family (``state`` is not ``statement``);
+# semble-bench dev +0.002 NDCG@10, docstring dev +0.002 span MRR.
+KIN_MIN = 6
 _GENERIC_STEMS = frozenset({"mod", "index", "init", "__init__", "main", "lib"})
 _INFLECTIONS = ("ing", "es", "ed", "s")
 
@@ -96,12 +100,23 @@ class _Asked:
     names: tuple[str, ...]
     terms: frozenset[str]
     file_vote: float
+    said: dict[str, bool]  # file-name word -> whether the query says it (filled as met)
 
     @classmethod
     def of(cls, query: Query) -> _Asked:
         terms = frozenset(query.terms) | {_stem(t) for t in query.terms}
         vote = FILE_NAME_VOTE_IDENTIFIER if query.identifier_like else FILE_NAME_VOTE
-        return cls(query, query.symbol_names, terms, vote)
+        return cls(query, query.symbol_names, terms, vote, {})
+
+    def says(self, word: str) -> bool:
+        """Whether the query says a word of a file's name, inflected (``task``, ``tasks``) or
+        derived (``quantize``, ``quantization``; ``config``, ``configuration``)."""
+        found = self.said.get(word)
+        if found is None:
+            found = (word in self.terms or _stem(word) in self.terms
+                     or any(_kin(word, term) for term in self.query.terms))
+            self.said[word] = found
+        return found
 
 
 def _grade(candidate: Candidate, asked: _Asked) -> float:
@@ -141,12 +156,22 @@ def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int]) -> floa
                 score *= 1 + (NAME_MATCH_BOOST - 1) * len(own & asked.terms) / len(own)
     words = file_words(candidate.path)
     if words:
-        said = sum(1 for w in words if w in asked.terms or _stem(w) in asked.terms)
+        said = sum(1 for w in words if asked.says(w))
         score += asked.file_vote * said / len(words) / (K + 1)
     for category in categories(candidate.path, candidate.language):
         if category not in asked.query.asks_for:
             score *= PENALTY[category]
     return score
+
+
+def _kin(a: str, b: str) -> bool:
+    """Words of one family: the shorter, of KIN_MIN letters or more, is all (or all but its last
+    letter) a prefix of the longer."""
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    if len(short) < KIN_MIN:
+        return False
+    common = len(os.path.commonprefix((short, long)))
+    return common >= len(short) - 1 and common >= KIN_MIN
 
 
 def _stem(word: str) -> str:
