@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+# each tree's own sources, whether or not the installed package points at them
+THIS_TREE = Path(__file__).resolve().parent.parent / "python"
 QUERIES = ["how are retries handled", "parse the headers of a response",
            "read proxy settings from environment variables", "Session.request",
            "encode the body of a form request", "check whether a certificate is valid",
@@ -125,14 +127,15 @@ def measure(args: argparse.Namespace) -> None:
     ref = [ProjectRef("speed", Path(args.target).resolve())]
     for q in QUERIES:  # warm the page cache and the SQLite statement cache
         search(q, ref, settings=settings, embedder=fixed, refresh=False)
-    times, hits = [], []
+    times, hits, ranked = [], [], {}
     for _ in range(args.runs):
         for q in QUERIES:
             started = time.perf_counter()
             result = search(q, ref, settings=settings, embedder=fixed, refresh=False)
             times.append((time.perf_counter() - started) * 1000)
             hits.append(len(result["results"]))
-    print(json.dumps({"times": times, "hits": hits}))
+            ranked[q] = [(r["id"], r["score"]) for r in result["results"]]
+    print(json.dumps({"times": times, "hits": hits, "ranked": ranked}))
 
 
 def warm(args: argparse.Namespace) -> None:
@@ -145,7 +148,7 @@ def warm(args: argparse.Namespace) -> None:
     os.environ.setdefault("KENNING_HOME", "/tmp/kenning-eval-home")  # reuses the source index
     settings = config.load()
     embedder = make_embedder(settings)
-    variants = {"this tree": dict(os.environ)}
+    variants = {"this tree": {**os.environ, "PYTHONPATH": str(THIS_TREE)}}
     if args.baseline:
         variants["baseline"] = {**os.environ, "PYTHONPATH": str(Path(args.baseline).resolve())}
     print("| chunks | tree | build s | p50 ms | p90 ms | results |")
@@ -160,6 +163,7 @@ def warm(args: argparse.Namespace) -> None:
                                           embedder)
         times: dict[str, list[float]] = {name: [] for name in variants}
         hits: dict[str, list[int]] = {name: [] for name in variants}
+        ranked: dict[str, dict[str, Any]] = {}
         for _ in range(args.rounds):
             for name, env in variants.items():
                 done = subprocess.run([sys.executable, __file__, "measure", "--target",
@@ -168,6 +172,7 @@ def warm(args: argparse.Namespace) -> None:
                 got = json.loads(done.stdout.strip().splitlines()[-1])
                 times[name] += got["times"]
                 hits[name] += got["hits"]
+                ranked[name] = got["ranked"]
         for name in variants:
             t = sorted(times[name])
             print(f"| {size} | {name} | {build_s:.0f} | {statistics.median(t):.1f} "
@@ -176,6 +181,9 @@ def warm(args: argparse.Namespace) -> None:
         if args.baseline:
             ratio = statistics.median(times["baseline"]) / statistics.median(times["this tree"])
             print(f"| {size} | baseline / this tree p50 | | {ratio:.2f} | | |", flush=True)
+            same = sum(ranked["this tree"][q] == ranked["baseline"][q] for q in QUERIES)
+            print(f"| {size} | queries ranked the same (ids, scores) | | {same} of "
+                  f"{len(QUERIES)} | | |", flush=True)
         if not args.keep:
             from kenning.store import Index
 
@@ -195,7 +203,7 @@ def cli(args: argparse.Namespace) -> None:
     ``python`` folder of another source tree, e.g. ``git archive HEAD~3 python``) the two trees
     run interleaved, so the ratio compares them under the same machine load."""
     repo = Path(args.repo).resolve()
-    env = {**os.environ, "KENNING_HOME": args.home}
+    env = {**os.environ, "KENNING_HOME": args.home, "PYTHONPATH": str(THIS_TREE)}
     variants = {"this tree": env}
     if args.baseline:
         variants["baseline"] = {**env, "PYTHONPATH": str(Path(args.baseline).resolve())}
