@@ -50,7 +50,8 @@ def make_descriptor(embedder: Embedder) -> dict[str, Any]:
 
 @dataclass
 class Snapshot:
-    """A consistent read view: one SQLite read transaction plus the vector rows it commits to."""
+    """A consistent read view: one SQLite read transaction plus the vector rows it commits to.
+    ``conn`` is lent by the process's pool of read connections and goes back on ``close()``."""
 
     conn: sqlite3.Connection
     generation: int
