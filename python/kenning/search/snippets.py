@@ -26,10 +26,10 @@ class SnippetReader:
 
     def _load(self, path: str) -> tuple[bytes | None, bool]:
         if path not in self._cache:
-            full = self.root / path
             try:
-                stat = os.stat(full)
-                data: bytes | None = full.read_bytes()
+                with open(os.path.join(self.root, path), "rb") as fh:
+                    stat = os.fstat(fh.fileno())  # the file read, even if replaced meanwhile
+                    data: bytes | None = fh.read()
             except OSError:
                 self._cache[path] = (None, True)  # deleted or unreadable since it was indexed
             else:
