@@ -18,7 +18,8 @@ DB_NAME = "index.db"
 # Readers map the database file instead of copying pages into a private cache through read()
 # calls: a search touches a few hundred scattered pages (FTS postings, index probes), and on a
 # 100k-chunk index mapping took a fifth off a warm search. SQLite clamps this to its own limit
-# (2 GiB in common builds) and maps only what the file holds.
+# (2 GiB in common builds) and maps only what the file holds. The file never shrinks under a
+# reader (no VACUUM, auto_vacuum off), which is what makes a map safe beside the writer.
 READER_MMAP_BYTES = 1 << 40
 REBUILD_HINT = ("If the disk is fine, the index may be damaged: `kenning remove-index` and "
                  "`kenning index` rebuild it.")
