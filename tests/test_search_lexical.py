@@ -84,3 +84,15 @@ def test_common_terms_no_row_has_together_match_nothing(
 
 def test_a_common_word_narrows_to_the_chunks_it_names(snap: Snapshot) -> None:
     assert _symbols(snap, "widget") == ["widget_registry"]
+
+
+def test_a_word_naming_more_chunks_than_the_budget_leaves_the_query_to_the_others(
+        snap: Snapshot) -> None:
+    # `part` is in every part_<i>'s name and path: 12 rows, over the budget of 5 every way
+    assert lexical.expression(snap.conn, analyze("part")) is None
+    assert _symbols(snap, "part") == []
+
+
+def test_common_words_that_too_many_rows_have_together_match_nothing(snap: Snapshot) -> None:
+    # widget (13 rows) and gasket (8) are both common, and 8 rows have both
+    assert lexical.expression(snap.conn, analyze("widget gasket")) is None

@@ -14,10 +14,12 @@ COLUMN_WEIGHTS = (1.0, 4.0, 2.0)
 # milliseconds. The rows scored are those of the query's rarest terms, taken while their rows
 # together stay within SCORED_ROWS; rows that have only terms commoner than that are left out,
 # and such terms do not take part in the scores (their low IDF ranks rows low anyway). A query
-# of common terms only matches the rows that have them all (none if no row has), and a common
-# single word the chunks whose name or path has it. (Narrowing further by counting rows again
-# was measured: on a 1M-chunk index the counts over such words' postings cost more than the
-# smaller scoring saves.)
+# of common terms only matches the rows that have them all, and a common single word the chunks
+# whose name or path has it, else whose name has it; where even those rows are over the budget
+# (a single word on a 1M-chunk index matched 45k paths, and scoring them took 180 ms) or there
+# are none, the words say little that the other branches would not, and the branch stays out.
+# (Narrowing a query of several words further by counting rows again was measured: on a
+# 1M-chunk index the counts over such words' postings cost more than the smaller scoring saves.)
 # On indexes of a few thousand chunks the budget rarely binds.
 SCORED_ROWS = 2000
 
@@ -49,24 +51,27 @@ def _rows_up_to(conn: sqlite3.Connection, match: str, cap: int) -> int:
                             "MATCH ? LIMIT ?)", (match, cap)).fetchone()[0])
 
 
+def _within_budget(conn: sqlite3.Connection, match: str) -> bool:
+    """Whether ``match`` finds some rows, but no more than the scoring budget."""
+    return 0 < _rows_up_to(conn, match, SCORED_ROWS + 1) <= SCORED_ROWS
+
+
 def expression(conn: sqlite3.Connection, query: Query) -> str | None:
     """The FTS5 MATCH expression: the rows of the rarest terms, scored by all but common ones."""
     if not query.terms:
         return None
     quoted = _quoted(query.terms)
     if len(quoted) == 1:
-        if _rows_up_to(conn, quoted[0], SCORED_ROWS + 1) <= SCORED_ROWS:
-            return quoted[0]
         # a common single word: the chunks it names (symbol) or files (path) outrank the rest
-        named = f"{{symbol path}} : {quoted[0]}"
-        return named if _rows_up_to(conn, named, 1) else quoted[0]
+        narrower = (quoted[0], f"{{symbol path}} : {quoted[0]}", f"symbol : {quoted[0]}")
+        return next((m for m in narrower if _within_budget(conn, m)), None)
     counted = sorted((_rows_up_to(conn, term, SCORED_ROWS + 1), i, term)
                      for i, term in enumerate(quoted))
     if counted[0][0] > SCORED_ROWS:
-        # common words only: the rows that have them all; if none has, the words say little
-        # that the other branches would not (and which of them is rarest is not counted)
+        # common words only: the rows that have them all; if none has (or too many have), the
+        # words say little that the other branches would not
         every = " AND ".join(quoted)
-        return every if _rows_up_to(conn, every, 1) else None
+        return every if _within_budget(conn, every) else None
     kept: list[tuple[int, str]] = []
     rows = 0
     for count, i, term in counted:
