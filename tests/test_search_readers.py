@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from kenning import config
+from kenning import config, store
 from kenning.errors import IndexMissing
 from kenning.indexer import refresh
 from kenning.search import ProjectRef, search
@@ -88,7 +88,7 @@ def test_idle_connections_are_bounded(root: Path) -> None:
     for snap in snaps:
         snap.close()
     kept = [c for c in conns if not _is_closed(c)]
-    assert 1 <= len(kept) <= 2  # the rest were closed, not left to pile up
+    assert len(kept) == store._readers.KEEP  # the rest were closed, not left to pile up
 
 
 def test_no_connection_survives_the_removal_of_its_index(root: Path) -> None:
@@ -106,6 +106,40 @@ def test_no_connection_survives_the_removal_of_its_index(root: Path) -> None:
     with index.snapshot() as snap:
         assert snap.generation == generation and snap.conn is not old
         assert _count(snap.conn) == 2
+
+
+def test_a_removed_index_is_let_go_as_soon_as_it_is_found_missing(root: Path) -> None:
+    index = Index.open(root, config.load())
+    with index.snapshot() as snap:
+        old = snap.conn
+    shutil.rmtree(index.dir)
+    with pytest.raises(IndexMissing):
+        Index.open(root, config.load())  # what every command does first
+    assert _is_closed(old)
+
+
+def test_a_closed_snapshot_cannot_read_through_a_lent_connection(root: Path) -> None:
+    index = Index.open(root, config.load())
+    with index.snapshot() as snap:
+        pass
+    with index.snapshot() as other:  # borrows the connection `snap` had
+        assert snap.conn is not other.conn
+        with pytest.raises(sqlite3.ProgrammingError):
+            snap.conn.execute("SELECT 1")
+
+
+def test_only_the_indexes_read_last_keep_connections(tmp_path: Path, root: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store._readers, "INDEXES", 1)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "b.py").write_text("def beta():\n    return 2\n")
+    refresh(other, config.load(), embed=False)
+    with Index.open(root, config.load()).snapshot() as snap:
+        first = snap.conn
+    with Index.open(other, config.load()).snapshot() as snap:
+        assert _count(snap.conn) == 1
+    assert _is_closed(first)
 
 
 def test_a_rebuilt_index_never_gets_a_connection_to_the_old_file(root: Path) -> None:

@@ -21,7 +21,9 @@ RENAMED = {f"m{i}.py": f"def parse_{i}(text):\n    return text.split(',')[{i}]\n
 
 
 def _on_disk(index: Index, rows: int) -> np.ndarray:
-    return np.fromfile(index.dir / INT8, dtype=np.int8)[: rows * 384].reshape(rows, 384)
+    """The int8 rows in the index's file of vector epoch 0, read without any map."""
+    dims = int(index.descriptor["dims"])
+    return np.fromfile(index.dir / INT8, dtype=np.int8)[: rows * dims].reshape(rows, dims)
 
 
 def test_snapshots_share_the_maps_of_unchanged_files(tmp_path, settings, model):

@@ -11,6 +11,7 @@ import json
 import os
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -73,10 +74,13 @@ class Snapshot:
     _lease: _Lease | None = field(default=None, repr=False)
 
     def close(self) -> None:
-        """End the read transaction; the connection goes back to the pool (or is closed)."""
+        """End the read transaction; the connection goes back to the pool (or is closed), and
+        this snapshot's ``conn`` is a closed one from now on, so a late use fails loudly instead
+        of reading inside another snapshot."""
         lease, self._lease = self._lease, None
         if lease is not None:
-            _readers.give_back(lease, self.conn)
+            conn, self.conn = self.conn, _CLOSED
+            _readers.give_back(lease, conn)
 
     def __enter__(self) -> Snapshot:
         return self
@@ -112,6 +116,7 @@ class Index:
         if create:
             index._create()
         elif not index.exists():
+            _readers.drop(index.dir)  # removed: its kept connections and maps must go too
             raise IndexMissing(f"{root} has no index for {descriptor['model']} yet.",
                                hint=f"Run `kenning index {root}` first.")
         return index
@@ -132,8 +137,9 @@ class Index:
             except FileNotFoundError:  # a compaction replaced the files between read and map
                 _readers.give_back(lease, conn)
                 if attempt == 2:
-                    raise IndexError_(f"The vector files in {self.dir} keep changing.",
-                                      hint="Try again.") from None
+                    raise IndexError_(f"The vector files in {self.dir} keep changing or are "
+                                      "shorter than the index says.",
+                                      hint=f"Try again. {db.REBUILD_HINT}") from None
             except BaseException:
                 conn.close()
                 raise
@@ -196,7 +202,7 @@ def _identity(path: Path) -> tuple[int, int] | None:
     mapping) cannot have its inode reused, so a removed and rebuilt index is another identity."""
     try:
         stat = os.stat(path)
-    except FileNotFoundError:
+    except OSError:  # gone, or unreadable: opening it says which
         return None
     return stat.st_dev, stat.st_ino
 
@@ -212,12 +218,17 @@ class _Readers:
     """Read connections kept between snapshots (the MCP server's case): each is set up once, and
     its prepared statements (FTS5 queries above all) serve every later search. A connection is
     lent to one snapshot at a time and comes back only once its read transaction has ended
-    cleanly; one whose database file was replaced (the index removed and rebuilt) is closed."""
+    cleanly; one whose database file was replaced (the index removed and rebuilt) is closed.
+    Only the INDEXES most recently read keep connections and maps: a long-running process that
+    meets many projects holds open files for a few."""
 
     KEEP = 2  # idle connections kept per index
+    INDEXES = 8
 
     def __init__(self) -> None:
-        self._idle: dict[Path, list[tuple[sqlite3.Connection, tuple[int, int] | None]]] = {}
+        # index folder -> idle connections, least recently read first
+        self._idle: OrderedDict[Path, list[tuple[sqlite3.Connection, tuple[int, int]]]] = \
+            OrderedDict()
         self._lock = threading.Lock()
 
     def take(self, directory: Path) -> tuple[_Lease, sqlite3.Connection]:
@@ -228,13 +239,15 @@ class _Readers:
             idle = self._idle.pop(directory, [])
             same = [entry for entry in idle if entry[1] == identity]
             conn = same.pop()[0] if same else None
-            if same:
-                self._idle[directory] = same
+            self._idle[directory] = same  # the most recently read
+            evicted = []
+            while len(self._idle) > self.INDEXES:
+                evicted.append(self._idle.popitem(last=False))
+        for old_dir, old_idle in evicted:
+            self._close(old_dir, [old for old, _ in old_idle])
         stale = [old for old, seen in idle if seen != identity]
-        if stale:  # the index was removed (and maybe rebuilt) since
-            for old in stale:
-                old.close()
-            _mapped.forget(directory)  # its unlinked files must not stay mapped
+        if stale or identity is None:  # the index was removed (and maybe rebuilt) since
+            self._close(directory, stale)
         if conn is None:
             conn = db.open_reader(directory)
             if _identity(path) != identity:  # replaced while opening: use it once, never keep it
@@ -252,11 +265,23 @@ class _Readers:
             conn.close()
             return
         with self._lock:
-            idle = self._idle.setdefault(lease.directory, [])
-            if len(idle) < self.KEEP:
+            idle = self._idle.get(lease.directory)  # None: evicted or dropped meanwhile
+            if idle is not None and len(idle) < self.KEEP:
                 idle.append((conn, lease.identity))
                 return
         conn.close()
+
+    def drop(self, directory: Path) -> None:
+        """Close the idle connections to the index in ``directory`` and forget its maps."""
+        with self._lock:
+            idle = self._idle.pop(directory, [])
+        self._close(directory, [conn for conn, _ in idle])
+
+    @staticmethod
+    def _close(directory: Path, conns: list[sqlite3.Connection]) -> None:
+        for conn in conns:
+            conn.close()
+        _mapped.forget(directory)  # unlinked files must not stay mapped
 
 
 class _Mapped:
@@ -276,13 +301,17 @@ class _Mapped:
             kept = self._rows.get(directory)
         if kept is not None and kept[0] == key:
             return kept[1]
-        view = vectors.read_rows(directory, dims, rows, epoch)
+        try:
+            view = vectors.read_rows(directory, dims, rows, epoch)
+        except ValueError as exc:  # shorter than the committed rows: replaced while mapping
+            raise FileNotFoundError(exc) from exc
+        if rows and self._files(directory, epoch) != key[3]:
+            raise FileNotFoundError(directory)  # replaced while mapping: the caller reads again
         # plain arrays over the maps: indexing a np.memmap costs more than the rows it reads
         plain = vectors.VectorRows(np.asarray(view.bits), np.asarray(view.int8),
                                    np.asarray(view.scales))
-        if not rows or self._files(directory, epoch) == key[3]:  # not replaced while mapping
-            with self._lock:
-                self._rows[directory] = (key, plain)
+        with self._lock:
+            self._rows[directory] = (key, plain)
         return plain
 
     @staticmethod
@@ -298,7 +327,7 @@ class _Mapped:
         path = directory / vectors.CENTER
         try:
             stat = os.stat(path)
-        except FileNotFoundError:
+        except OSError:
             return None
         key = (dims, stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
         with self._lock:
@@ -315,3 +344,5 @@ class _Mapped:
 
 _readers = _Readers()
 _mapped = _Mapped()
+_CLOSED = sqlite3.connect(":memory:", check_same_thread=False)  # what a closed snapshot holds
+_CLOSED.close()
