@@ -9,6 +9,9 @@ import pytest
 from kenning import config
 from kenning.errors import UsageError
 from kenning.search import ProjectRef, get_chunk, resolve_projects, search
+from kenning.search.query import analyze
+from kenning.search.ranking import Candidate, later_parts
+from kenning.store import Index
 
 if TYPE_CHECKING:
     from search_fixtures import Indexed
@@ -196,9 +199,14 @@ def _split_class() -> str:
         return slot;
     }}
 """)
+    overload = """
+    public int lookup0(long key) {
+        return lookup0(Long.toString(key));
+    }
+"""
     return ("package demo;\n\n/**\n * Open-addressing table of named nodes.\n */\n"
             "public class NodeTable {\n    private final String[] entries = new String[64];\n"
-            + "".join(sections) + "}\n")
+            + "".join(sections) + overload + "}\n")
 
 
 def test_a_split_class_is_found_at_its_declaration(indexed: Indexed, tmp_path: Path) -> None:
@@ -211,3 +219,14 @@ def test_a_split_class_is_found_at_its_declaration(indexed: Indexed, tmp_path: P
     refs = resolve_projects(config.load(), [root])
     top = run(indexed, "NodeTable", projects=refs)["results"][0]
     assert "public class NodeTable" in top["content"]
+    index = Index.open(root, config.load())
+    with index.snapshot() as snap:
+        cands = [Candidate(*row, 0.1) for row in snap.conn.execute(
+            "SELECT id, path, start_line, end_line, start_byte, end_byte, language, kind, "
+            "symbol FROM chunks WHERE symbol LIKE 'NodeTable%' ORDER BY start_byte")]
+        parts = later_parts(snap.conn, cands, analyze("NodeTable.lookup0"))
+        banners = later_parts(snap.conn, cands, analyze("NodeTable"))
+    overloads = [c.id for c in cands if c.symbol == "NodeTable.lookup0"]
+    assert len(overloads) == 2 and not parts & set(overloads)  # each declares itself
+    named = [c.id for c in cands if c.symbol == "NodeTable"]
+    assert len(named) > 2 and banners == set(named[1:])  # the class starts in its first chunk
