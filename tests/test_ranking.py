@@ -91,7 +91,8 @@ def test_a_question_over_no_candidates_or_zero_scores_ranks_nothing_wrong() -> N
 
 @pytest.mark.parametrize(("query", "named", "other"), [
     ("quantize", "model2vec/quantization.py", "model2vec/model.py"),
-    ("configuration loading", "app/config.py", "app/loader_utils.py"),
+    ("operation codes", "vm/operator.py", "vm/loader_utils.py"),
+    ("formatter options", "fmt/format.py", "fmt/helpers.py"),
 ])
 def test_a_file_named_with_a_word_of_the_same_family_is_preferred(query: str, named: str,
                                                                    other: str) -> None:
@@ -99,7 +100,11 @@ def test_a_file_named_with_a_word_of_the_same_family_is_preferred(query: str, na
     assert [c.path for c in ranked] == [named, other]
 
 
-def test_a_word_is_not_kin_to_a_longer_word_it_merely_begins() -> None:
-    ranked = rank([_cand(1, "db/query.py", score=0.1), _cand(2, "db/statement.py", score=0.095)],
-                  analyze("save the state"))
-    assert [c.path for c in ranked] == ["db/query.py", "db/statement.py"]
+@pytest.mark.parametrize(("query", "other"), [
+    ("save the state", "db/statement.py"),
+    ("the important parts", "py/imports.py"),
+])
+def test_a_word_is_not_kin_to_a_longer_word_it_merely_begins(query: str, other: str) -> None:
+    ranked = rank([_cand(1, "db/query.py", score=0.1), _cand(2, other, score=0.095)],
+                  analyze(query))
+    assert [c.path for c in ranked] == ["db/query.py", other]
