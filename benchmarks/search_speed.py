@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +119,7 @@ def build(target: Path, size: int, source: Path, settings: Any, embedder: Any) -
 
 def measure(args: argparse.Namespace) -> None:
     """Warm searches over one built index in this process; prints their times as JSON."""
-    from kenning import config
+    from kenning import config, kernels
     from kenning.embedding import make_embedder
     from kenning.search import ProjectRef, search
 
@@ -135,7 +136,14 @@ def measure(args: argparse.Namespace) -> None:
             times.append((time.perf_counter() - started) * 1000)
             hits.append(len(result["results"]))
             ranked[q] = [(r["id"], r["score"]) for r in result["results"]]
-    print(json.dumps({"times": times, "hits": hits, "ranked": ranked}))
+    print(json.dumps({"times": times, "hits": hits, "ranked": ranked,
+                      "backend": kernels.BACKEND}))
+
+
+def _tree_env(env: Mapping[str, str], tree: Path) -> dict[str, str]:
+    """``env`` with ``tree`` (a ``python`` folder) first on the import path."""
+    paths = [str(tree), *filter(None, [env.get("PYTHONPATH")])]
+    return {**env, "PYTHONPATH": os.pathsep.join(paths)}
 
 
 def warm(args: argparse.Namespace) -> None:
@@ -148,9 +156,9 @@ def warm(args: argparse.Namespace) -> None:
     os.environ.setdefault("KENNING_HOME", "/tmp/kenning-eval-home")  # reuses the source index
     settings = config.load()
     embedder = make_embedder(settings)
-    variants = {"this tree": {**os.environ, "PYTHONPATH": str(THIS_TREE)}}
+    variants = {"this tree": _tree_env(os.environ, THIS_TREE)}
     if args.baseline:
-        variants["baseline"] = {**os.environ, "PYTHONPATH": str(Path(args.baseline).resolve())}
+        variants["baseline"] = _tree_env(os.environ, Path(args.baseline).resolve())
     print("| chunks | tree | build s | p50 ms | p90 ms | results |")
     print("|---|---|---|---|---|---|")
     for size in (int(s) for s in args.sizes.split(",")):
@@ -164,6 +172,7 @@ def warm(args: argparse.Namespace) -> None:
         times: dict[str, list[float]] = {name: [] for name in variants}
         hits: dict[str, list[int]] = {name: [] for name in variants}
         ranked: dict[str, dict[str, Any]] = {}
+        backend: dict[str, str] = {}
         for _ in range(args.rounds):
             for name, env in variants.items():
                 done = subprocess.run([sys.executable, __file__, "measure", "--target",
@@ -173,9 +182,11 @@ def warm(args: argparse.Namespace) -> None:
                 times[name] += got["times"]
                 hits[name] += got["hits"]
                 ranked[name] = got["ranked"]
+                backend[name] = got["backend"]  # a tree without its built core runs NumPy's
         for name in variants:
             t = sorted(times[name])
-            print(f"| {size} | {name} | {build_s:.0f} | {statistics.median(t):.1f} "
+            print(f"| {size} | {name} ({backend[name]} kernels) | {build_s:.0f} "
+                  f"| {statistics.median(t):.1f} "
                   f"| {t[int(0.9 * len(t))]:.1f} | {statistics.mean(hits[name]):.1f} |",
                   flush=True)
         if args.baseline:
@@ -203,10 +214,11 @@ def cli(args: argparse.Namespace) -> None:
     ``python`` folder of another source tree, e.g. ``git archive HEAD~3 python``) the two trees
     run interleaved, so the ratio compares them under the same machine load."""
     repo = Path(args.repo).resolve()
-    env = {**os.environ, "KENNING_HOME": args.home, "PYTHONPATH": str(THIS_TREE)}
+    env = _tree_env({**os.environ, "KENNING_HOME": args.home}, THIS_TREE)
     variants = {"this tree": env}
     if args.baseline:
-        variants["baseline"] = {**env, "PYTHONPATH": str(Path(args.baseline).resolve())}
+        variants["baseline"] = _tree_env({**os.environ, "KENNING_HOME": args.home},
+                                         Path(args.baseline).resolve())
     kenning = [sys.executable, "-m", "kenning"]
     subprocess.run([*kenning, "index", str(repo), "-q"], env=env, check=True)
     search: dict[str, list[float]] = {name: [] for name in variants}
