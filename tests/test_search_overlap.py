@@ -3,6 +3,7 @@ run inline, with filters too, and from several searching threads at once."""
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,16 @@ def test_the_threaded_scan_gives_the_inline_results(indexed: Indexed,
     inline = [_results(indexed, q, f) for q, f in CASES]
     assert all(inline)
     monkeypatch.setattr(api, "OVERLAP_ROWS", 0)
+    scanned_in: set[str] = set()
+    scan = api.dense.search
+
+    def spied(*args: object, **kwargs: object) -> object:
+        scanned_in.add(threading.current_thread().name)
+        return scan(*args, **kwargs)
+
+    monkeypatch.setattr(api.dense, "search", spied)
     assert [_results(indexed, q, f) for q, f in CASES] == inline
+    assert scanned_in and all(name.startswith("kenning-scan") for name in scanned_in)
     with ThreadPoolExecutor(max_workers=4) as pool:  # the MCP server searches from threads
         together = list(pool.map(lambda case: _results(indexed, *case), CASES * 4))
     assert together == inline * 4

@@ -62,8 +62,11 @@ def expression(conn: sqlite3.Connection, query: Query) -> str | None:
         return None
     quoted = _quoted(query.terms)
     if len(quoted) == 1:
+        rows = _rows_up_to(conn, quoted[0], SCORED_ROWS + 1)
+        if rows <= SCORED_ROWS:
+            return quoted[0] if rows else None
         # a common single word: the chunks it names (symbol) or files (path) outrank the rest
-        narrower = (quoted[0], f"{{symbol path}} : {quoted[0]}", f"symbol : {quoted[0]}")
+        narrower = (f"{{symbol path}} : {quoted[0]}", f"symbol : {quoted[0]}")
         return next((m for m in narrower if _within_budget(conn, m)), None)
     counted = sorted((_rows_up_to(conn, term, SCORED_ROWS + 1), i, term)
                      for i, term in enumerate(quoted))
