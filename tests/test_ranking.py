@@ -87,24 +87,3 @@ def test_a_question_over_no_candidates_or_zero_scores_ranks_nothing_wrong() -> N
     assert rank([], analyze("how does it work")) == []
     zeros = [_cand(1, "a.py", score=0.0), _cand(2, "b.py", score=0.0)]
     assert {c.id for c in rank(zeros, analyze("how does it work"))} == {1, 2}
-
-
-@pytest.mark.parametrize(("query", "named", "other"), [
-    ("quantize", "model2vec/quantization.py", "model2vec/model.py"),
-    ("operation codes", "vm/operator.py", "vm/loader_utils.py"),
-    ("formatter options", "fmt/format.py", "fmt/helpers.py"),
-])
-def test_a_file_named_with_a_word_of_the_same_family_is_preferred(query: str, named: str,
-                                                                   other: str) -> None:
-    ranked = rank([_cand(1, other, score=0.1), _cand(2, named, score=0.095)], analyze(query))
-    assert [c.path for c in ranked] == [named, other]
-
-
-@pytest.mark.parametrize(("query", "other"), [
-    ("save the state", "db/statement.py"),
-    ("the important parts", "py/imports.py"),
-])
-def test_a_word_is_not_kin_to_a_longer_word_it_merely_begins(query: str, other: str) -> None:
-    ranked = rank([_cand(1, "db/query.py", score=0.1), _cand(2, other, score=0.095)],
-                  analyze(query))
-    assert [c.path for c in ranked] == ["db/query.py", other]

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from collections.abc import Set as AbstractSet
@@ -41,17 +40,6 @@ FILE_EVIDENCE_LIFT = 0.5
 # the docstring set, where the words of a neighbouring file's name are often in the query.
 FILE_NAME_VOTE = 0.5
 FILE_NAME_VOTE_IDENTIFIER = 1.5
-# Words of one family share a stem of KIN_MIN letters or more and go on from it with nothing
-# but an ending (a final consonant may double: format, formatter): quantize and quantization,
-# operator and operation, but neither import and important nor state and statement. Both dev
-# sets barely use it (semble-bench 0.831 -> 0.832 NDCG@10, docstring span MRR 0.571 -> 0.570); a
-# looser rule (any shared prefix of 6 letters) scored 0.833 and 0.573 but took import for
-# important and parent for parenthesis.
-KIN_MIN = 6
-_ENDINGS = frozenset({
-    "", "e", "s", "es", "ed", "er", "ers", "or", "ors", "ing", "ion", "ions", "ation", "ations",
-    "ization", "ize", "izes", "ized", "izer", "ise", "al", "ment", "ments", "ure", "ive", "ity",
-    "able", "y", "ies"})  # recover-y, recover-er
 # File names that say nothing of their content: their folder's name says it instead.
 _GENERIC_STEMS = frozenset({"mod", "index", "init", "__init__", "main", "lib"})
 _INFLECTIONS = ("ing", "es", "ed", "s")
@@ -108,23 +96,12 @@ class _Asked:
     names: tuple[str, ...]
     terms: frozenset[str]
     file_vote: float
-    said: dict[str, bool]  # file-name word -> whether the query says it (filled as met)
 
     @classmethod
     def of(cls, query: Query) -> _Asked:
         terms = frozenset(query.terms) | {_stem(t) for t in query.terms}
         vote = FILE_NAME_VOTE_IDENTIFIER if query.identifier_like else FILE_NAME_VOTE
-        return cls(query, query.symbol_names, terms, vote, {})
-
-    def says(self, word: str) -> bool:
-        """Whether the query says a word of a file's name, inflected (``task``, ``tasks``) or
-        derived (``quantize``, ``quantization``; ``config``, ``configuration``)."""
-        found = self.said.get(word)
-        if found is None:
-            found = (word in self.terms or _stem(word) in self.terms
-                     or any(_kin(word, term) for term in self.query.terms))
-            self.said[word] = found
-        return found
+        return cls(query, query.symbol_names, terms, vote)
 
 
 def _grade(candidate: Candidate, asked: _Asked) -> float:
@@ -168,24 +145,12 @@ def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int]) -> floa
                 score *= 1 + (NAME_MATCH_BOOST - 1) * len(own & asked.terms) / len(own)
     words = file_words(candidate.path)
     if words:
-        said = sum(1 for w in words if asked.says(w))
+        said = sum(1 for w in words if w in asked.terms or _stem(w) in asked.terms)
         score += asked.file_vote * said / len(words) / (K + 1)
     for category in categories(candidate.path, candidate.language):
         if category not in asked.query.asks_for:
             score *= PENALTY[category]
     return score
-
-
-def _kin(a: str, b: str) -> bool:
-    """Whether two words are of one family (see KIN_MIN). The stem may stop a letter short of
-    the common prefix: deserializ-e, deserializ-er."""
-    common = len(os.path.commonprefix((a, b)))
-    return any(_ending(a[stem:], a[stem - 1]) and _ending(b[stem:], b[stem - 1])
-               for stem in (common, common - 1) if stem >= KIN_MIN)
-
-
-def _ending(rest: str, last: str) -> bool:
-    return rest in _ENDINGS or (rest[:1] == last and rest[1:] in _ENDINGS and rest != last)
 
 
 def _stem(word: str) -> str:
