@@ -3,13 +3,15 @@ files stay the same, so a snapshot always sees exactly the rows on disk it commi
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import numpy as np
 import pytest
 from index_helpers import make_repo
+from kenning.errors import IndexError_
 from kenning.indexer import refresh
-from kenning.store import Index
+from kenning.store import Index, vectors
 from kenning.store.vectors import INT8
 
 pytest_plugins = ["index_helpers"]  # fixtures: model, settings
@@ -66,3 +68,41 @@ def test_a_rebuilt_index_maps_its_new_files(tmp_path, settings, model, reading):
         assert not np.array_equal(snap.int8, before)
     assert np.array_equal(old.int8, before)  # a reader of the removed index keeps its view
     old.close()
+
+
+def _replacing(index: Index, times: int):
+    """A ``read_rows`` that first replaces the int8 file with a copy of itself (a new file, as a
+    compaction or rebuild makes), the first ``times`` times it is called."""
+    read_rows = vectors.read_rows
+    calls = []
+
+    def replace_then_read(*args, **kwargs):
+        calls.append(1)
+        if len(calls) <= times:
+            path = index.dir / INT8
+            shutil.copyfile(path, path.with_suffix(".copy"))
+            os.replace(path.with_suffix(".copy"), path)
+        return read_rows(*args, **kwargs)
+
+    return replace_then_read, calls
+
+
+def test_files_replaced_while_mapping_are_mapped_again(tmp_path, settings, model, monkeypatch):
+    root = make_repo(tmp_path / "repo", SOURCE)
+    refresh(root, settings, embedder=model)
+    index = Index.open(root, settings, embedder=model)
+    spy, calls = _replacing(index, times=1)
+    monkeypatch.setattr(vectors, "read_rows", spy)
+    with index.snapshot() as snap:
+        assert len(calls) == 2  # the first map was of files replaced meanwhile: not used
+        assert np.array_equal(snap.int8, _on_disk(index, snap.vector_rows))
+
+
+def test_files_that_keep_changing_give_a_clear_error(tmp_path, settings, model, monkeypatch):
+    root = make_repo(tmp_path / "repo", SOURCE)
+    refresh(root, settings, embedder=model)
+    index = Index.open(root, settings, embedder=model)
+    spy, _ = _replacing(index, times=10)
+    monkeypatch.setattr(vectors, "read_rows", spy)
+    with pytest.raises(IndexError_, match="keep changing"):
+        index.snapshot()
