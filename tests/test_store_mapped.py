@@ -70,39 +70,40 @@ def test_a_rebuilt_index_maps_its_new_files(tmp_path, settings, model, reading):
     old.close()
 
 
-def _replacing(index: Index, times: int):
-    """A ``read_rows`` that first replaces the int8 file with a copy of itself (a new file, as a
-    compaction or rebuild makes), the first ``times`` times it is called."""
-    read_rows = vectors.read_rows
-    calls = []
-
-    def replace_then_read(*args, **kwargs):
-        calls.append(1)
-        if len(calls) <= times:
-            path = index.dir / INT8
-            shutil.copyfile(path, path.with_suffix(".copy"))
-            os.replace(path.with_suffix(".copy"), path)
-        return read_rows(*args, **kwargs)
-
-    return replace_then_read, calls
-
-
-def test_files_replaced_while_mapping_are_mapped_again(tmp_path, settings, model, monkeypatch):
+@pytest.fixture
+def replacing(tmp_path, settings, model, monkeypatch):
+    """An index whose ``read_rows`` first replaces the int8 file with a copy of itself (a new
+    file, as a compaction or rebuild makes), the first ``times`` times it is called; the calls
+    are counted."""
     root = make_repo(tmp_path / "repo", SOURCE)
     refresh(root, settings, embedder=model)
     index = Index.open(root, settings, embedder=model)
-    spy, calls = _replacing(index, times=1)
-    monkeypatch.setattr(vectors, "read_rows", spy)
+    read_rows = vectors.read_rows
+    calls: list[int] = []
+
+    def setup(times: int) -> tuple[Index, list[int]]:
+        def replace_then_read(*args, **kwargs):
+            calls.append(1)
+            if len(calls) <= times:
+                path = index.dir / INT8
+                shutil.copyfile(path, path.with_suffix(".copy"))
+                os.replace(path.with_suffix(".copy"), path)
+            return read_rows(*args, **kwargs)
+
+        monkeypatch.setattr(vectors, "read_rows", replace_then_read)
+        return index, calls
+
+    return setup
+
+
+def test_files_replaced_while_mapping_are_mapped_again(replacing):
+    index, calls = replacing(times=1)
     with index.snapshot() as snap:
         assert len(calls) == 2  # the first map was of files replaced meanwhile: not used
         assert np.array_equal(snap.int8, _on_disk(index, snap.vector_rows))
 
 
-def test_files_that_keep_changing_give_a_clear_error(tmp_path, settings, model, monkeypatch):
-    root = make_repo(tmp_path / "repo", SOURCE)
-    refresh(root, settings, embedder=model)
-    index = Index.open(root, settings, embedder=model)
-    spy, _ = _replacing(index, times=10)
-    monkeypatch.setattr(vectors, "read_rows", spy)
+def test_files_that_keep_changing_give_a_clear_error(replacing):
+    index, _ = replacing(times=10)
     with pytest.raises(IndexError_, match="keep changing"):
         index.snapshot()
