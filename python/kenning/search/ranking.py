@@ -60,7 +60,6 @@ _CATEGORY_PATTERNS = {
     "compat": re.compile(r"(^|/)(compat|legacy|polyfills?|shims?|deprecated)(/|$)"
                          r"|(^|/)[^/]*(_compat|compat)\.[^/]+$"),
 }
-_QUALIFIER = re.compile(r"\.|::|#|->|/")
 PENALTY = {"test": 0.45, "example": 0.6, "vendored": 0.5, "generated": 0.5, "compat": 0.6,
            "changelog": 0.4, "docs": 0.6}
 
@@ -105,9 +104,7 @@ class _Asked:
 
 
 def _grade(candidate: Candidate, asked: _Asked) -> float:
-    if not candidate.symbol:
-        return 0.0
-    return max((symbols.grade(candidate.symbol, n) for n in asked.names), default=0.0)
+    return symbols.best_grade(candidate.symbol, asked.names) if candidate.symbol else 0.0
 
 
 def later_parts(conn: sqlite3.Connection, candidates: list[Candidate], query: Query) -> set[int]:
@@ -140,7 +137,7 @@ def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int]) -> floa
         elif grade >= symbols.CASELESS:  # `monad` for the query `Monad`: likely, not surely it
             score *= 1 + (DEFINITION_BOOST - 1) / 2
         else:
-            own = set(split_identifier(_QUALIFIER.split(candidate.symbol)[-1]))
+            own = set(split_identifier(symbols.QUALIFIER.split(candidate.symbol)[-1]))
             if own:
                 score *= 1 + (NAME_MATCH_BOOST - 1) * len(own & asked.terms) / len(own)
     words = file_words(candidate.path)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Sequence
 from functools import lru_cache
 
 from kenning.search.query import Query
 from kenning.tokens import code_tokens
 
-_QUALIFIER = re.compile(r"\.|::|#|->|/")
+# What separates the parts of a qualified name: `a.b`, `A::b`, `A#b`, `a->b`, `a/b`.
+QUALIFIER = re.compile(r"\.|::|#|->|/")
 
 EXACT, LAST_PART, CASELESS, CONTAINER, PREFIX = 4.0, 3.0, 2.0, 1.5, 1.0
 
@@ -24,8 +26,8 @@ EXACT, LAST_PART, CASELESS, CONTAINER, PREFIX = 4.0, 3.0, 2.0, 1.5, 1.0
 def grade(symbol: str, name: str) -> float:
     """How well ``symbol`` (qualified, e.g. ``pkg.Client.send``) matches one queried ``name``.
     Qualifiers compare part by part, so ``Rack::Builder`` names the symbol ``Rack.Builder``."""
-    parts = [p for p in _QUALIFIER.split(symbol) if p] or [symbol]
-    wanted = [p for p in _QUALIFIER.split(name) if p] or [name]
+    parts = [p for p in QUALIFIER.split(symbol) if p] or [symbol]
+    wanted = [p for p in QUALIFIER.split(name) if p] or [name]
     if parts == wanted:
         return EXACT
     if parts[-len(wanted):] == wanted:
@@ -40,6 +42,11 @@ def grade(symbol: str, name: str) -> float:
     return 0.0
 
 
+def best_grade(symbol: str, names: Sequence[str]) -> float:
+    """The best grade of ``symbol`` against any of the queried ``names`` (0.0 for none)."""
+    return max((grade(symbol, name) for name in names), default=0.0)
+
+
 def search(conn: sqlite3.Connection, query: Query, *, limit: int, where: str = "",
            params: list[object] | None = None) -> list[tuple[int, float]]:
     """``(chunk id, grade)`` best first; empty when the query names no identifier."""
@@ -47,7 +54,7 @@ def search(conn: sqlite3.Connection, query: Query, *, limit: int, where: str = "
     if not names:
         return []
     # each whole component, lower-cased, is one token of the FTS symbol column
-    tokens = dict.fromkeys(whole[0] for name in names for part in _QUALIFIER.split(name)
+    tokens = dict.fromkeys(whole[0] for name in names for part in QUALIFIER.split(name)
                            if (whole := code_tokens(part)))
     if not tokens:
         return []
@@ -65,7 +72,7 @@ def search(conn: sqlite3.Connection, query: Query, *, limit: int, where: str = "
     for chunk_id, symbol in conn.execute(sql, args):
         best = best_of.get(symbol)
         if best is None:
-            best = best_of[symbol] = max(grade(symbol, name) for name in names)
+            best = best_of[symbol] = best_grade(symbol, names)
         if best > 0:
             scored.append((chunk_id, best))
     scored.sort(key=lambda item: (-item[1], item[0]))
