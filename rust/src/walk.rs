@@ -201,22 +201,20 @@ enum Stat {
 }
 
 /// `fstatat` relative to the open folder: the kernel resolves one name, not the whole path.
-fn stat_at(dir: &fs::File, name: &CStr, is_link: bool) -> Stat {
-    let flags = if is_link {
-        0
-    } else {
-        libc::AT_SYMLINK_NOFOLLOW
-    };
+/// Symlinks never get here (the walk does not follow them), so the name itself is statted.
+fn stat_at(dir: &fs::File, name: &CStr) -> Stat {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: a valid folder descriptor, a NUL-terminated name and room for one `stat`.
-    let rc = unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), st.as_mut_ptr(), flags) };
+    let rc = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            st.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
     if rc != 0 {
-        let dangling = std::io::Error::last_os_error().kind() == std::io::ErrorKind::NotFound;
-        return if is_link && dangling {
-            Stat::Other
-        } else {
-            Stat::Unreadable
-        };
+        return Stat::Unreadable;
     }
     // SAFETY: fstatat succeeded, so it filled `st`.
     let st = unsafe { st.assume_init() };
@@ -447,7 +445,7 @@ impl Walker<'_> {
                 let Ok(cname) = CStr::from_bytes_with_nul(&name) else {
                     continue; // a name with a NUL byte cannot exist on disk
                 };
-                match stat_at(&dir, cname, row.is_link) {
+                match stat_at(&dir, cname) {
                     Stat::File(size, mtime_ns) => {
                         if (self.keep)(rel.as_os_str().as_bytes(), size, mtime_ns) {
                             items.push(Item::File(rel.into_os_string(), size, mtime_ns))
