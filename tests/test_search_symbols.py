@@ -1,0 +1,63 @@
+"""The symbol branch's lookup: whole components first, a prefix match only where it adds.
+
+A real index of a generated repository (files, chunks and the FTS table; no vectors needed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kenning import config
+from kenning.indexer import refresh
+from kenning.search import symbols
+from kenning.search.query import analyze
+from kenning.store import Index, Snapshot
+
+# Chunks are stored in path order. Four functions whose names only start with "request" come
+# first, then the one named `request`, then four that have "request" as a part of their name
+# (matched by the whole word, graded nothing: `send_request` is not `request`).
+FILES = {
+    **{f"a{i}.py": f"def requests_{i}():\n    return {i}\n" for i in range(4)},
+    "b.py": "def request():\n    return 'sent'\n",
+    **{f"c{i}.py": f"def send_request_{i}():\n    return {i}\n" for i in range(4)},
+}
+
+
+@pytest.fixture
+def snap(tmp_path: Path) -> Iterator[Snapshot]:
+    root = tmp_path / "repo"
+    root.mkdir()
+    for rel, text in FILES.items():
+        (root / rel).write_text(text)
+    settings = config.load()
+    refresh(root, settings, embed=False)
+    with Index.open(root, settings).snapshot() as snapshot:
+        yield snapshot
+
+
+def _found(snap: Snapshot, query: str) -> list[tuple[str, float]]:
+    names = dict(snap.conn.execute("SELECT id, symbol FROM chunks"))
+    return [(names[cid], grade)
+            for cid, grade in symbols.search(snap.conn, analyze(query), limit=10)]
+
+
+def test_prefix_matches_fill_the_room_the_whole_name_leaves(snap: Snapshot) -> None:
+    found = _found(snap, "request")
+    assert found[0] == ("request", symbols.EXACT)
+    assert sorted(name for name, _ in found[1:]) == [f"requests_{i}" for i in range(4)]
+    assert {grade for _, grade in found[1:]} == {symbols.PREFIX}
+
+
+def test_enough_strong_matches_need_no_prefix_match(snap: Snapshot) -> None:
+    found = symbols.search(snap.conn, analyze("request"), limit=1)
+    assert [grade for _, grade in found] == [symbols.EXACT]
+
+
+def test_a_window_full_of_whole_name_rows_is_not_crowded_out_by_prefix_rows(
+        snap: Snapshot, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the first four rows of the prefix match are requests_0..3: the exact match would be past
+    # them; the whole word's first four rows hold it
+    monkeypatch.setattr(symbols, "WINDOW", 4)
+    assert _found(snap, "request") == [("request", symbols.EXACT)]
