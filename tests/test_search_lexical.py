@@ -6,6 +6,7 @@ the budget lowered so that a handful of rows count as "common".
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +28,10 @@ FILES = {
     for i in range(12)
 }
 FILES["src/registry.py"] = "def widget_registry():\n    '''All parts by name.'''\n    return {}\n"
+# "fasteners" is in 6 clips: common as a whole word, before its stem "fastener" adds a 7th row
+FILES.update({f"src/clip{i}.py": f"def clip_{i}():\n    '''Hold the fasteners.'''\n    return {i}\n"
+              for i in range(6)})
+FILES["src/kinds.py"] = "def fastener_kind():\n    '''One of the kinds.'''\n    return 0\n"
 
 
 @pytest.fixture
@@ -96,3 +101,19 @@ def test_a_word_naming_more_chunks_than_the_budget_leaves_the_query_to_the_other
 def test_common_words_that_too_many_rows_have_together_match_nothing(snap: Snapshot) -> None:
     # widget (13 rows) and gasket (8) are both common, and 8 rows have both
     assert lexical.expression(snap.conn, analyze("widget gasket")) is None
+
+
+def test_a_word_common_whole_is_not_counted_again_with_its_stem(
+        snap: Snapshot, monkeypatch: pytest.MonkeyPatch) -> None:
+    counted: list[str] = []
+    count = lexical._count
+
+    def recording(conn: sqlite3.Connection, match: str, cap: int) -> int:
+        counted.append(match)
+        return count(conn, match, cap)
+
+    monkeypatch.setattr(lexical, "_count", recording)
+    stemmed = '("fasteners" OR "fastener" *)'
+    assert lexical.expression(snap.conn, analyze("fasteners")) == f"{{symbol path}} : {stemmed}"
+    assert stemmed not in counted  # 6 rows have the whole word: over the budget of 5 already
+    assert _symbols(snap, "fasteners") == ["fastener_kind"]
