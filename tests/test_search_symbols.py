@@ -5,8 +5,10 @@ A real index of a generated repository (files, chunks and the FTS table; no vect
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kenning import config
@@ -50,9 +52,19 @@ def test_prefix_matches_fill_the_room_the_whole_name_leaves(snap: Snapshot) -> N
     assert {grade for _, grade in found[1:]} == {symbols.PREFIX}
 
 
-def test_enough_strong_matches_need_no_prefix_match(snap: Snapshot) -> None:
+def test_enough_strong_matches_need_no_prefix_match(snap: Snapshot,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+    graded = symbols._graded
+
+    def recording(conn: sqlite3.Connection, expression: str, *rest: Any) -> Any:
+        asked.append(expression)
+        return graded(conn, expression, *rest)
+
+    monkeypatch.setattr(symbols, "_graded", recording)
     found = symbols.search(snap.conn, analyze("request"), limit=1)
     assert [grade for _, grade in found] == [symbols.EXACT]
+    assert asked == ['symbol : "request"']
 
 
 def test_a_window_full_of_whole_name_rows_is_not_crowded_out_by_prefix_rows(
