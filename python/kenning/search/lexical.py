@@ -54,7 +54,8 @@ def _rows_up_to(conn: sqlite3.Connection, match: str, cap: int, whole: str) -> i
     """How many rows ``match`` finds, counting no further than ``cap``. ``whole`` is ``match``
     with its words whole, no stem prefixes: it finds some of the same rows, and FTS5 streams
     them, where a prefix must first collect every row of every term it starts (16 ms for
-    `"cookie" *` on a 1M-chunk index). A common word is over the cap whole already."""
+    `"cookie" *` on a 1M-chunk index). When ``whole`` alone reaches the cap, so does ``match``,
+    which is then never counted."""
     if whole != match:
         rows = _count(conn, whole, cap)
         if rows >= cap:
