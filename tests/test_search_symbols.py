@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from index_helpers import make_repo
 from kenning import config
 from kenning.indexer import refresh
 from kenning.search import symbols
@@ -29,10 +30,7 @@ FILES = {
 
 @pytest.fixture
 def snap(tmp_path: Path) -> Iterator[Snapshot]:
-    root = tmp_path / "repo"
-    root.mkdir()
-    for rel, text in FILES.items():
-        (root / rel).write_text(text)
+    root = make_repo(tmp_path / "repo", FILES)
     settings = config.load()
     refresh(root, settings, embed=False)
     with Index.open(root, settings).snapshot() as snapshot:
