@@ -214,11 +214,11 @@ def cli(args: argparse.Namespace) -> None:
     ``python`` folder of another source tree, e.g. ``git archive HEAD~3 python``) the two trees
     run interleaved, so the ratio compares them under the same machine load."""
     repo = Path(args.repo).resolve()
-    env = _tree_env({**os.environ, "KENNING_HOME": args.home}, THIS_TREE)
+    home = {**os.environ, "KENNING_HOME": args.home}
+    env = _tree_env(home, THIS_TREE)
     variants = {"this tree": env}
     if args.baseline:
-        variants["baseline"] = _tree_env({**os.environ, "KENNING_HOME": args.home},
-                                         Path(args.baseline).resolve())
+        variants["baseline"] = _tree_env(home, Path(args.baseline).resolve())
     kenning = [sys.executable, "-m", "kenning"]
     subprocess.run([*kenning, "index", str(repo), "-q"], env=env, check=True)
     search: dict[str, list[float]] = {name: [] for name in variants}
