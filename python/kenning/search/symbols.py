@@ -93,7 +93,7 @@ def search(conn: sqlite3.Connection, query: Query, *, limit: int, where: str = "
     # only crowd out.
     scored, rows = _graded(conn, " OR ".join(f'symbol : "{t}"' for t in tokens), names, where,
                            params)
-    if rows < WINDOW and sum(1 for _, grade in scored if grade > PREFIX) < limit:
+    if rows < WINDOW and sum(1 for _, strength in scored if strength > PREFIX) < limit:
         scored, _ = _graded(conn, " OR ".join(f'symbol : "{t}"*' for t in tokens), names,
                             where, params)
     scored.sort(key=lambda item: (-item[1], item[0]))
