@@ -15,7 +15,8 @@ from kenning.agents.markdown import END, START
 from kenning.cli import cli, main
 from kenning.errors import AgentSetupError
 
-EVERYTHING = ["--mcp", "--instructions", "--skill", "--subagent", "--hooks"]
+EVERYTHING_NAMES = ("mcp", "instructions", "skill", "subagent", "hooks")
+EVERYTHING = [f"--{name}" for name in EVERYTHING_NAMES]
 
 
 @pytest.fixture
@@ -414,3 +415,20 @@ def test_hook_command_returns_at_once_and_indexes_in_the_background(tmp_path: Pa
                             env={**os.environ, "PATH": "/nonexistent"}, capture_output=True,
                             timeout=60)
     assert broken.returncode == 0 and broken.stderr == b""
+
+
+@pytest.mark.parametrize(("command", "words", "foreign"), [
+    ("setup-agent", ("Register", "Add"), ("Unregister", "Delete", "Take")),
+    ("remove-agent", ("Unregister", "Take", "Delete"), ("Register ", "Add ")),
+])
+def test_each_command_describes_its_own_component_flags(
+    command: str, words: tuple[str, ...], foreign: tuple[str, ...]
+) -> None:
+    result = CliRunner().invoke(cli, [command, "-h"], terminal_width=200)
+    flags = [line.strip() for line in result.output.splitlines()
+             if line.strip().startswith(tuple(f"--{c} " for c in EVERYTHING_NAMES))]
+    assert len(flags) == len(EVERYTHING_NAMES)
+    for line in flags:
+        description = line.split(maxsplit=1)[1]
+        assert description.startswith(words), line
+        assert not any(word in description for word in foreign), line

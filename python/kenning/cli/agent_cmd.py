@@ -14,11 +14,20 @@ from kenning.agents import AGENTS, COMPONENTS, RECOMMENDED, Plan, apply, make_pl
 from kenning.errors import AgentSetupError
 
 COMPONENT_HELP = {
-    "mcp": "Register the kenning MCP server.",
-    "instructions": "Add the short kenning block to CLAUDE.md / AGENTS.md.",
-    "skill": "Add the kenning-search skill (Claude Code).",
-    "subagent": "Add the read-only code-explorer subagent (Claude Code).",
-    "hooks": "Add a session-start hook that refreshes the index in the background.",
+    "setup": {
+        "mcp": "Register the kenning MCP server.",
+        "instructions": "Add the short kenning block to CLAUDE.md / AGENTS.md.",
+        "skill": "Add the kenning-search skill (Claude Code).",
+        "subagent": "Add the read-only code-explorer subagent (Claude Code).",
+        "hooks": "Add a session-start hook that refreshes the index in the background.",
+    },
+    "remove": {
+        "mcp": "Unregister the kenning MCP server.",
+        "instructions": "Take the kenning block out of CLAUDE.md / AGENTS.md.",
+        "skill": "Delete the kenning-search skill (Claude Code).",
+        "subagent": "Delete the code-explorer subagent (Claude Code).",
+        "hooks": "Take out the session-start hook.",
+    },
 }
 
 
@@ -37,15 +46,16 @@ def _detected_agents() -> tuple[str, ...]:
 
 
 def _options(action: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    verb = "Set up" if action == "setup" else "Remove"
+    verb = "Set up for" if action == "setup" else "Remove from"
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         for name in reversed(COMPONENTS):
-            func = click.option(f"--{name}", is_flag=True, help=COMPONENT_HELP[name])(func)
+            func = click.option(f"--{name}", is_flag=True,
+                                help=COMPONENT_HELP[action][name])(func)
         default_agent = "installed agents" if action == "setup" else "all"
         options = [
             click.option("--agent", type=click.Choice(["claude", "codex", "all"]),
-                         help=f"{verb} for this agent [default: {default_agent}]."),
+                         help=f"{verb} this agent [default: {default_agent}]."),
             click.option("--scope", type=click.Choice(["user", "project"]), default="user",
                          show_default=True,
                          help="user: your own config, every project; project: files in the "
