@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import tomlkit
 from click.testing import CliRunner, Result
-from kenning.agents import templates
+from kenning.agents import launcher, templates
 from kenning.agents.markdown import END, START
 from kenning.cli import cli, main
 from kenning.errors import AgentSetupError
@@ -96,11 +97,12 @@ def front_matter(text: str) -> dict[str, str]:
     return fields
 
 
-def assert_installed(files: dict[str, Path]) -> None:
+def assert_installed(files: dict[str, Path], command: tuple[str, ...]) -> None:
+    entry = {"command": command[0], "args": [*command[1:], "mcp"]}
     servers = json.loads(files["claude_json"].read_text())["mcpServers"]
-    assert servers["kenning"] == {"command": "kenning", "args": ["mcp"]}
+    assert servers["kenning"] == entry
     codex = tomlkit.parse(files["codex_toml"].read_text()).unwrap()
-    assert codex["mcp_servers"]["kenning"] == {"command": "kenning", "args": ["mcp"]}
+    assert codex["mcp_servers"]["kenning"] == entry
     for key in ("claude_md", "agents_md"):
         text = files[key].read_text()
         assert text.count(START) == 1 and text.count(END) == 1
@@ -114,7 +116,7 @@ def assert_installed(files: dict[str, Path]) -> None:
     assert not {"Edit", "Write", "Bash", "NotebookEdit"} & set(tools)  # read-only
     for key in ("claude_settings", "codex_hooks"):
         groups = json.loads(files[key].read_text())["hooks"]["SessionStart"]
-        assert groups == [templates.HOOK_GROUP]
+        assert groups == [templates.hook_group(command)]
 
 
 @pytest.mark.parametrize("scope", ["user", "project"])
@@ -124,7 +126,8 @@ def test_fresh_install_second_install_and_remove(home: Path, project: Path, scop
     first = run("setup-agent", *args, *EVERYTHING)
     assert first.exit_code == 0, first.output
     files = user_files(home) if scope == "user" else project_files(project)
-    assert_installed(files)
+    # the user's own files name this install; a project's, shared, the kenning on PATH
+    assert_installed(files, launcher.running() if scope == "user" else ("kenning",))
     assert "created" in first.output
 
     installed = snapshot(home, project)
@@ -198,7 +201,8 @@ def test_install_over_user_content_and_remove_byte_for_byte(
     settings = json.loads(files["claude_settings"].read_text())
     assert settings["permissions"] == {"allow": ["Bash(ls:*)"]}
     assert settings["hooks"]["SessionStart"][0]["hooks"][0]["command"] == "echo hi"
-    assert settings["hooks"]["SessionStart"][1] == templates.HOOK_GROUP
+    command = launcher.running() if scope == "user" else launcher.BARE
+    assert settings["hooks"]["SessionStart"][1] == templates.hook_group(command)
     assert files["claude_settings"].read_text().startswith('{\n    "permissions"')  # 4 spaces kept
     assert '\n        "SessionStart": [\n            {\n                "hooks"' in (
         files["claude_settings"].read_text())
@@ -380,12 +384,18 @@ def test_agents_are_detected_when_not_named(home: Path, tmp_path: Path,
     result = run("setup-agent")
     assert result.exit_code == 0, result.output
     assert (home / ".codex" / "AGENTS.md").exists() and not (home / ".claude").exists()
-    assert "not on PATH" in result.output
+    assert "not on PATH" not in result.output  # user scope names this install by its path
+    shared = run("setup-agent", "--scope", "project", "--project", str(tmp_path))
+    assert "not on PATH" in shared.output  # a project's files start kenning from PATH
 
 
-def test_hook_command_returns_at_once_and_indexes_in_the_background(tmp_path: Path) -> None:
-    """The hook must never block a session: it returns while the index run is still going."""
-    bin_dir, repo = tmp_path / "bin", tmp_path / "repo"
+@pytest.mark.parametrize("by_path", [False, True])
+def test_hook_command_returns_at_once_and_indexes_in_the_background(
+    tmp_path: Path, by_path: bool
+) -> None:
+    """The hook must never block a session: it returns while the index run is still going.
+    Named by its path, kenning runs with no PATH entry for it; bare, it is found on PATH."""
+    bin_dir, repo = tmp_path / "bin dir", tmp_path / "repo"
     bin_dir.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     release, seen = tmp_path / "release", tmp_path / "seen"
@@ -395,8 +405,10 @@ def test_hook_command_returns_at_once_and_indexes_in_the_background(tmp_path: Pa
         f'mv "{seen}.tmp" "{seen}"\n'
     )
     (bin_dir / "kenning").chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    hook = subprocess.run(["/bin/sh", "-c", templates.HOOK_COMMAND], cwd=repo, env=env,
+    command = templates.hook_command((str(bin_dir / "kenning"),) if by_path else ("kenning",))
+    path = os.environ["PATH"] if by_path else f"{bin_dir}:{os.environ['PATH']}"
+    env = {**os.environ, "PATH": path}
+    hook = subprocess.run(["/bin/sh", "-c", command], cwd=repo, env=env,
                           capture_output=True, timeout=60)
     assert hook.returncode == 0 and hook.stdout == b"" and hook.stderr == b""
     assert not seen.exists()  # returned while the index run was still waiting
@@ -407,11 +419,11 @@ def test_hook_command_returns_at_once_and_indexes_in_the_background(tmp_path: Pa
         subprocess.run(["sleep", "0.05"], check=True)
     assert seen.read_text().split() == ["index", "--quiet"]
 
-    outside = subprocess.run(["/bin/sh", "-c", templates.HOOK_COMMAND], cwd=tmp_path / "bin",
+    outside = subprocess.run(["/bin/sh", "-c", command], cwd=bin_dir,
                              env={**env, "GIT_CEILING_DIRECTORIES": str(tmp_path)},
                              capture_output=True, timeout=60)
     assert outside.returncode == 0  # outside a git work tree it does nothing, and never fails
-    broken = subprocess.run(["/bin/sh", "-c", templates.HOOK_COMMAND], cwd=repo,
+    broken = subprocess.run(["/bin/sh", "-c", templates.hook_command(("kenning",))], cwd=repo,
                             env={**os.environ, "PATH": "/nonexistent"}, capture_output=True,
                             timeout=60)
     assert broken.returncode == 0 and broken.stderr == b""
@@ -432,3 +444,106 @@ def test_each_command_describes_its_own_component_flags(
         description = line.split(maxsplit=1)[1]
         assert description.startswith(words), line
         assert not any(word in description for word in foreign), line
+
+
+def _without_kenning_on_path() -> dict[str, str]:
+    return {**os.environ, "PATH": "/nonexistent"}
+
+
+def test_user_scope_starts_this_install_by_its_path(home: Path, project: Path) -> None:
+    """Agents started without the virtualenv active still start kenning: the written command
+    runs with no PATH at all. A project's shared files keep the bare command."""
+    result = run("setup-agent", "--agent", "all", "--mcp", "--hooks")
+    assert result.exit_code == 0, result.output
+    files = user_files(home)
+    entry = json.loads(files["claude_json"].read_text())["mcpServers"]["kenning"]
+    assert os.path.isabs(entry["command"]) and entry["args"][-1] == "mcp"
+    assert tomlkit.parse(files["codex_toml"].read_text()).unwrap()["mcp_servers"]["kenning"] == (
+        entry)
+    started = subprocess.run([entry["command"], *entry["args"][:-1], "--version"],
+                             env=_without_kenning_on_path(), capture_output=True, text=True,
+                             timeout=120)
+    assert started.returncode == 0 and "kenning" in started.stdout, started.stderr
+    hook = json.loads(files["claude_settings"].read_text())["hooks"]["SessionStart"][0]
+    assert hook == templates.hook_group([entry["command"], *entry["args"][:-1]])
+
+    shared = run("setup-agent", "--agent", "claude", "--mcp", "--scope", "project",
+                 "--project", str(project))
+    assert shared.exit_code == 0, shared.output
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["kenning"] == {
+        "command": "kenning", "args": ["mcp"]}
+
+
+def test_launcher_is_the_started_executable_else_a_script_else_the_interpreter(
+    tmp_path: Path,
+) -> None:
+    started = tmp_path / "venv" / "bin" / "kenning"
+    started.parent.mkdir(parents=True)
+    started.write_text("#!/bin/sh\n")
+    started.chmod(0o755)
+    assert launcher.running(argv0=str(started), script_dirs=[]) == (str(started),)
+    # started as `python -m kenning`: the install's own executable, when it has one
+    main = str(tmp_path / "kenning" / "__main__.py")
+    assert launcher.running(argv0=main, script_dirs=[str(started.parent)]) == (str(started),)
+    # none: this interpreter with -m kenning, which starts without kenning on PATH too
+    fallback = launcher.running(argv0=main, script_dirs=[str(tmp_path / "empty")])
+    assert fallback == (sys.executable, "-m", "kenning")
+    version = subprocess.run([*fallback, "--version"], env=_without_kenning_on_path(),
+                             capture_output=True, text=True, timeout=120)
+    assert version.returncode == 0 and "kenning" in version.stdout, version.stderr
+    for argv in (fallback, (str(started),), ("kenning",)):
+        assert launcher.is_kenning(argv)
+    for argv in (("/usr/bin/env", "kenning"), ("kenning", "mcp"), ("bin/kenning",),
+                 ("/usr/bin/node", "-m", "kenning"), ()):
+        assert not launcher.is_kenning(argv)
+
+
+# What the previous release wrote (a bare `kenning`) over _user_content, byte for byte.
+_LEGACY_HOOK = ('"command": "(git rev-parse --is-inside-work-tree && kenning index --quiet) '
+                '</dev/null >/dev/null 2>&1 &"')
+LEGACY = {
+    "claude_json": '{\n  "numStartups": 12,\n  "mcpServers": {\n    "github": {\n'
+    '      "command": "gh-mcp",\n      "args": []\n    },\n    "kenning": {\n'
+    '      "command": "kenning",\n      "args": [\n        "mcp"\n      ]\n    }\n  },\n'
+    '  "projects": {"/w": {"allowedTools": ["Bash"]}}\n}\n',
+    "claude_settings": '{\n    "permissions": {\n        "allow": ["Bash(ls:*)"]\n    },\n'
+    '    "hooks": {\n        "SessionStart": [\n            {\n'
+    '                "hooks": [{"type": "command", "command": "echo hi"}]\n            },\n'
+    '            {\n                "matcher": "startup|resume",\n                "hooks": [\n'
+    '                    {\n                        "type": "command",\n'
+    f'                        {_LEGACY_HOOK}\n                    }}\n                ]\n'
+    '            }\n        ]\n    }\n}',
+    "codex_toml": '# personal settings\nmodel = "o3"  # fast enough\n\n[mcp_servers.docs]\n'
+    'command = "docs-mcp"\nargs = ["--port", "0"]\n\n[profiles.deep]\n'
+    'model_reasoning_effort = "high"\n\n[mcp_servers.kenning]\ncommand = "kenning"\n'
+    'args = ["mcp"]\n',
+    "codex_hooks": '{\n\t"hooks": {\n\t\t"Stop": [\n\t\t\t{\n\t\t\t\t"hooks": [\n'
+    '\t\t\t\t\t{"type": "command", "command": "notify-send done"}\n\t\t\t\t]\n\t\t\t}\n'
+    '\t\t],\n\t\t"SessionStart": [\n\t\t\t{\n\t\t\t\t"matcher": "startup|resume",\n'
+    '\t\t\t\t"hooks": [\n\t\t\t\t\t{\n\t\t\t\t\t\t"type": "command",\n'
+    f'\t\t\t\t\t\t{_LEGACY_HOOK}\n\t\t\t\t\t}}\n\t\t\t\t]\n\t\t\t}}\n\t\t]\n\t}}\n}}\n',
+}
+
+
+@pytest.mark.parametrize("upgrade_first", [False, True])
+def test_setups_of_the_previous_release_are_updated_and_removed_byte_for_byte(
+    home: Path, upgrade_first: bool
+) -> None:
+    files = user_files(home)
+    _user_content(files)
+    before = snapshot(home)
+    for key, text in LEGACY.items():
+        files[key].write_bytes(text.encode())
+    if upgrade_first:  # setup-agent again: kenning's bare entries become this install's path
+        result = run("setup-agent", "--agent", "all", "--mcp", "--hooks")
+        assert result.exit_code == 0, result.output
+        assert result.output.count("updated") == 4 and "already has its own" not in result.output
+        servers = json.loads(files["claude_json"].read_text())["mcpServers"]
+        assert templates.is_entry(servers["kenning"], launcher.running())
+        groups = json.loads(files["codex_hooks"].read_text())["hooks"]["SessionStart"]
+        assert groups == [templates.hook_group(launcher.running())]
+        again = run("setup-agent", "--agent", "all", "--mcp", "--hooks")
+        assert again.output.startswith("Nothing to change")
+    removed = run("remove-agent", "--mcp", "--hooks")
+    assert removed.exit_code == 0, removed.output
+    assert snapshot(home) == before

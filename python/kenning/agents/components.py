@@ -7,8 +7,9 @@ entry equal to the one it writes, its marked block, or a file carrying its marke
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from tomlkit.exceptions import TOMLKitError
@@ -54,31 +55,27 @@ def _expect(value: Any, kind: type, name: str, where: str) -> Any:
     return value
 
 
-def _same_server(entry: Any) -> bool:
-    """True for kenning's own server entry, also as Claude Code may store it (type, empty env)."""
-    if not isinstance(entry, dict):
-        return False
-    core = {k: v for k, v in entry.items() if not (k == "type" and v == "stdio")}
-    if core.get("env") == {}:
-        del core["env"]
-    return core == templates.MCP_ENTRY
-
-
 def _kept(name: str, what: str) -> str:
     return f"{name} already has its own {what}; kenning left it as it is."
 
 
 # -- MCP server: JSON (Claude Code) ----------------------------------------------------------
 
-def json_mcp_install(text: str | None, name: str) -> Outcome:
+def _is_kenning_key(key: str | None, _: Any) -> bool:
+    return key == templates.SERVER_NAME
+
+
+def json_mcp_install(text: str | None, name: str, launcher: Sequence[str]) -> Outcome:
     servers = _expect(_json(text, name).get("mcpServers"), dict, name, "mcpServers") or {}
     current = servers.get(templates.SERVER_NAME)
-    if _same_server(current):
+    if templates.is_entry(current, launcher):
         return Outcome(text)
-    if current is not None:
+    if current is not None and not templates.is_own_entry(current):
         return Outcome(text, _kept(name, f"MCP server entry named {templates.SERVER_NAME!r}"))
+    if current is not None and text is not None:  # kenning's, with another command: replace it
+        text = jsonedit.remove_where(text, ["mcpServers"], _is_kenning_key, prune=0)
     return Outcome(jsonedit.set_member(text, ["mcpServers"], templates.SERVER_NAME,
-                                       templates.MCP_ENTRY))
+                                       templates.mcp_entry(launcher)))
 
 
 def json_mcp_remove(text: str | None, name: str) -> Outcome:
@@ -86,11 +83,9 @@ def json_mcp_remove(text: str | None, name: str) -> Outcome:
     current = servers.get(templates.SERVER_NAME)
     if current is None or text is None:
         return Outcome(text)
-    if not _same_server(current):
+    if not templates.is_own_entry(current):
         return Outcome(text, _kept(name, f"MCP server entry named {templates.SERVER_NAME!r}"))
-    new = jsonedit.remove_where(
-        text, ["mcpServers"], lambda key, value: key == templates.SERVER_NAME, prune=1
-    )
+    new = jsonedit.remove_where(text, ["mcpServers"], _is_kenning_key, prune=1)
     return Outcome(None if jsonedit.empty(new) else new)
 
 
@@ -106,20 +101,23 @@ def _toml(text: str | None, name: str) -> dict[str, Any]:
         raise _unparsable(name, "TOML", exc) from None
 
 
-def toml_mcp_install(text: str | None, name: str) -> Outcome:
+def toml_mcp_install(text: str | None, name: str, launcher: Sequence[str]) -> Outcome:
     current = tomledit.get(_toml(text, name), _TOML_PATH)
-    if current == templates.MCP_ENTRY:
+    wanted = templates.mcp_entry(launcher)
+    if current == wanted:
         return Outcome(text)
-    if current is not None:
+    if current is not None and not templates.is_own_entry(current):
         return Outcome(text, _kept(name, f"[mcp_servers.{templates.SERVER_NAME}] table"))
+    if current is not None and text is not None:  # kenning's, with another command: replace it
+        text = tomledit.remove_table(text, _TOML_PATH)
     try:
-        return Outcome(tomledit.add_table(text, _TOML_PATH, templates.MCP_ENTRY))
+        return Outcome(tomledit.add_table(text, _TOML_PATH, wanted))
     except TOMLKitError as exc:
         raise AgentSetupError(
             f"kenning cannot add [mcp_servers.{templates.SERVER_NAME}] to {name} without "
             f"rewriting your tables ({exc}).",
             hint="Write mcp_servers as [mcp_servers.<name>] tables, or add the kenning server "
-            'by hand: command = "kenning", args = ["mcp"].',
+            f"by hand: command = {wanted['command']!r}, args = {wanted['args']!r}.",
         ) from None
 
 
@@ -127,7 +125,7 @@ def toml_mcp_remove(text: str | None, name: str) -> Outcome:
     current = tomledit.get(_toml(text, name), _TOML_PATH)
     if current is None or text is None:
         return Outcome(text)
-    if current != templates.MCP_ENTRY:
+    if not templates.is_own_entry(current):
         return Outcome(text, _kept(name, f"[mcp_servers.{templates.SERVER_NAME}] table"))
     new = tomledit.remove_table(text, _TOML_PATH)
     return Outcome(new if new.strip() else None)
@@ -135,23 +133,32 @@ def toml_mcp_remove(text: str | None, name: str) -> Outcome:
 
 # -- session-start hook: JSON, the same shape for Claude Code and Codex ------------------------
 
+_SESSION_START = ["hooks", "SessionStart"]
+
+
 def _session_start(text: str | None, name: str) -> list[Any]:
     hooks = _expect(_json(text, name).get("hooks"), dict, name, "hooks") or {}
     return _expect(hooks.get("SessionStart"), list, name, "hooks.SessionStart") or []
 
 
-def hook_install(text: str | None, name: str) -> Outcome:
-    if templates.HOOK_GROUP in _session_start(text, name):
+def _own_group(_: str | None, value: Any) -> bool:
+    return templates.is_own_hook_group(value)
+
+
+def hook_install(text: str | None, name: str, launcher: Sequence[str]) -> Outcome:
+    wanted = templates.hook_group(launcher)
+    own = [g for g in _session_start(text, name) if templates.is_own_hook_group(g)]
+    if own == [wanted]:
         return Outcome(text)
-    return Outcome(jsonedit.append_element(text, ["hooks", "SessionStart"], templates.HOOK_GROUP))
+    if own and text is not None:  # kenning's, with another command: replace it
+        text = jsonedit.remove_where(text, _SESSION_START, _own_group, prune=0)
+    return Outcome(jsonedit.append_element(text, _SESSION_START, wanted))
 
 
 def hook_remove(text: str | None, name: str) -> Outcome:
-    if text is None or templates.HOOK_GROUP not in _session_start(text, name):
+    if text is None or not any(map(templates.is_own_hook_group, _session_start(text, name))):
         return Outcome(text)
-    new = jsonedit.remove_where(
-        text, ["hooks", "SessionStart"], lambda _, value: value == templates.HOOK_GROUP, prune=2
-    )
+    new = jsonedit.remove_where(text, _SESSION_START, _own_group, prune=2)
     return Outcome(None if jsonedit.empty(new) else new)
 
 
@@ -184,17 +191,19 @@ def owned_file(content: str, flag: str) -> tuple[Edit, Edit]:
     return install, remove
 
 
-def edits(agent: str, component: str) -> tuple[Edit, Edit] | None:
-    """(install, remove) for ``component`` of ``agent``; None where the agent has no such thing."""
+def edits(agent: str, component: str, launcher: Sequence[str]) -> tuple[Edit, Edit] | None:
+    """(install, remove) for ``component`` of ``agent``, starting kenning with ``launcher``;
+    None where the agent has no such thing."""
+    json_mcp = (partial(json_mcp_install, launcher=launcher), json_mcp_remove)
+    hooks = (partial(hook_install, launcher=launcher), hook_remove)
     table: dict[tuple[str, str], tuple[Edit, Edit]] = {
-        ("claude", "mcp"): (json_mcp_install, json_mcp_remove),
-        ("codex", "mcp"): (toml_mcp_install, toml_mcp_remove),
+        ("claude", "mcp"): json_mcp,
+        ("codex", "mcp"): (partial(toml_mcp_install, launcher=launcher), toml_mcp_remove),
         ("claude", "instructions"): (instructions_install, instructions_remove),
         ("codex", "instructions"): (instructions_install, instructions_remove),
-        ("claude", "hooks"): (hook_install, hook_remove),
-        ("codex", "hooks"): (hook_install, hook_remove),
+        ("claude", "hooks"): hooks,
+        ("codex", "hooks"): hooks,
         ("claude", "skill"): owned_file(templates.skill(), "--skill"),
         ("claude", "subagent"): owned_file(templates.subagent(), "--subagent"),
     }
     return table.get((agent, component))
-

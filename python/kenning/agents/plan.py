@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from kenning.agents import locations
+from kenning.agents import launcher, locations
 from kenning.agents.components import edits
 from kenning.errors import AgentSetupError
 from kenning.project import kenning_home
@@ -99,11 +99,14 @@ def make_plan(
     """The plan for ``action`` ("setup" or "remove"); ``explicit`` is False when the components
     are the default set, which silences notes about components an agent lacks."""
     plan = Plan(action, scope, agents, components)
+    # The user's own files start this install by its path; a project's files, shared with a
+    # team, start whatever kenning is on PATH.
+    command = launcher.running() if scope == "user" else launcher.BARE
     by_path: dict[Path, FileChange] = {}
     for agent in agents:
         place = locations.PLACES[agent](scope, project)
         for component in components:
-            pair = edits(agent, component)
+            pair = edits(agent, component, command)
             if pair is None or component not in place.files:
                 if explicit:
                     plan.notes.append(f"{agent}: kenning has no {component} for this agent.")

@@ -6,22 +6,72 @@ never demand its use.
 
 from __future__ import annotations
 
+import re
+import shlex
+from collections.abc import Sequence
 from typing import Any
 
+from kenning.agents.launcher import is_kenning
+
 SERVER_NAME = "kenning"
-MCP_ENTRY: dict[str, Any] = {"command": "kenning", "args": ["mcp"]}
+
+
+def mcp_entry(launcher: Sequence[str]) -> dict[str, Any]:
+    """The MCP server entry: ``launcher`` (see :mod:`kenning.agents.launcher`) plus ``mcp``."""
+    return {"command": launcher[0], "args": [*launcher[1:], "mcp"]}
+
+
+def _entry_argv(entry: Any) -> list[str] | None:
+    """The command line of a plain stdio server entry, also as Claude Code may store it (with
+    ``type`` stdio and an empty ``env``); None for anything else."""
+    if not isinstance(entry, dict):
+        return None
+    core = {k: v for k, v in entry.items()
+            if not (k == "type" and v == "stdio") and not (k == "env" and v == {})}
+    command, args = core.get("command"), core.get("args")
+    if set(core) != {"command", "args"} or not isinstance(command, str) or not (
+            isinstance(args, list) and all(isinstance(a, str) for a in args)):
+        return None
+    return [command, *args]
+
+
+def is_entry(entry: Any, launcher: Sequence[str]) -> bool:
+    """True when ``entry`` is exactly the one kenning writes for ``launcher``."""
+    return _entry_argv(entry) == [*launcher, "mcp"]
+
+
+def is_own_entry(entry: Any) -> bool:
+    """True for an entry kenning wrote, with any launcher (an older bare ``kenning`` or another
+    install's path); anything else under kenning's name belongs to the user."""
+    argv = _entry_argv(entry)
+    return argv is not None and argv[-1:] == ["mcp"] and is_kenning(argv[:-1])
+
 
 # Starts a refresh of the session's repository and returns at once: the index runs detached,
 # with no input or output, so the hook can neither block nor fail the session. Outside a git
 # work tree (say, a session started in the home folder) it does nothing.
-HOOK_COMMAND = (
-    "(git rev-parse --is-inside-work-tree && kenning index --quiet) "
-    "</dev/null >/dev/null 2>&1 &"
-)
-HOOK_GROUP: dict[str, Any] = {
-    "matcher": "startup|resume",
-    "hooks": [{"type": "command", "command": HOOK_COMMAND}],
-}
+_HOOK = "(git rev-parse --is-inside-work-tree && {} index --quiet) </dev/null >/dev/null 2>&1 &"
+_HOOK_PATTERN = re.compile(re.escape(_HOOK).replace(r"\{\}", "(.+)"))
+
+
+def hook_command(launcher: Sequence[str]) -> str:
+    return _HOOK.format(shlex.join(launcher))
+
+
+def hook_group(launcher: Sequence[str]) -> dict[str, Any]:
+    return {"matcher": "startup|resume",
+            "hooks": [{"type": "command", "command": hook_command(launcher)}]}
+
+
+def is_own_hook_group(group: Any) -> bool:
+    """True for a hook group kenning wrote, with any launcher."""
+    try:
+        match = _HOOK_PATTERN.fullmatch(group["hooks"][0]["command"])
+        launcher = shlex.split(match.group(1)) if match else []
+    except (TypeError, KeyError, IndexError, ValueError):
+        return False
+    return is_kenning(launcher) and group == hook_group(launcher)
+
 
 SKILL_NAME = "kenning-search"
 SUBAGENT_NAME = "code-explorer"

@@ -103,9 +103,11 @@ def _advice(plan: Plan) -> list[str]:
         return []
     done = {(c.agent, component) for c in plan.changed for component in c.components}
     notes = []
-    if any(component == "mcp" for _, component in done) and shutil.which("kenning") is None:
-        notes.append("`kenning` is not on PATH here; the agents start `kenning mcp`, so put it "
-                     "on their PATH.")
+    starts_kenning = any(component in ("mcp", "hooks") for _, component in done)
+    if plan.scope == "project" and starts_kenning and shutil.which("kenning") is None:
+        notes.append("`kenning` is not on PATH here; a project's files start `kenning` from "
+                     "PATH (user scope names this install by its path), so put it on the "
+                     "agents' PATH.")
     if ("claude", "mcp") in done and plan.scope == "project":
         notes.append("Claude Code asks once before it starts servers from a project's .mcp.json.")
     if ("codex", "hooks") in done:
