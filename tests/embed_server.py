@@ -8,9 +8,12 @@ Ollama ``{"error": "<message>"}``, OpenAI ``{"error": {"message", "type", "param
 Test knobs: ``delay`` (seconds before each embedding answer), ``fail_next(n, status)`` (fault
 injection, e.g. two 503s then success), ``api_key`` (OpenAI bearer check),
 ``honour_dimensions`` (False: ignore ``dimensions`` like a server without Matryoshka support),
-``shuffle`` (OpenAI rows in reverse ``index`` order), ``stop()`` / ``restart()`` on the same port
-(an embedder going down and coming back), and counters: ``requests``, ``count(path)``,
-``max_in_flight``.
+``shuffle`` (OpenAI rows in reverse ``index`` order), ``rewrite`` (a function that replaces the
+vectors of every embedding reply, e.g. with zeros, ``None`` (JSON ``null``), NaN, 1e30, rows of
+another width or too few rows; the reply keeps its wire shape), ``drip`` (seconds between the
+bytes of every embedding reply, status line and headers included: a server that hangs while it
+keeps the connection busy), ``stop()`` / ``restart()`` on the same port (an embedder going down
+and coming back), and counters: ``requests``, ``count(path)``, ``max_in_flight``.
 
 Use it as a context manager or through the ``embed_server`` fixture (tests/conftest.py), or as a
 process: ``python tests/embed_server.py --port 11434``.
@@ -24,7 +27,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -61,6 +64,8 @@ class EmbedServer:
     delay: float = 0.0
     honour_dimensions: bool = True
     shuffle: bool = False
+    rewrite: Callable[[list[list[float]]], Any] | None = None
+    drip: float = 0.0
     port: int = 0
     requests: list[Recorded] = field(default_factory=list)
     max_in_flight: int = 0
@@ -157,6 +162,9 @@ class EmbedServer:
         with self._lock:
             self._in_flight -= 1
 
+    def _rewritten(self, rows: list[list[float]]) -> Any:
+        return rows if self.rewrite is None else self.rewrite(rows)
+
     def _find_model(self, name: str) -> str | None:
         bare = name.removesuffix(":latest")
         return next((m for m in self.models if m.removesuffix(":latest") == bare), None)
@@ -185,6 +193,22 @@ class _Server(ThreadingHTTPServer):
 
         if not isinstance(sys.exc_info()[1], OSError):
             super().handle_error(request, client_address)
+
+
+class _Drip:
+    """A socket writer that sends one byte at a time, ``pause`` seconds apart."""
+
+    def __init__(self, raw: Any, pause: float) -> None:
+        self.raw, self.pause = raw, pause
+
+    def write(self, data: bytes) -> int:
+        for i in range(len(data)):
+            self.raw.write(data[i : i + 1])
+            time.sleep(self.pause)
+        return len(data)
+
+    def __getattr__(self, name: str) -> Any:  # flush, close, closed
+        return getattr(self.raw, name)
 
 
 class _Reject(Exception):
@@ -249,6 +273,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         openai = path == "/v1/embeddings"
         owner._enter()
+        if owner.drip and not isinstance(self.wfile, _Drip):
+            self.wfile = _Drip(self.wfile, owner.drip)
         try:
             if owner.delay:
                 time.sleep(owner.delay)
@@ -293,7 +319,7 @@ class _Handler(BaseHTTPRequestHandler):
         vectors = local.encode(ids) if texts else np.zeros((0, local.DIMS), np.float32)
         if dims is not None and owner.honour_dimensions:
             vectors = _renormalised(vectors[:, :dims])
-        return {"model": model, "embeddings": vectors.tolist(),
+        return {"model": model, "embeddings": owner._rewritten(vectors.tolist()),
                 "total_duration": time.perf_counter_ns() - started, "load_duration": 0,
                 "prompt_eval_count": sum(len(i) for i in ids)}
 
@@ -358,8 +384,10 @@ class _Handler(BaseHTTPRequestHandler):
         vectors = local.encode(local.token_ids(texts))
         if dims is not None:
             vectors = _renormalised(vectors[:, :dims])
-        rows = [{"object": "embedding", "index": i,
-                 "embedding": _encode_row(v, fmt)} for i, v in enumerate(vectors)]
+        encoded = ([_encode_row(v, fmt) for v in vectors] if owner.rewrite is None
+                   else owner._rewritten(vectors.tolist()))
+        rows = [{"object": "embedding", "index": i, "embedding": v}
+                for i, v in enumerate(encoded)]
         if owner.shuffle:
             rows.reverse()
         return {"object": "list", "data": rows, "model": model,

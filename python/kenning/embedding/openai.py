@@ -63,8 +63,9 @@ class OpenAIEmbedder(RemoteEmbedder):
             raise EmbedderError(f"The server at {self.url} does not speak the OpenAI embeddings "
                                 "format (expected `data` rows with `index` and `embedding`).",
                                 hint="Check embedder.url and embedder.backend.") from None
-        if [int(item["index"]) for item in rows] != list(range(len(texts))):
-            raise EmbedderError(f"The server at {self.url} returned rows for indexes other "
+        indexes = [int(item["index"]) for item in rows]
+        if len(rows) == len(texts) and indexes != list(range(len(texts))):
+            raise EmbedderError(f"{self.model} at {self.url} returned rows for indexes other "
                                 f"than 0..{len(texts) - 1}.")
         return vectors
 

@@ -51,6 +51,55 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(count * _MARGIN)
 
 
+_BROKEN_HINT = ("A zero, NaN or infinite vector cannot be searched, so nothing was stored; the "
+                "model or the server is broken: check the server's log, or use another model.")
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def checked_vectors(rows: object, count: int, source: str) -> np.ndarray:
+    """``rows`` from a server as ``count`` unit rows of one width (float32), or an
+    EmbedderError naming ``source`` and the first bad row: stored, a zero or non-finite vector
+    would make every search miss, and stay reused by content hash after the server is fixed."""
+    if not isinstance(rows, list) or len(rows) != count:
+        got = len(rows) if isinstance(rows, list) else "no"
+        raise EmbedderError(f"{source} returned {got} vectors for {count} inputs.",
+                            hint=_BROKEN_HINT)
+    for i, row in enumerate(rows):
+        if not isinstance(row, list) or len(row) != len(rows[0]):
+            raise EmbedderError(f"{source} returned vectors of unequal length (input {i + 1} of "
+                                f"{count}).", hint=_BROKEN_HINT)
+    if not rows[0]:
+        raise EmbedderError(f"{source} returned empty (0-dim) vectors.", hint=_BROKEN_HINT)
+    try:  # JSON null becomes NaN here, and is refused with it
+        vectors = np.asarray(rows, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise EmbedderError(f"{source} returned vectors that are not lists of numbers.",
+                            hint=_BROKEN_HINT) from None
+    magnitude = np.abs(vectors)
+    bad = ~(magnitude <= _FLOAT32_MAX).all(axis=1)  # NaN, infinite, or infinite as float32
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise EmbedderError(f"{source} returned a vector with NaN or infinite values (input "
+                            f"{i + 1} of {count}).", hint=_BROKEN_HINT)
+    scale = magnitude.max(axis=1, keepdims=True)
+    if not scale.all():
+        i = int(np.argmin(scale[:, 0]))
+        raise EmbedderError(f"{source} returned an all-zero vector (input {i + 1} of {count}).",
+                            hint=_BROKEN_HINT)
+    vectors /= scale  # huge or tiny values normalise exactly, without overflow or underflow
+    return l2_normalise(vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
+
+
+def usable(vectors: np.ndarray, source: str) -> np.ndarray:
+    """``vectors`` unless a row is zero (a Matryoshka prefix of a vector can be)."""
+    norms = np.linalg.norm(vectors, axis=1)
+    if (norms < 0.5).any():
+        i = int(np.argmin(norms))
+        raise EmbedderError(f"{source} returned a vector that is all zero in the dims kept "
+                            f"(input {i + 1} of {len(vectors)}).", hint=_BROKEN_HINT)
+    return vectors
+
+
 def _dims_cache_path() -> Path:
     from kenning.project import kenning_home
 
@@ -142,20 +191,15 @@ class RemoteEmbedder:
     # -- shared machinery -----------------------------------------------------------------------
 
     def _embed_checked(self, texts: list[str]) -> np.ndarray:
-        rows = self._embed_batch(texts)
-        if len(rows) != len(texts) or not rows:
-            raise EmbedderError(f"The embedder at {self.url} returned {len(rows)} vectors for "
-                                f"{len(texts)} inputs.")
-        try:
-            vectors = np.asarray(rows, dtype=np.float32)
-        except ValueError:
-            raise EmbedderError(f"The embedder at {self.url} returned vectors of unequal "
-                                "length.") from None
-        if vectors.ndim != 2 or not np.isfinite(vectors).all():
-            raise EmbedderError(f"The embedder at {self.url} returned malformed vectors.")
+        source = f"{self.model} at {self.url}"
+        vectors = checked_vectors(self._embed_batch(texts), len(texts), source)
         width = vectors.shape[1]
         if self._requested_dims is not None:
-            return truncate(vectors, self._requested_dims)
+            return usable(truncate(vectors, self._requested_dims), source)
+        if self._dims is None:
+            # What this server answered before: a change under the same model name must not
+            # pass for a new model and silently start another index.
+            self._dims = self._remembered_dims()
         if self._dims is None:
             self._dims = width
             self._remember_dims(width)
