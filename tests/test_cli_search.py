@@ -63,6 +63,37 @@ def test_search_bad_input_exits_cleanly(indexed: Indexed, capsys: pytest.Capture
     assert got == code and err.strip()
 
 
+@pytest.mark.parametrize(("language", "kind", "path"), [
+    ("py", "functions", "src/http/headers.py"), ("PY", "def", "src/http/headers.py"),
+    ("js", None, "web/router.js"), (".js", "classes", "web/router.js"),
+    (None, "doc", "docs/configuration.md")])
+def test_search_filter_aliases(indexed: Indexed, capsys: pytest.CaptureFixture[str],
+                               language: str | None, kind: str | None, path: str) -> None:
+    args = [*(["--lang", language] if language else []), *(["--kind", kind] if kind else [])]
+    query = {"src/http/headers.py": "parse a header line", "web/router.js": "Router",
+             "docs/configuration.md": "configuration"}[path]
+    code, out, _ = kenning(capsys, "search", query, str(indexed.root),
+                           "--no-refresh", "--json-output", *args)
+    hits = json.loads(out)["results"]
+    assert code == 0 and hits and hits[0]["path"] == path
+
+
+@pytest.mark.parametrize(("args", "valid"), [
+    (["--lang", "klingon"], "python, r, rst, ruby, rust"),
+    (["--lang", "rs2"], "typescript"),
+    (["--kind", "functions2"], "class, enum, extension, function"),
+    (["--kind", ""], None)])
+def test_search_unknown_filter_values_list_the_valid_ones(
+        indexed: Indexed, capsys: pytest.CaptureFixture[str], args: list[str],
+        valid: str | None) -> None:
+    code, out, err = kenning(capsys, "search", "retry", str(indexed.root), "--no-refresh", *args)
+    if valid is None:  # an empty value filters nothing
+        assert code == 0
+        return
+    assert code == 2 and not out and err.startswith("Error: Unknown")
+    assert valid in err
+
+
 def test_search_missing_path(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = kenning(capsys, "search", "retry", str(tmp_path / "nope"))
     assert code == 2 and err.startswith("Error:") and "not a directory" in err

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import re
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -128,7 +129,11 @@ class World:
     beta: Path
 
     def env(self, config_file: str = "config.toml", **extra: str) -> dict[str, str]:
-        return {"KENNING_HOME": str(self.home / "data"),
+        # the MCP client starts servers with a minimal environment: the code under test must
+        # still be the one this process imports
+        inherited = {k: os.environ[k] for k in ("PYTHONPATH", "KENNING_KERNELS")
+                     if k in os.environ}
+        return {**inherited, "KENNING_HOME": str(self.home / "data"),
                 "KENNING_CONFIG": str(self.home / config_file),
                 # searches in these tests may follow an edit within the same second
                 "KENNING_MCP_REFRESH_INTERVAL": "0", **extra}
@@ -289,6 +294,19 @@ def test_filters_narrow_the_search(alpha: Client) -> None:
                                                                        "notes/hostile.md"}
     only_src = alpha.ok("code_search", query="retry", path_filter="src/", limit=20)
     assert all(h["path"].startswith("src/") for h in only_src.structured_content["results"])
+
+
+def test_filter_aliases_work_and_unknown_values_are_refused(alpha: Client) -> None:
+    schema = alpha.tools()["code_search"].input_schema["properties"]
+    assert "function" in schema["kind"]["enum"] and "python" in schema["language"]["enum"]
+    for language, kind in (("py", "functions"), ("Python", "def")):
+        hits = alpha.ok("code_search", query="exponential backoff delay", language=language,
+                        kind=kind).structured_content["results"]
+        assert hits and all(h["path"].endswith(".py") and h["kind"] == "function" for h in hits)
+    for arguments, named in (({"language": "klingon"}, "rust"), ({"kind": "functions!"}, "class")):
+        error = alpha.error("code_search", query="retry", **arguments)
+        assert error["error"] != "InternalError" and "Unknown" in error["message"]
+        assert named in error["hint"]  # the valid values are listed
 
 
 def test_get_chunk_returns_the_whole_body(alpha: Client) -> None:

@@ -105,6 +105,8 @@ _FILENAMES = {
     "CMakeLists.txt": "cmake", "Rakefile": "ruby", "Gemfile": "ruby", "BUILD": "starlark",
     "BUILD.bazel": "starlark", "WORKSPACE": "starlark", "README": "text", "LICENSE": "text",
 }  # fmt: skip
+# Every language a chunk can have (the values `search --lang` accepts).
+LANGUAGES = frozenset({*_EXTENSIONS.values(), *_FILENAMES.values()})
 
 
 def detect_language(path: str) -> str | None:

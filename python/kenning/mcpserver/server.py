@@ -24,6 +24,7 @@ from kenning.mcpserver.service import (
     progress_message,
     reindex_report,
 )
+from kenning.search.filters import KINDS, LANGUAGES
 
 log = logging.getLogger("kenning.mcp")
 
@@ -138,10 +139,11 @@ def build_server(service: Service) -> MCPServer:
                         "root.")] = None,
         limit: Annotated[int, Field(ge=1, le=50, description="Results wanted.")] = 10,
         kind: Annotated[str | None, Field(
-            description='"code", "docs", or a declaration kind ("function", "class", ...).')
-        ] = None,
-        language: Annotated[str | None, Field(description='e.g. "python", "typescript".')
-                            ] = None,
+            description='"code", "docs", or a declaration kind ("function", "class", ...).',
+            json_schema_extra={"enum": [*sorted(KINDS), None]})] = None,
+        language: Annotated[str | None, Field(
+            description='e.g. "python", "typescript".',
+            json_schema_extra={"enum": [*sorted(LANGUAGES), None]})] = None,
         project: ProjectArg = None,
         detail: Annotated[Literal["snippets", "locations"], Field(
             description='"locations" returns paths and lines only.')] = "snippets",

@@ -69,10 +69,11 @@ class Service:
                kind: str | None = None, language: str | None = None,
                project: str | None = None) -> dict[str, Any]:
         from kenning.search import search
-        from kenning.search.filters import normalize_path_filter
+        from kenning.search.filters import Filters, normalize_path_filter
 
         if not query.strip():
             raise UsageError("The query is empty.", hint="Describe the code you are looking for.")
+        Filters(None, language, kind)  # refuse an unknown language or kind before any work
         if project is None and path_filter and Path(path_filter).expanduser().is_absolute():
             project = path_filter  # an absolute filter names the project it lies in
         targets = self.registry.select(project)

@@ -2,7 +2,9 @@
 
 Each filter becomes one SQL condition over ``chunks`` (alias ``c``), so every branch (the FTS5
 query, the symbol match and the allowed-row mask of the vector scan) honours it and a filtered
-search still returns a full page.
+search still returns a full page. A language or kind is one of a closed set: the usual aliases
+(``py``, ``rs``, ``golang``, ``c++``, ``functions`` ...) name their value, and anything else is
+refused with the valid values, never answered with an empty page.
 """
 
 from __future__ import annotations
@@ -10,14 +12,56 @@ from __future__ import annotations
 import posixpath
 import re
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from kenning.chunking import DOCS_LANGUAGES
+from kenning.chunking.languages import KIND_KEYWORDS
+from kenning.chunking.languages import LANGUAGES as GRAMMARS
 from kenning.errors import UsageError
+from kenning.sources import LANGUAGES, detect_language
 
-# Languages whose chunks are prose, not code (`--kind docs`).
-DOCS_LANGUAGES = frozenset({"markdown", "rst", "text", "asciidoc", "org"})
+__all__ = ["DOCS_LANGUAGES", "KINDS", "LANGUAGES", "Filters", "normalize_path_filter"]
+
+# Kinds a chunk can have: the declarations of each grammar, a method (a function in a type),
+# the filler around declarations (block, module), Markdown sections and line windows.
+CHUNK_KINDS = frozenset({*(kind for spec in GRAMMARS.values() for kind in spec.decls.values()),
+                         *KIND_KEYWORDS.values(), "method", "block", "module", "section",
+                         "window"})
+KINDS = CHUNK_KINDS | {"code", "docs"}  # code and docs: by language, see ``bind``
+# Names people use beyond a file extension (``detect_language`` maps those: py, rs, c++ ...).
+_LANGUAGE_ALIASES = {"golang": "go", "c#": "csharp", "python3": "python", "shell": "bash",
+                     "terraform": "hcl", "objective-c": "objc", "docker": "dockerfile",
+                     "makefile": "make", "bazel": "starlark", "plaintext": "text"}
+_KIND_ALIASES = {"fn": "function", "func": "function", "def": "function", "cls": "class",
+                 "doc": "docs", "documentation": "docs", "heading": "section"}
 _GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+def canonical_language(value: str) -> str:
+    """``value`` as a chunk's language (``py`` -> ``python``); UsageError with the valid ones."""
+    name = value.strip().lower()
+    found = name if name in LANGUAGES else _LANGUAGE_ALIASES.get(name) or (
+        detect_language(f"file.{name.lstrip('.')}") if name else None)
+    if found is None:
+        raise UsageError(f"Unknown language {value!r}.",
+                         hint=f"Use one of: {', '.join(sorted(LANGUAGES))} (or an extension "
+                              "such as py, rs, ts).")
+    return found
+
+
+def canonical_kind(value: str) -> str:
+    """``value`` as a kind (``functions`` -> ``function``); UsageError with the valid ones."""
+    name = value.strip().lower()
+    name = _KIND_ALIASES.get(name, name)
+    for plural in ("es", "s"):
+        if name not in KINDS and name.endswith(plural) and name[: -len(plural)] in KINDS:
+            name = name[: -len(plural)]
+    if name not in KINDS:
+        raise UsageError(f"Unknown kind {value!r}.",
+                         hint=f"Use code, docs or a declaration kind: "
+                              f"{', '.join(sorted(CHUNK_KINDS))}.")
+    return name
 
 
 def normalize_path_filter(path_filter: str, root: Path) -> str:
@@ -49,8 +93,10 @@ class Filters:
     path_filter: str | None = None
     language: str | None = None
     kind: str | None = None
-    _where: str = field(default="", init=False)
-    _params: list[object] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        self.language = canonical_language(self.language) if self.language else None
+        self.kind = canonical_kind(self.kind) if self.kind else None
 
     def bind(self, root: Path) -> tuple[str, list[object]]:
         """The SQL condition (``""`` when nothing filters) and its parameters, for one project."""
@@ -67,10 +113,10 @@ class Filters:
                 prefix = pattern.rstrip("/") + "/"
                 params += [pattern, len(prefix), prefix]
         if self.language:
-            clauses.append("c.language = ? COLLATE NOCASE")
+            clauses.append("c.language = ?")
             params.append(self.language)
         if self.kind:
-            kind = self.kind.lower()
+            kind = self.kind
             marks = ",".join("?" * len(DOCS_LANGUAGES))
             if kind == "code":
                 clauses.append(f"(c.language IS NULL OR c.language NOT IN ({marks}))")
