@@ -547,3 +547,30 @@ def test_setups_of_the_previous_release_are_updated_and_removed_byte_for_byte(
     removed = run("remove-agent", "--mcp", "--hooks")
     assert removed.exit_code == 0, removed.output
     assert snapshot(home) == before
+
+
+@pytest.mark.parametrize("scope", ["user", "project"])
+def test_folders_that_existed_before_setup_stay_after_removal(
+    home: Path, project: Path, scope: str
+) -> None:
+    """Removal deletes only the folders setup created, never an (empty) one that was there."""
+    base = home if scope == "user" else project
+    for folder in (".claude", ".codex", ".claude/agents"):
+        (base / folder).mkdir(parents=True)
+    before = snapshot(home, project)
+    args = ["--agent", "all", "--scope", scope, "--project", str(project)]
+    assert run("setup-agent", *args, *EVERYTHING).exit_code == 0
+    assert (base / ".claude" / "skills" / "kenning-search" / "SKILL.md").exists()
+    removed = run("remove-agent", *args)
+    assert removed.exit_code == 0, removed.output
+    assert snapshot(home, project) == before  # the empty folders are back, the skill's are gone
+    assert not (Path(os.environ["KENNING_HOME"]) / "agents" / "created-folders.json").read_text(
+        ).strip("[]\n")  # nothing left recorded
+
+
+def test_a_created_folder_the_user_filled_stays(home: Path) -> None:
+    assert run("setup-agent", "--agent", "claude", "--instructions").exit_code == 0
+    (home / ".claude" / "notes.md").write_text("mine\n")
+    run("remove-agent", "--instructions")
+    assert not (home / ".claude" / "CLAUDE.md").exists()
+    assert (home / ".claude" / "notes.md").read_text() == "mine\n"

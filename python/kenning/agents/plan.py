@@ -6,6 +6,11 @@ happens before the first write. Applying a plan backs up each file it edits into
 per run, ``$KENNING_HOME/backups/agents/<UTC time>-<action>/`` (the file under its absolute
 path, plus ``manifest.json``), then replaces each file atomically (temporary file +
 ``os.replace``), keeping its permission bits and writing through symlinks.
+
+Folders that setup creates for its files are recorded in
+``$KENNING_HOME/agents/created-folders.json``; removal deletes a folder only when it is
+recorded there and left empty, so a folder that existed before setup (an empty ``~/.codex``,
+say) stays.
 """
 
 from __future__ import annotations
@@ -143,11 +148,36 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def _prune(folder: Path, stop: Path) -> None:
-    """Remove folders left empty by a deletion, from ``folder`` up to ``stop``."""
-    while folder != stop and stop in folder.parents and not any(folder.iterdir()):
-        folder.rmdir()
+def _missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and its ancestors that do not exist yet."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
         folder = folder.parent
+    return missing
+
+
+def _prune(folder: Path, stop: Path, created: set[str]) -> None:
+    """Remove folders that setup created and a deletion left empty, from ``folder`` up to
+    ``stop``."""
+    while (folder != stop and stop in folder.parents and str(folder) in created
+           and not any(folder.iterdir())):
+        folder.rmdir()
+        created.discard(str(folder))
+        folder = folder.parent
+
+
+def _created_record() -> Path:
+    return kenning_home() / "agents" / "created-folders.json"
+
+
+def _read_created() -> set[str]:
+    """The folders setup created; unreadable means none, which only ever keeps a folder."""
+    try:
+        folders = json.loads(_created_record().read_text())
+    except (OSError, ValueError):
+        return set()
+    return {f for f in folders if isinstance(f, str)} if isinstance(folders, list) else set()
 
 
 def _backup_name(path: Path) -> Path:
@@ -172,22 +202,30 @@ def apply(plan: Plan) -> Path | None:
             )
         targets.append(target)
     manifest: list[dict[str, str | None]] = []
-    for change, target in zip(changes, targets, strict=True):
-        entry: dict[str, str | None] = {"path": str(change.path), "action": change.action,
-                                        "backup": None}
-        if change.old is not None:
-            copy = backups / _backup_name(target.absolute())
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(target, copy)
-            entry["backup"] = str(copy)
-        if change.new is not None:
-            _write_atomic(target, change.new)
-        elif change.path.is_symlink():
-            _write_atomic(target, "")  # never delete through a link: empty the file instead
-        else:
-            target.unlink()
-            _prune(target.parent, change.stop)
-        manifest.append(entry)
+    created = _read_created()
+    recorded = set(created)
+    try:
+        for change, target in zip(changes, targets, strict=True):
+            entry: dict[str, str | None] = {"path": str(change.path), "action": change.action,
+                                            "backup": None}
+            if change.old is not None:
+                copy = backups / _backup_name(target.absolute())
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(target, copy)
+                entry["backup"] = str(copy)
+            if change.new is not None:
+                new_folders = _missing_folders(target.parent.absolute())
+                _write_atomic(target, change.new)
+                created.update(map(str, new_folders))
+            elif change.path.is_symlink():
+                _write_atomic(target, "")  # never delete through a link: empty the file instead
+            else:
+                target.unlink()
+                _prune(target.parent.absolute(), change.stop.absolute(), created)
+            manifest.append(entry)
+    finally:
+        if created != recorded:
+            _write_atomic(_created_record(), json.dumps(sorted(created), indent=2) + "\n")
     if not any(entry["backup"] for entry in manifest):
         return None
     (backups / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
