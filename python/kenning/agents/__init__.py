@@ -1,4 +1,5 @@
-"""Wiring kenning into coding agents (Claude Code, Codex) and taking it out again.
+"""Wiring kenning into coding agents (Claude Code, Codex, Gemini CLI, Cursor, Junie) and taking it
+out again.
 
 ``make_plan`` computes every file edit (exact new content) without writing; ``apply`` writes a
 plan with backups and atomic replaces. Edits are idempotent and reversible: setting up twice

@@ -59,7 +59,7 @@ def _kept(name: str, what: str) -> str:
     return f"{name} already has its own {what}; kenning left it as it is."
 
 
-# -- MCP server: JSON (Claude Code) ----------------------------------------------------------
+# -- MCP server: JSON (Claude Code, Gemini CLI, Cursor, Junie) ------------------------------
 
 def _is_kenning_key(key: str | None, _: Any) -> bool:
     return key == templates.SERVER_NAME
@@ -196,11 +196,18 @@ def edits(agent: str, component: str, launcher: Sequence[str]) -> tuple[Edit, Ed
     None where the agent has no such thing."""
     json_mcp = (partial(json_mcp_install, launcher=launcher), json_mcp_remove)
     hooks = (partial(hook_install, launcher=launcher), hook_remove)
+    block = (instructions_install, instructions_remove)
     table: dict[tuple[str, str], tuple[Edit, Edit]] = {
         ("claude", "mcp"): json_mcp,
         ("codex", "mcp"): (partial(toml_mcp_install, launcher=launcher), toml_mcp_remove),
-        ("claude", "instructions"): (instructions_install, instructions_remove),
-        ("codex", "instructions"): (instructions_install, instructions_remove),
+        ("gemini", "mcp"): json_mcp,
+        ("cursor", "mcp"): json_mcp,
+        ("junie", "mcp"): json_mcp,
+        ("claude", "instructions"): block,
+        ("codex", "instructions"): block,
+        ("gemini", "instructions"): block,
+        ("junie", "instructions"): block,
+        ("cursor", "instructions"): owned_file(templates.cursor_rule(), "--instructions"),
         ("claude", "hooks"): hooks,
         ("codex", "hooks"): hooks,
         ("claude", "skill"): owned_file(templates.skill(), "--skill"),

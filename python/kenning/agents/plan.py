@@ -29,7 +29,7 @@ from kenning.agents.components import edits
 from kenning.errors import AgentSetupError
 from kenning.project import kenning_home
 
-AGENTS = ("claude", "codex")
+AGENTS = ("claude", "codex", "gemini", "cursor", "junie")
 COMPONENTS = ("mcp", "instructions", "skill", "subagent", "hooks")
 # Everything: the hook starts a first index in the background when a session opens, so the
 # agent's first search finds an index instead of waiting for one.
@@ -113,7 +113,9 @@ def make_plan(
         for component in components:
             pair = edits(agent, component, command)
             if pair is None or component not in place.files:
-                if explicit:
+                if component in place.absent and action == "setup":
+                    plan.notes.append(place.absent[component])
+                elif explicit:
                     plan.notes.append(f"{agent}: kenning has no {component} for this agent.")
                 continue
             path = place.files[component]

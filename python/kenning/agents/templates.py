@@ -95,7 +95,7 @@ SUBAGENT_DESCRIPTION = (
 
 
 def instructions() -> str:
-    """The block for CLAUDE.md / AGENTS.md."""
+    """The block for the instruction files (CLAUDE.md, AGENTS.md, GEMINI.md, a Cursor rule)."""
     return f"""\
 ## Code search with kenning
 
@@ -110,6 +110,18 @@ The `{SERVER_NAME}` MCP server offers local semantic search over this code (`cod
   grep), and for git, build and test work.
 - `code_index_status` explains empty or stale results.
 """
+
+
+def cursor_rule() -> str:
+    """The instruction block as a Cursor project rule, applied to every request."""
+    return f"""\
+---
+description: When and how to search this code with kenning's semantic search (code_search)
+alwaysApply: true
+---
+{FILE_MARKER}
+
+{instructions()}"""
 
 
 def skill() -> str:

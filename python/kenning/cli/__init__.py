@@ -37,9 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
             "Run the MCP server over stdio (register it with `claude mcp add kenning -- kenning "
             "mcp`)."),
     "setup-agent": ("kenning.cli.agent_cmd:setup_agent",
-                    "Wire kenning into Claude Code and Codex: the MCP server, a short instruction "
-                    "block, a search skill, a read-only explorer subagent and a session-start "
-                    "hook that refreshes the index in the background."),
+                    "Wire kenning into your coding agents."),
     "remove-agent": ("kenning.cli.agent_cmd:remove_agent",
                      "Take out what `kenning setup-agent` added, leaving everything else byte for "
                      "byte."),

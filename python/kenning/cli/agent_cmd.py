@@ -1,4 +1,4 @@
-"""`kenning setup-agent` and `kenning remove-agent`: wire kenning into Claude Code and Codex."""
+"""`kenning setup-agent` and `kenning remove-agent`: wire kenning into coding agents and out."""
 
 from __future__ import annotations
 
@@ -11,19 +11,22 @@ from typing import Any
 import click
 
 from kenning.agents import AGENTS, COMPONENTS, RECOMMENDED, Plan, apply, make_plan
+from kenning.agents.locations import SIGNS
 from kenning.errors import AgentSetupError
 
 COMPONENT_HELP = {
     "setup": {
         "mcp": "Register the kenning MCP server.",
-        "instructions": "Add the short kenning block to CLAUDE.md / AGENTS.md.",
+        "instructions": "Add the short kenning block to the agents' instructions (CLAUDE.md, "
+                        "AGENTS.md, GEMINI.md, a Cursor rule).",
         "skill": "Add the kenning-search skill (Claude Code).",
         "subagent": "Add the read-only code-explorer subagent (Claude Code).",
         "hooks": "Add a session-start hook that refreshes the index in the background.",
     },
     "remove": {
         "mcp": "Unregister the kenning MCP server.",
-        "instructions": "Take the kenning block out of CLAUDE.md / AGENTS.md.",
+        "instructions": "Take the kenning block out of the agents' instructions (and delete "
+                        "the Cursor rule).",
         "skill": "Delete the kenning-search skill (Claude Code).",
         "subagent": "Delete the code-explorer subagent (Claude Code).",
         "hooks": "Take out the session-start hook.",
@@ -34,15 +37,16 @@ COMPONENT_HELP = {
 def _detected_agents() -> tuple[str, ...]:
     """The agents that look installed: their config folder exists or their command is on PATH."""
     home = Path.home()
-    found = [name for name, folder in (("claude", ".claude"), ("codex", ".codex"))
-             if (home / folder).exists() or shutil.which(name)]
+    found = tuple(name for name, (folder, commands) in SIGNS.items()
+                  if (home / folder).exists() or any(map(shutil.which, commands)))
     if not found:
         raise AgentSetupError(
-            "Neither Claude Code nor Codex seems to be installed here (no ~/.claude or ~/.codex, "
-            "no claude or codex command).",
-            hint="Choose one with --agent claude, --agent codex or --agent all.",
+            "No coding agent seems to be installed here (none of "
+            f"{', '.join('~/' + folder for folder, _ in SIGNS.values())}, and none of their "
+            "commands on PATH).",
+            hint=f"Choose one with --agent ({'|'.join(AGENTS)}) or --agent all.",
         )
-    return tuple(found)
+    return found
 
 
 def _options(action: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -54,7 +58,7 @@ def _options(action: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
                                 help=COMPONENT_HELP[action][name])(func)
         default_agent = "installed agents" if action == "setup" else "all"
         options = [
-            click.option("--agent", type=click.Choice(["claude", "codex", "all"]),
+            click.option("--agent", type=click.Choice([*AGENTS, "all"]),
                          help=f"{verb} this agent [default: {default_agent}]."),
             click.option("--scope", type=click.Choice(["user", "project"]), default="user",
                          show_default=True,
@@ -135,7 +139,8 @@ def _as_json(plan: Plan, dry_run: bool, backups: Path | None) -> dict[str, Any]:
 
 
 def _print(plan: Plan, dry_run: bool, backups: Path | None) -> None:
-    agents = " and ".join(plan.agents)
+    names = list(plan.agents)
+    agents = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
     if not plan.changed:
         what = "already set up" if plan.action == "setup" else "not set up"
         click.echo(f"Nothing to change: kenning is {what} for {agents} ({plan.scope} scope).")
@@ -172,9 +177,12 @@ def _print(plan: Plan, dry_run: bool, backups: Path | None) -> None:
 @click.command("setup-agent")
 @_options("setup")
 def setup_agent(**options: Any) -> None:
-    """Wire kenning into Claude Code and Codex: the MCP server, a short instruction block, a
-    search skill, a read-only explorer subagent and a session-start hook that refreshes the
-    index in the background.
+    """Wire kenning into your coding agents.
+
+    Claude Code gets the MCP server, a short instruction block, a search skill, a read-only
+    explorer subagent and a session-start hook that refreshes the index in the background;
+    Codex the server, the block and the hook; Gemini CLI, Cursor and Junie the server and the
+    block.
 
     With no component flags it sets up all of these. Running it again
     changes nothing; every edited file is backed up first; `kenning remove-agent` undoes it.
