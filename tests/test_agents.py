@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -574,3 +575,21 @@ def test_a_created_folder_the_user_filled_stays(home: Path) -> None:
     run("remove-agent", "--instructions")
     assert not (home / ".claude" / "CLAUDE.md").exists()
     assert (home / ".claude" / "notes.md").read_text() == "mine\n"
+
+
+def test_a_created_folder_deleted_and_made_again_by_the_user_is_theirs(home: Path) -> None:
+    assert run("setup-agent", "--agent", "codex", "--instructions").exit_code == 0
+    run("remove-agent", "--agent", "codex", "--instructions")  # ~/.codex was kenning's: gone
+    assert not (home / ".codex").exists()
+    assert run("setup-agent", "--agent", "codex", "--instructions").exit_code == 0
+    shutil.rmtree(home / ".codex")  # the user clears it out, then makes the folder their own
+    assert run("setup-agent", "--agent", "claude", "--instructions").exit_code == 0
+    (home / ".codex").mkdir()
+    (home / ".codex" / "AGENTS.md").write_text("# Mine\n")
+    assert run("setup-agent", "--agent", "codex", "--instructions").exit_code == 0
+    assert run("remove-agent", "--agent", "codex", "--instructions").exit_code == 0
+    assert (home / ".codex" / "AGENTS.md").read_text() == "# Mine\n"
+    (home / ".codex" / "AGENTS.md").unlink()
+    assert run("setup-agent", "--agent", "codex", "--instructions").exit_code == 0
+    assert run("remove-agent", "--agent", "codex", "--instructions").exit_code == 0
+    assert (home / ".codex").is_dir()  # the folder is the user's, so it stays

@@ -174,7 +174,8 @@ def _created_record() -> Path:
 
 
 def _read_created() -> set[str]:
-    """The folders setup created; unreadable means none, which only ever keeps a folder."""
+    """The folders setup recorded as created; unreadable means none, which only ever keeps a
+    folder."""
     try:
         folders = json.loads(_created_record().read_text())
     except (OSError, ValueError):
@@ -204,8 +205,9 @@ def apply(plan: Plan) -> Path | None:
             )
         targets.append(target)
     manifest: list[dict[str, str | None]] = []
-    created = _read_created()
-    recorded = set(created)
+    recorded = _read_created()
+    # A recorded folder deleted since, and made again by someone else, is not kenning's.
+    created = {folder for folder in recorded if os.path.isdir(folder)}
     try:
         for change, target in zip(changes, targets, strict=True):
             entry: dict[str, str | None] = {"path": str(change.path), "action": change.action,
