@@ -145,6 +145,21 @@ def test_junie_block_goes_into_the_guidelines_file_junie_reads(
     assert snapshot(home, project) == before
 
 
+def test_a_root_agents_md_shared_with_codex_gets_one_block(home: Path, project: Path) -> None:
+    (project / "AGENTS.md").write_text("# Team\n")
+    before = snapshot(home, project)
+    args = ["--scope", "project", "--project", str(project), "--instructions"]
+    report = json.loads(run("setup-agent", "--agent", "all", "--json-output", *args).output)
+    shared = [f for f in report["files"] if f["path"] == str(project / "AGENTS.md")]
+    assert len(shared) == 1 and shared[0]["components"] == ["instructions"]
+    assert (project / "AGENTS.md").read_text().count(START) == 1
+    assert not (project / ".junie").exists()
+    assert run("remove-agent", "--agent", "junie", *args).exit_code == 0
+    assert (project / "AGENTS.md").read_text() == "# Team\n"  # one block served both agents
+    assert run("remove-agent", *args).exit_code == 0
+    assert snapshot(home, project) == before
+
+
 def test_cursor_user_scope_explains_where_its_rules_live(home: Path) -> None:
     result = run("setup-agent", "--agent", "cursor")
     assert result.exit_code == 0, result.output

@@ -128,7 +128,8 @@ def make_plan(
                 plan.changes.append(change)
             outcome = pair[0 if action == "setup" else 1](change.new, change.shown)
             change.new = outcome.text
-            change.components.append(component)
+            if component not in change.components:  # a file two agents share lists it once
+                change.components.append(component)
             if outcome.note:
                 plan.notes.append(outcome.note)
     return plan
