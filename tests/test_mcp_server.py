@@ -136,7 +136,9 @@ class World:
         return {**inherited, "KENNING_HOME": str(self.home / "data"),
                 "KENNING_CONFIG": str(self.home / config_file),
                 # searches in these tests may follow an edit within the same second
-                "KENNING_MCP_REFRESH_INTERVAL": "0", **extra}
+                "KENNING_MCP_REFRESH_INTERVAL": "0",
+                # the server runs the sources under test, not whatever is installed
+                **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}, **extra}
 
 
 @pytest.fixture(scope="session")
@@ -266,7 +268,7 @@ def test_search_returns_wrapped_snippets_in_the_cli_schema(alpha: Client, world:
     top = data["results"][0]
     assert set(top) >= SEARCH_KEYS
     assert top["path"] == "src/retry.py" and top["symbol"] in {"RetryPolicy", "backoff_delay"}
-    assert re.fullmatch(r"[a-z0-9._-]+:\d+:\d+", top["id"])
+    assert re.fullmatch(r"[a-z0-9._-]+:[0-9a-f]{8}:\d+:\d+", top["id"])
     nonce = data["nonce"]
     assert top["content"].startswith(
         f'<untrusted-content id="{nonce}" origin="src/retry.py:{top["start_line"]}-')
@@ -361,7 +363,7 @@ def test_paths_and_projects_outside_the_roots_are_refused(alpha: Client, world: 
     assert "Unknown project" in body["message"] and "alpha-" in body["hint"]
     body = alpha.error("code_get_chunk", id="not an id")
     assert body["error"] == "UsageError" and "not a chunk id" in body["message"]
-    body = alpha.error("code_get_chunk", id="elsewhere-1234:1:1")
+    body = alpha.error("code_get_chunk", id="elsewhere-1234:0a1b2c3d:1:1")
     assert "Unknown project" in body["message"]
     assert alpha.call("code_search", query="retry", limit=0).is_error  # schema bound
 
@@ -395,7 +397,7 @@ def test_edits_make_old_ids_stale(alpha: Client, world: World) -> None:
         fresh = alpha.ok("code_search", query="parse_cookie").structured_content["results"]
         assert fresh[0]["symbol"] == "parse_cookie"  # the edit is searchable at once
         body = alpha.error("code_get_chunk", id=hit["id"])
-        assert body["error"] == "StaleChunkId" and "older index" in body["message"]
+        assert body["error"] == "StaleChunkId" and "no longer in the index" in body["message"]
         assert "Search again" in body["hint"]
     finally:
         target.write_text(original)

@@ -12,6 +12,7 @@ from kenning.search import ProjectRef, get_chunk, resolve_projects, search
 from kenning.search.query import analyze
 from kenning.search.ranking import Candidate, later_parts
 from kenning.store import Index
+from kenning.store.ids import ChunkId
 
 if TYPE_CHECKING:
     from search_fixtures import Indexed
@@ -65,8 +66,7 @@ def test_result_schema(indexed: Indexed) -> None:
     assert hit["content"] == data[hit["start_byte"]:hit["end_byte"]].decode()
     lines = data.decode().splitlines()
     assert hit["content"].startswith(lines[hit["start_line"] - 1].lstrip()[:1] or "")
-    project, generation, ordinal = hit["id"].rsplit(":", 2)
-    assert project == hit["project"] and int(generation) >= 1 and int(ordinal) >= 1
+    assert ChunkId.parse(hit["id"]).project == hit["project"]
     assert hit["stale"] is False
     chunk = get_chunk(hit["id"], resolve_projects(config.load(), [indexed.root]),
                       settings=config.load())

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from kenning.config import Settings
 from kenning.errors import EmbedderError, IndexMissing, KenningError, UsageError
 from kenning.mcpserver.projects import Job, Registry, Served
+from kenning.store.ids import ChunkId
 
 if TYPE_CHECKING:
     from kenning.embedding import Embedder
@@ -37,16 +38,6 @@ REFRESH_WAIT = 5.0
 SYNC_EMBED_LIMIT = 64
 # After the embedder fails, refreshes skip embedding (lexical tables stay fresh) this long.
 EMBEDDER_RETRY_AFTER = 30.0
-
-
-def parse_chunk_id(chunk_id: str) -> tuple[str, int, int]:
-    """``<project>:<generation>:<ordinal>`` -> its parts; project ids may contain colons."""
-    parts = chunk_id.strip().rsplit(":", 2)
-    if len(parts) == 3 and parts[0] and parts[1].isdigit() and parts[2].isdigit():
-        return parts[0], int(parts[1]), int(parts[2])
-    raise UsageError(f"{chunk_id!r} is not a chunk id.",
-                     hint="Chunk ids look like <project>:<generation>:<ordinal>; "
-                          "use one from a code_search result.")
 
 
 class Service:
@@ -111,9 +102,9 @@ class Service:
     def get_chunk(self, chunk_id: str) -> dict[str, Any]:
         from kenning.search import get_chunk
 
-        project, _, _ = parse_chunk_id(chunk_id)
-        served = self.registry.select(project)
-        return get_chunk(chunk_id.strip(), [p.ref for p in served if p.ref],
+        wanted = ChunkId.parse(chunk_id)
+        served = self.registry.select(wanted.project)
+        return get_chunk(str(wanted), [p.ref for p in served if p.ref],
                          settings=self.settings, embedder=self.embedder)
 
     def find_repositories(self, query: str, *, limit: int = 10) -> dict[str, Any]:

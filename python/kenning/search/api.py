@@ -22,6 +22,7 @@ from kenning.search.projects import ProjectRef, resolve_projects
 from kenning.search.query import Query, analyze
 from kenning.search.ranking import Candidate, later_parts, rank
 from kenning.search.snippets import SnippetReader, file_states
+from kenning.store.ids import ChunkId
 
 if TYPE_CHECKING:
     from kenning.store import Index, Snapshot
@@ -162,7 +163,7 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]
         for c in ranked_cands:
             content, stale = reader.read(c.path, c.start_byte, c.end_byte)
             results.append({
-                "id": f"{index.project_id}:{snap.generation}:{c.id}", "project": index.project_id,
+                "id": snap.chunk_id(index.project_id, c.id), "project": index.project_id,
                 "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
                 "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
                 "symbol": c.symbol, "score": round(c.score, 6), "content": content,
@@ -301,18 +302,29 @@ def _run(refs: list[ProjectRef], ctx: _Context, *, refresh: bool) -> dict[str, A
             "revision": parts[0][1] if len(parts) == 1 else None}
 
 
+def _check_current(wanted: ChunkId, snap: Snapshot, created: int | None) -> None:
+    """StaleChunkId unless ``wanted`` names a chunk row of this index that its snapshot still
+    holds (``created``: the generation that made the row, None when there is none)."""
+    again = "Search again to get current ids."
+    if wanted.index != snap.token:
+        raise StaleChunkId(f"Chunk {wanted} is from another index of {wanted.project} (removed "
+                           "and built again since, or built with another model).", hint=again)
+    if wanted.generation > snap.generation:
+        raise StaleChunkId(f"Chunk {wanted} is from generation {wanted.generation} of "
+                           f"{wanted.project}, newer than the generation {snap.generation} this "
+                           "index holds now.", hint=again)
+    if created is None or created > wanted.generation:
+        raise StaleChunkId(f"Chunk {wanted} is no longer in the index of {wanted.project}: its "
+                           "file changed since that search.", hint=again)
+
+
 def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
               settings: Settings, embedder: Any = None) -> dict[str, Any]:
     """One chunk by the id a search returned; StaleChunkId if the index moved past it."""
     from kenning.store import Index
 
-    try:
-        project_id, generation_text, ordinal_text = chunk_id.rsplit(":", 2)
-        generation, ordinal = int(generation_text), int(ordinal_text)
-    except ValueError:
-        raise UsageError(f"{chunk_id!r} is not a chunk id.",
-                         hint="Chunk ids look like <project>:<generation>:<n>; take one from "
-                              "a search result.") from None
+    wanted = ChunkId.parse(chunk_id)
+    project_id = wanted.project
     refs = list(projects) if projects else resolve_projects(settings)
     for ref in refs:
         try:
@@ -324,15 +336,14 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
             continue
         with index.snapshot() as snap:
             row = snap.conn.execute(
-                "SELECT path, start_line, end_line, start_byte, end_byte, language, kind, symbol "
-                "FROM chunks WHERE id = ?", (ordinal,)).fetchone()
-            if row is None or generation > snap.generation:
-                raise StaleChunkId(f"Chunk {chunk_id} is from an older index of {project_id}.",
-                                   hint="Search again to get current ids.")
+                "SELECT path, start_line, end_line, start_byte, end_byte, language, kind, symbol, "
+                "generation FROM chunks WHERE id = ?", (wanted.ordinal,)).fetchone()
+            _check_current(wanted, snap, None if row is None else row[8])
+            assert row is not None  # refused above
             path = row[0]
             reader = SnippetReader(index.root, file_states(snap.conn, {path}))
             content, stale = reader.read(path, row[3], row[4])
-            return {"type": "chunk", "id": chunk_id, "project": project_id, "path": path,
+            return {"type": "chunk", "id": str(wanted), "project": project_id, "path": path,
                     "start_line": row[1], "end_line": row[2], "start_byte": row[3],
                     "end_byte": row[4], "language": row[5], "kind": row[6], "symbol": row[7],
                     "content": content, "stale": stale, "revision": snap.revision}

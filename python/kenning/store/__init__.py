@@ -24,7 +24,7 @@ from filelock import FileLock, Timeout
 
 from kenning import project
 from kenning.errors import IndexBusy, IndexError_, IndexMissing
-from kenning.store import db, vectors
+from kenning.store import db, ids, vectors
 
 if TYPE_CHECKING:
     from kenning.config import Settings
@@ -62,6 +62,7 @@ class Snapshot:
     files: int
     chunks: int
     vectors: int  # chunks that have a vector
+    token: str  # this index instance's, for chunk ids (``store.ids``)
     vector_rows: int
     vector_epoch: int  # ids are stable within an epoch; a compaction starts the next one
     bits: np.ndarray
@@ -88,6 +89,10 @@ class Snapshot:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+    def chunk_id(self, project: str, ordinal: int) -> str:
+        """The id of chunk row ``ordinal`` as handed out from this snapshot."""
+        return str(ids.ChunkId(project, self.token, self.generation, ordinal))
 
 
 @dataclass
@@ -148,8 +153,10 @@ class Index:
     def _read_snapshot(self, conn: sqlite3.Connection, lease: _Lease) -> Snapshot:
         try:
             conn.execute("BEGIN")
-            rows = int(db.get_meta(conn, "vector_rows") or 0)  # first read pins the WAL snapshot
-            epoch = int(db.get_meta(conn, "vector_epoch") or 0)
+            meta = dict(conn.execute(  # the first read pins the WAL snapshot
+                "SELECT key, value FROM meta WHERE key IN ('vector_rows', 'vector_epoch', "
+                "'index_token')").fetchall())
+            rows, epoch = int(meta.get("vector_rows") or 0), int(meta.get("vector_epoch") or 0)
             snap = conn.execute(
                 "SELECT generation, git_head, git_branch, status, files, chunks, vectors, "
                 "created_at, timings FROM snapshots ORDER BY generation DESC LIMIT 1").fetchone()
@@ -161,6 +168,7 @@ class Index:
             snap = (0, None, None, "partial", 0, 0, 0, None, "{}")
         return Snapshot(conn=conn, generation=snap[0], revision=snap[1], branch=snap[2],
                         status=snap[3], files=snap[4], chunks=snap[5], vectors=snap[6],
+                        token=str(meta.get("index_token") or ids.LEGACY_TOKEN),
                         vector_rows=rows, vector_epoch=epoch, bits=view.bits, int8=view.int8,
                         scales=view.scales, center=_mapped.center(self.dir, dims),
                         descriptor=self.descriptor, created_at=snap[7],

@@ -11,7 +11,8 @@
 
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,   -- descriptor (JSON), project_id, root, schema_version, vector_rows,
-                              -- vector_epoch
+                              -- vector_epoch, index_token (random, drawn when the index is
+                              -- made: chunk ids carry it, see kenning.store.ids)
     value TEXT NOT NULL
 );
 
@@ -30,8 +31,9 @@ CREATE TABLE IF NOT EXISTS files (
 );
 
 -- A chunk row is never updated in place: a changed file's chunks are deleted and new rows
--- inserted. AUTOINCREMENT means an id is never reused, so `<project>:<generation>:<id>`
--- can only ever name the chunk it was given for.
+-- inserted. AUTOINCREMENT means an id is never reused within this database, and the index
+-- token in a chunk id (kenning.store.ids) sets it apart from any other database's ids, so an
+-- id can only ever name the chunk it was given for.
 CREATE TABLE IF NOT EXISTS chunks (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,
     generation   INTEGER NOT NULL,  -- the snapshot generation that created the row

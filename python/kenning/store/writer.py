@@ -19,7 +19,7 @@ import numpy as np
 from kenning import kernels
 from kenning.errors import IndexError_
 from kenning.records import Chunk
-from kenning.store import db, graph, vectors
+from kenning.store import db, graph, ids, vectors
 from kenning.tokens import code_tokens, path_tokens
 
 if TYPE_CHECKING:
@@ -60,6 +60,10 @@ class IndexWriter:
         self.conn = db.open_writer(index.dir)
         if db.get_meta(self.conn, "descriptor") is None:
             self._init_meta()
+        if db.get_meta(self.conn, "index_token") is None:  # an index from before tokens
+            self.conn.execute("BEGIN IMMEDIATE")
+            db.set_meta(self.conn, "index_token", ids.new_token())
+            self.conn.execute("COMMIT")
         rows = int(db.get_meta(self.conn, "vector_rows") or 0)
         epoch = int(db.get_meta(self.conn, "vector_epoch") or 0)
         self.vectors = vectors.VectorWriter(index.dir, self.dims, rows, epoch)
@@ -71,7 +75,7 @@ class IndexWriter:
         for key, value in {"descriptor": json.dumps(index.descriptor, sort_keys=True),
                            "project_id": index.project_id, "root": str(index.root),
                            "schema_version": index.descriptor["schema_version"],
-                           "vector_rows": 0}.items():
+                           "index_token": ids.new_token(), "vector_rows": 0}.items():
             db.set_meta(self.conn, key, value)
         self.conn.execute("COMMIT")
 
