@@ -144,7 +144,8 @@ def test_doctor(capsys: pytest.CaptureFixture[str]) -> None:
     report = json.loads(out)
     assert code == 0 and report["ok"] is True
     assert [c["check"] for c in report["checks"]] == [
-        "config", "kernels", "embedder", "index writable", "search round trip"]
+        "config", "kernels", "embedder", "index writable", "search round trip",
+        "index integrity"]
 
 
 def test_doctor_reports_an_unreachable_embedder(capsys: pytest.CaptureFixture[str],

@@ -13,7 +13,8 @@ structured error (MCP); nothing below them prints.
     │   └── ModelNotFound         it is reachable but lacks the model
     ├── IndexError_           the index is missing, busy or unreadable
     │   ├── IndexMissing
-    │   └── IndexBusy
+    │   ├── IndexBusy
+    │   └── IndexDamaged      a checksum or SQLite's own check failed: rebuild with --full
     └── AgentSetupError       an agent config file cannot be safely edited
 """
 
@@ -67,6 +68,10 @@ class IndexMissing(IndexError_):
 
 
 class IndexBusy(IndexError_):
+    pass
+
+
+class IndexDamaged(IndexError_):
     pass
 
 

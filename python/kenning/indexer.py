@@ -30,11 +30,12 @@ from kenning import kernels, project, usage_log
 from kenning.config import Settings
 from kenning.embedding import document_text, make_embedder
 from kenning.embedding.profiles import HEADER_RESERVE_TOKENS
-from kenning.errors import EmbedderError, IndexBusy, UsageError
+from kenning.errors import EmbedderError, IndexBusy, KenningError, UsageError
 from kenning.records import Chunk, SourceFile
 from kenning.sources import WalkStats, changes, walk
 from kenning.store import Index
 from kenning.store import graph as store_graph
+from kenning.store.repair import Repair
 from kenning.store.writer import FileRow, IndexWriter, MissingVector, crash_point
 
 Progress = Callable[[dict[str, Any]], None]
@@ -67,6 +68,8 @@ class RefreshResult:
     vectors_missing: int = 0
     vectors_dropped: int = 0  # no longer used by any chunk, reclaimed by a compaction
     graph_rows_added: int = 0  # rows added to the approximate-search graph (all, on a rebuild)
+    repaired: list[str] = field(default_factory=list)  # damage found and rebuilt (``full``)
+    vectors_kept: int = 0  # intact vectors carried over by that rebuild
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -86,7 +89,8 @@ def refresh(root: Path, settings: Settings, *, embedder: Any = None, full: bool 
             progress: Progress | None = None) -> RefreshResult:
     """Update the index of the project at ``root``; ``busy=True`` if another process holds it.
 
-    ``full`` re-hashes and re-chunks every file (vectors are still reused by content hash);
+    ``full`` re-hashes and re-chunks every file (vectors are still reused by content hash),
+    after checking the whole index: a damaged one is rebuilt with its intact vectors;
     ``embed=False`` commits files and chunks only. ``graph=False`` leaves the approximate-search
     graph as it is (search keeps to the exact scan until a refresh with the graph catches up):
     for callers that must answer fast, as syncing rewrites the graph file and a rebuild after a
@@ -102,17 +106,28 @@ def refresh(root: Path, settings: Settings, *, embedder: Any = None, full: bool 
         emit = progress or (lambda event: None)
         result = RefreshResult(str(root), index.project_id, str(index.dir))
         try:
-            writer = stack.enter_context(index.writer(wait=False))
-        except IndexBusy:
-            if not wait:
-                result.busy = True
-                if progress:
-                    progress({"type": "finished", **result.to_dict()})
-                return result
-            emit({"type": "waiting", "root": str(root)})
-            writer = stack.enter_context(index.writer(wait=True))
-        _Refresh(index, writer, settings, embedder, result, emit).run(full=full, embed=embed,
-                                                                      graph=graph)
+            def repaired(found: Repair) -> None:
+                result.repaired, result.vectors_kept = found.problems, found.vectors_kept
+                emit({"type": "repaired", "problems": found.problems,
+                      "vectors_kept": found.vectors_kept})
+
+            check = repaired if full else None  # --full checks everything and repairs
+            try:
+                writer = stack.enter_context(index.writer(wait=False, repaired=check))
+            except IndexBusy:
+                if not wait:
+                    result.busy = True
+                    if progress:
+                        progress({"type": "finished", **result.to_dict()})
+                    return result
+                emit({"type": "waiting", "root": str(root)})
+                writer = stack.enter_context(index.writer(wait=True, repaired=check))
+            _Refresh(index, writer, settings, embedder, result, emit).run(full=full, embed=embed,
+                                                                          graph=graph)
+        except KenningError as exc:  # kept for status and search: nobody may see it otherwise
+            index.record_failure(exc, "index")
+            raise
+        index.clear_failure(damage=bool(result.repaired))
     result.timings["total"] = round(time.perf_counter() - started, 4)
     if not result.nothing_changed:
         usage_log.record("index", files=result.files, chunks=result.chunks,

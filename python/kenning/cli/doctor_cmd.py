@@ -92,12 +92,32 @@ def run_checks() -> list[dict[str, Any]]:
                 raise RuntimeError("the probe file was not found by a search")
             return f"indexed a probe file and found it (score {hits[0]['score']:.3f})"
 
+    def index_integrity() -> str:
+        from kenning.cli.status_cmd import _project_dirs
+        from kenning.errors import IndexDamaged
+        from kenning.project import find_root
+        from kenning.store import db, project_id_for
+        from kenning.store.integrity import full_check
+
+        root = find_root(Path.cwd())
+        dirs = _project_dirs(project_id_for(root, state["settings"]))
+        if not dirs:
+            return f"{root} has no index yet"
+        for directory in dirs:
+            problems = full_check(directory)
+            if problems:
+                raise IndexDamaged(f"The index in {directory} is damaged: "
+                                   f"{'; '.join(problems)}.", hint=db.REPAIR_HINT)
+        return (f"{len(dirs)} index{'es' if len(dirs) > 1 else ''} of {root} checked in full: "
+                "database, full-text table, vector files and their checksums")
+
     if _check("config", load_config, checks):
         _check("kernels", kernels, checks)
         embedder_ok = _check("embedder", embedder, checks)
         home_ok = _check("index writable", writable, checks)
         if embedder_ok and home_ok:
             _check("search round trip", round_trip, checks)
+        _check("index integrity", index_integrity, checks)
     return checks
 
 
@@ -105,7 +125,11 @@ def run_checks() -> list[dict[str, Any]]:
 @click.option("--json-output", is_flag=True, help="Print JSON for machines.")
 def doctor(json_output: bool) -> None:
     """Check that the model loads, the embedder answers, indexes can be written and a search
-    finds what was indexed."""
+    finds what was indexed.
+
+    The indexes of the project in the current directory are checked in full too: the
+    database, the full-text table, the vector files and their checksums.
+    """
     checks = run_checks()
     ok = all(c["ok"] for c in checks)
     if json_output:

@@ -42,6 +42,9 @@ def index(path: Path, json_output: bool, quiet: bool, dry_run: bool, wait: bool,
         result = indexer.refresh(root, settings, full=full, wait=wait, progress=reporter)
     if json_output or quiet:
         return
+    if result.repaired:
+        click.echo(f"The index was damaged ({'; '.join(result.repaired)}); it was rebuilt, "
+                   f"keeping {result.vectors_kept} intact vectors.")
     if result.busy:
         click.echo(f"Indexing of {root} is in progress in another process; "
                    "pass --wait to wait for it.")

@@ -44,9 +44,12 @@ def project_status(root: Path) -> dict[str, Any]:
         since = _changed_since(index.root, snap.conn, int(settings["index.max_file_size"]))
         problems = []
         if snap.generation == 0:
-            problems.append("nothing has been indexed yet")
+            problems.append(f"nothing has been indexed yet: run `kenning index {index.root}`")
         if snap.vectors < snap.chunks:
             problems.append(f"{snap.chunks - snap.vectors} chunks have no vector yet")
+        failure = index.last_failure()
+        if failure is not None:
+            problems.append(_failure_text(failure))
         return {
             "type": "status", "project": index.project_id, "root": str(index.root),
             "index_dir": str(index.dir), "model": snap.descriptor["model"],
@@ -56,6 +59,12 @@ def project_status(root: Path) -> dict[str, Any]:
             "revision": snap.revision, "branch": snap.branch, "changed_since": since,
             "healthy": not problems, "problems": problems,
         }
+
+
+def _failure_text(failure: dict[str, Any]) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(failure.get("at") or 0)))
+    return " ".join(filter(None, [f"the index run of {when} failed: {failure['message']}",
+                                  failure.get("hint")]))
 
 
 @click.command()

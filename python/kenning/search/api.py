@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kenning.config import Settings
-from kenning.errors import EmbedderError, IndexMissing, KenningError, StaleChunkId, UsageError
+from kenning.errors import (
+    EmbedderError,
+    IndexDamaged,
+    IndexError_,
+    IndexMissing,
+    KenningError,
+    StaleChunkId,
+    UsageError,
+)
 from kenning.search import dense, lexical, symbols
 from kenning.search.filters import Filters
 from kenning.search.fusion import fuse
@@ -59,6 +67,8 @@ class _Context:
     progress: Callable[[dict[str, Any]], None] | None = None
     defer_vectors: Callable[[Path], None] | None = None
     deferred: list[Path] = field(default_factory=list)  # roots whose vectors were left over
+    refreshed: bool = False  # whether this search refreshed its projects first
+    refresh_failures: dict[Path, IndexError_] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -74,18 +84,28 @@ def _refresh(ref: ProjectRef, ctx: _Context) -> bool:
 
     embed = ctx.defer_vectors is None or not _lacks_vectors(ref, ctx)
     try:
-        result = refresh(ref.root, ctx.settings, embedder=ctx.embedder, graph=False,
-                         embed=embed, progress=ctx.progress)
-    except EmbedderError:
-        refresh(ref.root, ctx.settings, embedder=ctx.embedder, embed=False,
-                progress=ctx.progress)
-        return False
+        try:
+            result = refresh(ref.root, ctx.settings, embedder=ctx.embedder, graph=False,
+                             embed=embed, progress=ctx.progress)
+        except EmbedderError:
+            refresh(ref.root, ctx.settings, embedder=ctx.embedder, embed=False,
+                    progress=ctx.progress)
+            return False
+    except IndexError_ as exc:  # a full disk, say: the last snapshot still answers
+        ctx.refresh_failures[ref.root] = exc
+        ctx.warnings.append(_failed_refresh(ref.root, exc.message, exc.hint))
+        return True
     if result.busy:
         ctx.warnings.append(f"{ref.root} is being indexed by another process; results come from "
                             "its last snapshot.")
     elif not embed and result.status != "complete":
         ctx.deferred.append(ref.root)
     return True
+
+
+def _failed_refresh(root: Path, message: str, hint: str | None) -> str:
+    return " ".join(filter(None, [f"Indexing {root} failed ({message.rstrip('.')}), so results "
+                                  "come from its last snapshot.", hint]))
 
 
 def _lacks_vectors(ref: ProjectRef, ctx: _Context) -> bool:
@@ -118,8 +138,29 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]
 
     index = Index.open(ref.root, ctx.settings, embedder=ctx.embedder)
     where, params = ctx.filters.bind(index.root)
+    failure = index.last_failure()
+    if failure is not None and index.root not in ctx.refresh_failures:
+        ctx.warnings.append(_failed_refresh(index.root, failure["message"], failure.get("hint")))
+    try:
+        return _search_snapshot(index, ctx, where, params)
+    except IndexDamaged as exc:  # kept: status shows it until `kenning index --full`
+        index.record_failure(exc, "search")
+        raise
+
+
+def _search_snapshot(index: Index, ctx: _Context, where: str,
+                     params: list[object]) -> tuple[list[dict[str, Any]], str | None]:
     with index.snapshot() as snap:
         conn = snap.conn
+        if snap.generation == 0:  # a first index stopped before its first commit, or no files
+            if index.root in ctx.refresh_failures:
+                raise ctx.refresh_failures[index.root]
+            if not ctx.refreshed:
+                raise IndexMissing(f"{index.root} has no indexed snapshot yet (an index run may "
+                                   "have stopped before its first commit).",
+                                   hint=f"Run `kenning index {index.root}`.")
+            ctx.warnings.append(f"{index.root} has no files to index.")
+            return [], snap.revision
         if snap.status == "partial" and snap.chunks:
             share = round(100 * snap.vectors / snap.chunks)
             ctx.warnings.append(f"The index of {index.root} is still being built: {snap.vectors} "
@@ -281,6 +322,7 @@ def _refresh_all(refs: list[ProjectRef], ctx: _Context) -> None:
 
 def _run(refs: list[ProjectRef], ctx: _Context, *, refresh: bool) -> dict[str, Any]:
     dense_wanted = "dense" in ctx.branches
+    ctx.refreshed = refresh
     if refresh and dense_wanted:
         # the query is embedded (and a local model loaded) while the refresh stats the files
         with ThreadPoolExecutor(max_workers=1) as pool:

@@ -11,8 +11,9 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,16 +24,18 @@ import numpy as np
 from filelock import FileLock, Timeout
 
 from kenning import project
-from kenning.errors import IndexBusy, IndexError_, IndexMissing
-from kenning.store import db, ids, vectors
+from kenning.errors import IndexBusy, IndexDamaged, IndexError_, IndexMissing, KenningError
+from kenning.store import db, ids, integrity, vectors
 
 if TYPE_CHECKING:
     from kenning.config import Settings
     from kenning.embedding import Embedder
+    from kenning.store.repair import Repair
     from kenning.store.writer import IndexWriter
 
 PRECISION = "b1+int8"
 LOCK_NAME = "index.lock"
+FAILURE_NAME = "last_failure.json"  # the last failed refresh or damaged read, until fixed
 
 __all__ = ["LOCK_NAME", "PRECISION", "Index", "Snapshot", "make_descriptor", "project_id_for"]
 
@@ -70,6 +73,7 @@ class Snapshot:
     scales: np.ndarray
     center: np.ndarray | None
     descriptor: dict[str, Any]
+    directory: Path
     created_at: float | None = None
     timings: dict[str, float] = field(default_factory=dict)
     _lease: _Lease | None = field(default=None, repr=False)
@@ -89,6 +93,8 @@ class Snapshot:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+        if isinstance(exc, sqlite3.Error):  # a query on this view failed: say so, and how to fix
+            raise db.failure(self.directory, exc, "read") from exc
 
     def chunk_id(self, project: str, ordinal: int) -> str:
         """The id of chunk row ``ordinal`` as handed out from this snapshot."""
@@ -129,6 +135,33 @@ class Index:
     def exists(self) -> bool:
         return (self.dir / db.DB_NAME).exists()
 
+    def record_failure(self, error: KenningError, command: str) -> None:
+        """Keep the last failure of ``command`` where status and search show it (a refresh in
+        the background has no one else to tell). Best effort: the disk may be what failed."""
+        entry = {"command": command, "at": time.time(), "error": type(error).__name__,
+                 "message": error.message, "hint": error.hint}
+        try:
+            tmp = self.dir / (FAILURE_NAME + ".tmp")
+            tmp.write_text(json.dumps(entry), encoding="utf-8")
+            os.replace(tmp, self.dir / FAILURE_NAME)
+        except OSError:
+            pass
+
+    def last_failure(self) -> dict[str, Any] | None:
+        """The failure ``record_failure`` kept, if it still holds."""
+        try:
+            entry = json.loads((self.dir / FAILURE_NAME).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return entry if isinstance(entry, dict) and entry.get("message") else None
+
+    def clear_failure(self, *, damage: bool = False) -> None:
+        """Forget the kept failure after a success; damage only goes with a repair (a refresh
+        that touched no damaged part says nothing about it)."""
+        kept = self.last_failure()
+        if kept is not None and (damage or kept.get("error") != IndexDamaged.__name__):
+            (self.dir / FAILURE_NAME).unlink(missing_ok=True)
+
     def _create(self) -> None:
         if not self.exists():
             db.open_writer(self.dir).close()  # the schema; meta is filled in by the writer
@@ -139,11 +172,12 @@ class Index:
             lease, conn = _readers.take(self.dir)
             try:
                 return self._read_snapshot(conn, lease)
-            except FileNotFoundError:  # a compaction replaced the files between read and map
+            except FileNotFoundError as exc:  # a compaction replaced the files meanwhile
                 _readers.give_back(lease, conn)
                 if attempt == 2:
-                    raise IndexError_(f"The vector files in {self.dir} keep changing or are "
-                                      "shorter than the index says.",
+                    if exc.args and isinstance(exc.args[0], IndexDamaged):
+                        raise exc.args[0] from None  # the same every time: not a compaction
+                    raise IndexError_(f"The vector files in {self.dir} keep changing.",
                                       hint=f"Try again. {db.REBUILD_HINT}") from None
             except BaseException:
                 conn.close()
@@ -160,10 +194,10 @@ class Index:
             snap = conn.execute(
                 "SELECT generation, git_head, git_branch, status, files, chunks, vectors, "
                 "created_at, timings FROM snapshots ORDER BY generation DESC LIMIT 1").fetchone()
+            dims = int(self.descriptor["dims"])
+            view = _mapped.rows(self.dir, dims, rows, epoch, conn)
         except sqlite3.Error as exc:
-            raise IndexError_(f"Cannot read the index in {self.dir}: {exc}.") from exc
-        dims = int(self.descriptor["dims"])
-        view = _mapped.rows(self.dir, dims, rows, epoch)
+            raise db.failure(self.dir, exc, "read") from exc
         if snap is None:
             snap = (0, None, None, "partial", 0, 0, 0, None, "{}")
         return Snapshot(conn=conn, generation=snap[0], revision=snap[1], branch=snap[2],
@@ -171,12 +205,16 @@ class Index:
                         token=str(meta.get("index_token") or ids.LEGACY_TOKEN),
                         vector_rows=rows, vector_epoch=epoch, bits=view.bits, int8=view.int8,
                         scales=view.scales, center=_mapped.center(self.dir, dims),
-                        descriptor=self.descriptor, created_at=snap[7],
+                        descriptor=self.descriptor, directory=self.dir, created_at=snap[7],
                         timings=json.loads(snap[8]), _lease=lease)
 
     @contextmanager
-    def writer(self, *, wait: bool = False) -> Iterator[IndexWriter]:
-        """Exclusive write access under the OS lock; IndexBusy if another process holds it."""
+    def writer(self, *, wait: bool = False,
+               repaired: Callable[[Repair], None] | None = None) -> Iterator[IndexWriter]:
+        """Exclusive write access under the OS lock; IndexBusy if another process holds it.
+        With ``repaired``, the whole index is checked first and, if damaged, rebuilt with its
+        intact vectors (``store.repair``); ``repaired`` is told what was found."""
+        from kenning.store.repair import repair_if_damaged
         from kenning.store.writer import IndexWriter
 
         self._create()  # removed meanwhile (remove-index)?
@@ -187,11 +225,15 @@ class Index:
             raise IndexBusy(f"Indexing of {self.root} is in progress in another process.",
                             hint="Pass --wait to wait for it.") from None
         try:
+            if repaired is not None:
+                done = repair_if_damaged(self)
+                if done is not None:
+                    _readers.drop(self.dir)
+                    repaired(done)
             with IndexWriter(self) as writer:
                 yield writer
         except sqlite3.Error as exc:  # the writer wraps what it expects; this is the rest
-            raise IndexError_(f"The index in {self.dir} failed: {exc}.",
-                              hint=db.REBUILD_HINT) from exc
+            raise db.failure(self.dir, exc, "update") from exc
         finally:
             lock.release()
 
@@ -303,18 +345,28 @@ class _Mapped:
         self._center: dict[Path, tuple[object, np.ndarray | None]] = {}
         self._lock = threading.Lock()
 
-    def rows(self, directory: Path, dims: int, rows: int, epoch: int) -> vectors.VectorRows:
+    def rows(self, directory: Path, dims: int, rows: int, epoch: int,
+             conn: sqlite3.Connection) -> vectors.VectorRows:
+        """The committed rows; rows mapped afresh have their last block checked first (``conn``
+        reads the snapshot that commits them). FileNotFoundError: the files changed meanwhile
+        (its argument is the IndexDamaged error when they are too short or do not match)."""
         key = (dims, rows, epoch, self._files(directory, epoch) if rows else ())
         with self._lock:
             kept = self._rows.get(directory)
         if kept is not None and kept[0] == key:
             return kept[1]
+        short = vectors.size_problem(directory, dims, rows, epoch)
+        if short:  # replaced while reading (a compaction), or cut short: the caller reads again
+            raise FileNotFoundError(db.damaged(directory, short))
         try:
             view = vectors.read_rows(directory, dims, rows, epoch)
-        except ValueError as exc:  # shorter than the committed rows: replaced while mapping
+        except (ValueError, OSError) as exc:  # replaced or cut between the check and the map
             raise FileNotFoundError(exc) from exc
         if rows and self._files(directory, epoch) != key[3]:
             raise FileNotFoundError(directory)  # replaced while mapping: the caller reads again
+        problem = integrity.last_block_problem(conn, view)
+        if problem:
+            raise FileNotFoundError(db.damaged(directory, problem))
         # plain arrays over the maps: indexing a np.memmap costs more than the rows it reads
         plain = vectors.VectorRows(np.asarray(view.bits), np.asarray(view.int8),
                                    np.asarray(view.scales))
@@ -323,8 +375,18 @@ class _Mapped:
         return plain
 
     @staticmethod
-    def _files(directory: Path, epoch: int) -> tuple[tuple[int, int] | None, ...]:
-        return tuple(_identity(directory / name) for name in vectors.names(epoch))
+    def _files(directory: Path, epoch: int) -> tuple[tuple[int, ...] | None, ...]:
+        """Which files the epoch's names hold now, with their sizes and times: a file cut
+        short or written in place is mapped and checked again."""
+        stamps: list[tuple[int, ...] | None] = []
+        for name in vectors.names(epoch):
+            try:
+                stat = os.stat(directory / name)
+            except OSError:
+                stamps.append(None)
+                continue
+            stamps.append((stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns))
+        return tuple(stamps)
 
     def forget(self, directory: Path) -> None:
         with self._lock:

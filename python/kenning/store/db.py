@@ -12,7 +12,7 @@ import sqlite3
 from importlib import resources
 from pathlib import Path
 
-from kenning.errors import IndexError_, IndexMissing
+from kenning.errors import IndexDamaged, IndexError_, IndexMissing
 
 DB_NAME = "index.db"
 # Readers map the database file instead of copying pages into a private cache through read()
@@ -21,8 +21,9 @@ DB_NAME = "index.db"
 # (2 GiB in common builds) and maps only what the file holds. The file never shrinks under a
 # reader (no VACUUM, auto_vacuum off), which is what makes a map safe beside the writer.
 READER_MMAP_BYTES = 1 << 40
-REBUILD_HINT = ("If the disk is fine, the index may be damaged: `kenning remove-index` and "
-                 "`kenning index` rebuild it.")
+REBUILD_HINT = ("If the disk is fine, the index may be damaged: `kenning index --full` "
+                "rebuilds it.")
+REPAIR_HINT = "Run `kenning index --full` to rebuild it (vectors that are intact are kept)."
 
 
 # The stat data of the files table (all a refresh of an unchanged tree needs), kept as one blob
@@ -37,6 +38,27 @@ _FILE_STATS_TRIGGERS = {
     f"'{FILE_STATS_KEY}'; END;" for event in ("INSERT", "UPDATE", "DELETE")}
 
 
+def damaged(directory: Path, what: str) -> IndexDamaged:
+    return IndexDamaged(f"The index in {directory} is damaged: {what}.", hint=REPAIR_HINT)
+
+
+def is_damage(exc: sqlite3.Error) -> bool:
+    """Whether SQLite says its file is damaged (not busy, full or unreadable)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+    text = str(exc)
+    return "malformed" in text or "not a database" in text
+
+
+def failure(directory: Path, exc: sqlite3.Error, doing: str) -> IndexError_:
+    """The error for ``exc`` met while ``doing`` (e.g. "read"): damage, or another failure."""
+    if is_damage(exc):
+        return damaged(directory, f"SQLite cannot {doing} its database ({exc})")
+    return IndexError_(f"Cannot {doing} the index database in {directory}: {exc}.",
+                       hint=REBUILD_HINT)
+
+
 def _schema() -> str:
     return resources.files("kenning.store").joinpath("schema.sql").read_text(encoding="utf-8")
 
@@ -49,13 +71,12 @@ def open_writer(directory: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-        if "meta" not in present:
+        if "meta" not in present or "vector_blocks" not in present:  # new, or from before it
             conn.executescript(_schema())
         if not present.issuperset(_FILE_STATS_TRIGGERS):  # an index from before them
             conn.executescript("".join(_FILE_STATS_TRIGGERS.values()))
     except sqlite3.Error as exc:
-        raise IndexError_(f"Cannot open the index database in {directory}: {exc}.",
-                          hint=REBUILD_HINT) from exc
+        raise failure(directory, exc, "open") from exc
     return conn
 
 
@@ -70,8 +91,7 @@ def open_reader(directory: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA query_only=1")
         conn.execute(f"PRAGMA mmap_size={READER_MMAP_BYTES}")
     except sqlite3.Error as exc:
-        raise IndexError_(f"Cannot read the index database {path}: {exc}.",
-                          hint=REBUILD_HINT) from exc
+        raise failure(directory, exc, "read") from exc
     return conn
 
 

@@ -59,6 +59,14 @@ CREATE TABLE IF NOT EXISTS vectors (
     vector_id    INTEGER NOT NULL UNIQUE
 );
 
+-- One row per committed block of vector rows (kenning.store.integrity): a BLAKE3 digest over
+-- the content hashes of rows start..start+rows-1 (by vector_id) and those rows' bytes.
+CREATE TABLE IF NOT EXISTS vector_blocks (
+    start  INTEGER PRIMARY KEY,  -- the first vector id of the block
+    rows   INTEGER NOT NULL,
+    digest BLOB NOT NULL
+);
+
 CREATE TABLE IF NOT EXISTS snapshots (
     generation  INTEGER PRIMARY KEY,
     created_at  REAL NOT NULL,      -- unix time

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from kenning.errors import IndexError_
+from kenning.store.db import damaged
 
 BITS, INT8, SCALE, CENTER = "vectors.bits", "vectors.int8", "vectors.scale", "center.f32"
 _EPOCH_FILE = re.compile(r"^vectors\.(?:(\d+)\.)?(?:bits|int8|scale)$")
@@ -77,6 +78,9 @@ class VectorWriter:
 
     def __init__(self, directory: Path, dims: int, committed_rows: int, epoch: int = 0) -> None:
         self.directory, self.dims, self.rows, self.epoch = directory, dims, committed_rows, epoch
+        problem = size_problem(directory, dims, committed_rows, epoch)
+        if problem:  # never padded: rows that were committed and are gone are corruption
+            raise damaged(directory, problem)
         try:
             for name, width in _widths(dims, epoch).items():
                 with (directory / name).open("ab") as fh:
@@ -137,6 +141,30 @@ class VectorWriter:
             _fsync_dir(self.directory)
         except OSError as exc:
             raise _write_error(self.directory, exc) from exc
+
+
+def size_problem(directory: Path, dims: int, rows: int, epoch: int = 0) -> str | None:
+    """Why the files of ``epoch`` cannot hold ``rows`` committed rows (None: they can)."""
+    if rows == 0:
+        return None
+    for name, width in _widths(dims, epoch).items():
+        try:
+            size = (directory / name).stat().st_size
+        except FileNotFoundError:
+            return f"{name} is missing ({rows} vector rows are committed)"
+        if size < rows * width:
+            return (f"{name} holds {size // width} vector rows, {rows} are committed "
+                    "(the file was cut short)")
+    return None
+
+
+def readable_rows(directory: Path, dims: int, epoch: int = 0) -> int:
+    """Whole rows present in every file of ``epoch`` (0 if one is missing)."""
+    try:
+        return min((directory / name).stat().st_size // width
+                   for name, width in _widths(dims, epoch).items())
+    except FileNotFoundError:
+        return 0
 
 
 def read_rows(directory: Path, dims: int, rows: int, epoch: int = 0) -> VectorRows:

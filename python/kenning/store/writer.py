@@ -19,7 +19,8 @@ import numpy as np
 from kenning import kernels
 from kenning.errors import IndexError_
 from kenning.records import Chunk
-from kenning.store import db, graph, ids, vectors
+from kenning.store import db, graph, integrity, vectors
+from kenning.store.ids import new_token
 from kenning.tokens import code_tokens, path_tokens
 
 if TYPE_CHECKING:
@@ -62,12 +63,38 @@ class IndexWriter:
             self._init_meta()
         if db.get_meta(self.conn, "index_token") is None:  # an index from before tokens
             self.conn.execute("BEGIN IMMEDIATE")
-            db.set_meta(self.conn, "index_token", ids.new_token())
+            db.set_meta(self.conn, "index_token", new_token())
             self.conn.execute("COMMIT")
         rows = int(db.get_meta(self.conn, "vector_rows") or 0)
         epoch = int(db.get_meta(self.conn, "vector_epoch") or 0)
         self.vectors = vectors.VectorWriter(index.dir, self.dims, rows, epoch)
         self.center = vectors.read_center(index.dir, self.dims)
+        self._check_blocks()
+
+    def _check_blocks(self) -> None:
+        """The last committed block must be intact before rows are appended after it; rows
+        no block covers yet (an index from before checksums) get theirs now."""
+        try:
+            committed = self.committed_rows()
+            problem = integrity.last_block_problem(self.conn, committed)
+            if problem:
+                raise db.damaged(self.index.dir, problem)
+            covered = self.conn.execute(
+                "SELECT coalesce(max(start + rows), 0) FROM vector_blocks").fetchone()[0]
+            if covered < self.vectors.rows:
+                hashes = [r[0] for r in self.conn.execute(
+                    "SELECT content_hash FROM vectors WHERE vector_id >= ? ORDER BY vector_id",
+                    (covered,))]
+                tail = vectors.VectorRows(committed.bits[covered:], committed.int8[covered:],
+                                          committed.scales[covered:])
+                self.conn.execute("BEGIN IMMEDIATE")
+                integrity.record(self.conn, covered, hashes, tail)
+                self.conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
+
+    def committed_rows(self) -> vectors.VectorRows:
+        return vectors.read_rows(self.index.dir, self.dims, self.vectors.rows, self.vectors.epoch)
 
     def _init_meta(self) -> None:
         index = self.index
@@ -75,7 +102,7 @@ class IndexWriter:
         for key, value in {"descriptor": json.dumps(index.descriptor, sort_keys=True),
                            "project_id": index.project_id, "root": str(index.root),
                            "schema_version": index.descriptor["schema_version"],
-                           "index_token": ids.new_token(), "vector_rows": 0}.items():
+                           "index_token": new_token(), "vector_rows": 0}.items():
             db.set_meta(self.conn, key, value)
         self.conn.execute("COMMIT")
 
@@ -192,6 +219,8 @@ class IndexWriter:
         """Roll back what SQLite has not already; the last commit stays as it was."""
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
+        if db.is_damage(exc):
+            return db.failure(self.index.dir, exc, "write")
         return IndexError_(f"Cannot write the index in {self.index.dir}: {exc}.",
                            hint="Check free disk space, then run `kenning index` again to "
                            "resume; the last committed snapshot is intact.")
@@ -240,12 +269,17 @@ class IndexWriter:
             self.vectors.write_center(self.center)
         bits = kernels.binarize(embeddings, self.center if needs_centering else None)
         int8, scales = kernels.quantize_int8(embeddings)
-        ids = self.vectors.append(bits, int8, scales)
+        self.add_rows(hashes, vectors.VectorRows(bits, int8, scales))
+
+    def add_rows(self, hashes: Sequence[bytes], rows: vectors.VectorRows) -> None:
+        """Append rows already binarized and quantized (one block) and commit them."""
+        ids = self.vectors.append(rows.bits, rows.int8, rows.scales)
         crash_point("vectors-written")
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             self.conn.executemany("INSERT INTO vectors(content_hash, vector_id) VALUES (?, ?)",
                                   zip(hashes, ids, strict=True))
+            integrity.record(self.conn, ids.start, hashes, rows, block_rows=len(hashes))
             db.set_meta(self.conn, "vector_rows", self.vectors.rows)
             marks = ",".join("?" * len(hashes))
             gained = self.conn.execute(
@@ -272,6 +306,9 @@ class IndexWriter:
         dead = self.vectors.rows - len(live)
         if dead < max(min_dead, len(live), 1):
             return 0
+        problems = integrity.block_problems(self.conn, self.committed_rows())
+        if problems:  # copying would give damaged rows fresh checksums
+            raise db.damaged(self.index.dir, "; ".join(problems))
         epoch = self.vectors.write_epoch(np.asarray([r[0] for r in live], dtype=np.int64))
         crash_point("compaction-written")
         try:
@@ -279,6 +316,9 @@ class IndexWriter:
             self.conn.execute("DELETE FROM vectors")
             self.conn.executemany("INSERT INTO vectors(content_hash, vector_id) VALUES (?, ?)",
                                   [(h, i) for i, (_, h) in enumerate(live)])
+            self.conn.execute("DELETE FROM vector_blocks")
+            integrity.record(self.conn, 0, [h for _, h in live],
+                             vectors.read_rows(self.index.dir, self.dims, len(live), epoch))
             db.set_meta(self.conn, "vector_rows", len(live))
             db.set_meta(self.conn, "vector_epoch", epoch)
             self.conn.execute("COMMIT")
@@ -290,7 +330,7 @@ class IndexWriter:
     def sync_graph(self) -> int:
         """Bring the approximate-search graph up to the committed vector rows; returns the rows
         added. It is derived data: on failure search keeps to the exact scan."""
-        rows = vectors.read_rows(self.index.dir, self.dims, self.vectors.rows, self.vectors.epoch)
+        rows = self.committed_rows()
         try:
             return graph.sync(self.index.dir, self.dims, self.vectors.epoch, rows.bits)
         except OSError as exc:

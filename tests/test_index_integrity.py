@@ -1,0 +1,199 @@
+"""Faults an index can meet (a kill, damaged or missing files, a full disk, a read-only home):
+each is found, said in one sentence with the way out, and never turned into wrong results."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kenning.cli import main
+from kenning.store import _readers
+
+pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo
+
+
+def kenning(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def index_process(repo: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kenning", "index", str(repo), *args],
+                          env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+
+
+def test_a_first_index_killed_before_its_commit_says_to_run_index(repo, capsys):
+    killed = index_process(repo, KENNING_TEST_KILL_AT="files-written")
+    assert killed.returncode == -signal.SIGKILL
+    code, out, _ = kenning(capsys, "status", str(repo), "--json-output")
+    status = json.loads(out)
+    assert code == 0 and not status["healthy"]
+    assert f"run `kenning index {repo}`" in status["problems"][0]
+    code, out, err = kenning(capsys, "search", "open the database", str(repo), "--no-refresh")
+    assert code == 4 and not out
+    assert "no indexed snapshot yet" in err and f"Run `kenning index {repo}`" in err
+
+
+@pytest.fixture
+def built(repo, settings, model):
+    """The repo indexed in batches of 4 (several checksum blocks); its index."""
+    from kenning.indexer import refresh
+    from kenning.store import Index
+
+    refresh(repo, settings, embedder=model)
+    index = Index.open(repo, settings, embedder=model)
+    with index.snapshot() as snap:
+        assert snap.vector_rows > 8 and snap.status == "complete"
+    return index
+
+
+def _damaged_everywhere(capsys, repo: Path, what: str) -> None:
+    """Index, search and status all refuse with one sentence and the repair."""
+    for args in (["index", str(repo)], ["search", "open the database", str(repo), "--no-refresh"],
+                 ["status", str(repo)]):
+        code, out, err = kenning(capsys, *args)
+        assert code == 4, (args, out, err)
+        assert "is damaged" in err and what in err and "kenning index --full" in err, err
+        assert "up to date" not in out
+
+
+def _repair(capsys, repo: Path, built, kept: int | None = None) -> None:
+    from index_helpers import check_consistent
+
+    code, out, err = kenning(capsys, "index", str(repo), "--full")
+    assert code == 0, err
+    assert "The index was damaged" in out and "rebuilt" in out
+    if kept is not None:
+        assert f"keeping {kept} intact vectors" in out
+    state = check_consistent(built)
+    assert state["status"] == "complete"
+    code, out, _ = kenning(capsys, "search", "open the database", str(repo), "--json-output")
+    assert code == 0 and json.loads(out)["results"][0]["path"] == "app/db.py"
+    code, out, _ = kenning(capsys, "doctor", "--json-output")
+    assert [c for c in json.loads(out)["checks"] if c["check"] == "index integrity"][0]["ok"]
+
+
+@pytest.mark.parametrize("fault", ["truncated", "missing"])
+def test_a_short_or_missing_vector_file_is_never_padded(built, repo, capsys, fault):
+    from kenning.store.vectors import INT8
+
+    path = built.dir / INT8
+    if fault == "truncated":
+        with path.open("r+b") as fh:
+            fh.truncate(path.stat().st_size // 2)
+    else:
+        path.unlink()
+    size = path.stat().st_size if path.exists() else None
+    _damaged_everywhere(capsys, repo, INT8)
+    assert (path.stat().st_size if path.exists() else None) == size  # nothing padded
+    _repair(capsys, repo, built)
+
+
+def _flip(path: Path, offset: int) -> None:
+    with path.open("r+b") as fh:
+        fh.seek(offset)
+        byte = fh.read(1)[0]
+        fh.seek(offset)
+        fh.write(bytes([byte ^ 0x10]))
+
+
+def test_a_flipped_bit_in_the_last_block_is_found_on_open(built, repo, capsys):
+    from kenning.store.vectors import INT8
+
+    path = built.dir / INT8
+    _flip(path, path.stat().st_size - 5)
+    _damaged_everywhere(capsys, repo, "do not match their checksum")
+    _repair(capsys, repo, built)
+
+
+def test_shifted_rows_are_found_on_open(built, repo, capsys):
+    from kenning.store.vectors import BITS
+
+    path = built.dir / BITS
+    data = path.read_bytes()
+    path.write_bytes(b"\0" * 7 + data[:-7])  # same size, every row moved
+    _damaged_everywhere(capsys, repo, "do not match their checksum")
+    _repair(capsys, repo, built)
+
+
+def _doctor_index_check(capsys) -> dict:
+    code, out, _ = kenning(capsys, "doctor", "--json-output")
+    checks = [c for c in json.loads(out)["checks"] if c["check"] == "index integrity"]
+    assert len(checks) == 1
+    return {**checks[0], "code": code}
+
+
+def test_a_flipped_bit_in_an_old_block_is_found_by_doctor_and_repaired(built, repo, capsys,
+                                                                       monkeypatch):
+    from kenning.store.vectors import INT8
+
+    monkeypatch.chdir(repo)
+    _flip(built.dir / INT8, 10)  # the first block: not checked on the search path
+    check = _doctor_index_check(capsys)
+    assert check["code"] == 1 and not check["ok"]
+    assert "vector rows 0-3 do not match their checksum" in check["detail"]
+    assert "kenning index --full" in check["fix"]
+    with built.snapshot() as snap:
+        total = snap.vector_rows
+    _repair(capsys, repo, built, kept=total - 4)
+
+
+def test_a_scrambled_vectors_table_is_found_by_doctor(built, repo, capsys, monkeypatch):
+    import sqlite3
+
+    monkeypatch.chdir(repo)
+    conn = sqlite3.connect(built.dir / "index.db")
+    with conn:  # two rows of the first block trade vectors
+        conn.execute("UPDATE vectors SET vector_id = -1 WHERE vector_id = 0")
+        conn.execute("UPDATE vectors SET vector_id = 0 WHERE vector_id = 1")
+        conn.execute("UPDATE vectors SET vector_id = 1 WHERE vector_id = -1")
+    conn.close()
+    check = _doctor_index_check(capsys)
+    assert not check["ok"] and "vector rows 0-3 do not match" in check["detail"]
+    _repair(capsys, repo, built)
+
+
+def test_a_damaged_database_says_so_and_index_full_rebuilds_it(built, repo, capsys):
+    db_file = built.dir / "index.db"
+    for extra in ("index.db-wal", "index.db-shm"):
+        (built.dir / extra).unlink(missing_ok=True)
+    data = bytearray(db_file.read_bytes())
+    data[:100] = b"\x13" * 100  # the header: no longer a database
+    db_file.write_bytes(bytes(data))
+    _readers.drop(built.dir)  # as a new process finds it, not through a kept connection
+    _damaged_everywhere(capsys, repo, "SQLite cannot")
+    _repair(capsys, repo, built, kept=0)
+
+
+def test_a_damaged_full_text_table_is_reported_and_repaired(built, repo, capsys, monkeypatch):
+    import sqlite3
+
+    monkeypatch.chdir(repo)
+    conn = sqlite3.connect(built.dir / "index.db")
+    with conn:
+        conn.execute("UPDATE chunks_fts_data SET block = CAST(replace(hex(zeroblob(length(block)))"
+                     ", '0', 'F') AS BLOB) WHERE id > 10")  # leaves of 0x46 bytes
+    conn.close()
+    _readers.drop(built.dir)
+    code, _, err = kenning(capsys, "search", "open the database", str(repo), "--no-refresh")
+    assert code == 4 and "is damaged" in err and "kenning index --full" in err
+    code, out, _ = kenning(capsys, "status", str(repo), "--json-output")
+    status = json.loads(out)
+    assert not status["healthy"] and "kenning index --full" in " ".join(status["problems"])
+    check = _doctor_index_check(capsys)
+    assert not check["ok"] and "full-text table is damaged" in check["detail"]
+    with built.snapshot() as snap:
+        total = snap.vector_rows
+    _repair(capsys, repo, built, kept=total)  # the vectors were sound: none embedded again
