@@ -593,3 +593,12 @@ def test_a_created_folder_deleted_and_made_again_by_the_user_is_theirs(home: Pat
     assert run("setup-agent", "--agent", "codex", "--instructions").exit_code == 0
     assert run("remove-agent", "--agent", "codex", "--instructions").exit_code == 0
     assert (home / ".codex").is_dir()  # the folder is the user's, so it stays
+
+
+def test_removing_a_setup_made_before_folders_were_recorded(home: Path) -> None:
+    """Such a setup made its folders unrecorded: removal deletes the skill's own folder (named
+    after kenning) and leaves the others, which it cannot tell from the user's."""
+    assert run("setup-agent", "--agent", "claude", "--skill", "--subagent").exit_code == 0
+    (Path(os.environ["KENNING_HOME"]) / "agents" / "created-folders.json").unlink()
+    assert run("remove-agent", "--skill", "--subagent").exit_code == 0
+    assert snapshot(home) == {f"{home}/.claude/agents/": b"", f"{home}/.claude/skills/": b""}

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from kenning.agents import launcher, locations
 from kenning.agents.components import edits
+from kenning.agents.templates import SKILL_NAME
 from kenning.errors import AgentSetupError
 from kenning.project import kenning_home
 
@@ -160,10 +161,16 @@ def _missing_folders(folder: Path) -> list[Path]:
     return missing
 
 
+def _kenning_folder(folder: Path, created: set[str]) -> bool:
+    """Recorded as made by setup, or the skill's own folder (named after kenning), which
+    setups from before the record also made."""
+    return str(folder) in created or (folder.name == SKILL_NAME
+                                      and folder.parent.name == "skills")
+
+
 def _prune(folder: Path, stop: Path, created: set[str]) -> None:
-    """Remove folders that setup created and a deletion left empty, from ``folder`` up to
-    ``stop``."""
-    while (folder != stop and stop in folder.parents and str(folder) in created
+    """Remove kenning's folders that a deletion left empty, from ``folder`` up to ``stop``."""
+    while (folder != stop and stop in folder.parents and _kenning_folder(folder, created)
            and not any(folder.iterdir())):
         folder.rmdir()
         created.discard(str(folder))
