@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from kenning import config as cfg
-from kenning.cli import cli
+from kenning.cli import cli, main
 from kenning.errors import ConfigError
 
 
@@ -45,7 +46,7 @@ def test_malformed_file_is_reported_not_overwritten() -> None:
     path = cfg.config_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("this is [not toml", encoding="utf-8")
-    with pytest.raises(ConfigError, match="Cannot read the config file"):
+    with pytest.raises(ConfigError, match="config file .* cannot be read"):
         cfg.set_value("search.limit", "5")
     assert path.read_text(encoding="utf-8") == "this is [not toml"
 
@@ -61,3 +62,139 @@ def test_cli_config_roundtrip() -> None:
     assert keys["embedder.model"]["origin"] == "file"
     bad = runner.invoke(cli, ["config", "get", "nope"])
     assert bad.exit_code != 0
+
+
+def kenning(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``kenning ARGS`` as the console script runs it: exit code, stdout, stderr."""
+    capsys.readouterr()
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "invalid literal" not in err
+    return code, out, err
+
+
+def write_config(text: str | bytes) -> Path:
+    path = cfg.config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+# (key, what `config set` gets, the same value as TOML, words of the error)
+BAD_VALUES = [
+    ("search.limit", "0", "0", "from 1 to 1000"),
+    ("search.limit", "ten", '"ten"', "whole number"),
+    ("search.limit", "2.5", "2.5", "whole number"),
+    ("embedder.backend", "olama", '"olama"', "did you mean ollama"),
+    ("mcp.max_tokens", "10", "10", "at least 500"),
+    ("embedder.timeout", "0", "0", "above 0"),
+    ("embedder.timeout", "nan", "nan", "seconds"),
+    ("embedder.batch_size", "-1", "-1", "from 1 to 4096"),
+    ("embedder.url", "localhost:11434", '"localhost:11434"', "http://"),
+    ("search.refresh", "maybe", '"maybe"', "true or false"),
+    ("index.vector_search", "fast", '"fast"', "auto, exact or ann"),
+]
+
+
+@pytest.mark.parametrize(("key", "raw", "toml", "words"), BAD_VALUES)
+def test_bad_values_are_refused_when_written_and_when_read(
+        capsys: pytest.CaptureFixture[str], key: str, raw: str, toml: str, words: str) -> None:
+    code, _, err = kenning(capsys, "config", "set", key, raw)
+    assert code == 2 and words in err and key in err
+    assert not cfg.config_path().exists()  # nothing written
+    section, leaf = key.split(".")
+    path = write_config(f"[{section}]\n{leaf} = {toml}\n")  # written by hand
+    for command in (["config", "list"], ["search", "retry", "--no-refresh"]):
+        code, _, err = kenning(capsys, *command)
+        assert code == 2 and words in err and str(path) in err
+        assert f"kenning config unset {key}" in err  # the way out
+    assert kenning(capsys, "config", "unset", key)[0] == 0
+    assert cfg.load()[key] == cfg.KEYS[key].default
+
+
+@pytest.mark.parametrize(("toml", "key", "expected"), [
+    ("[search]\nlimit = true", "search.limit", "whole number"),
+    ("[embedder]\nbackend = 5", "embedder.backend", "expected local, ollama or openai"),
+    ("[embedder]\nmodel = 3", "embedder.model", "quoted string"),
+    ("[embedder]\ntimeout = \"fast\"", "embedder.timeout", "seconds"),
+    ("[search]\nlimit = [1]", "search.limit", "whole number"),
+    ("[search.limit]\nx = 1", "search.limit", "whole number"),
+])
+def test_wrong_toml_types_are_one_sentence(toml: str, key: str, expected: str) -> None:
+    write_config(toml + "\n")
+    with pytest.raises(ConfigError, match=expected) as caught:
+        cfg.load()
+    assert key in caught.value.message
+
+
+def test_toml_types_that_fit_are_taken() -> None:
+    write_config("[search]\nlimit = 20\nrefresh = false\n[embedder]\ntimeout = 5\n"
+                 "keep_alive = -1\nquery_prefix = \"\"\n")
+    settings = cfg.load()
+    assert settings["search.limit"] == 20 and settings["search.refresh"] is False
+    assert settings["embedder.timeout"] == 5.0 and settings["embedder.keep_alive"] == "-1"
+    assert settings["embedder.query_prefix"] == ""
+
+
+@pytest.mark.parametrize(("toml", "unknown", "nearest"), [
+    ("[search]\nlimt = 5", "search.limt", "search.limit"),
+    ("[embeder]\nbackend = \"local\"", "embeder", None),
+    ("serch = 1", "serch", None),
+    ("[search]\nlimit = 5\n[mcp]\nmax_token = 900", "mcp.max_token", "mcp.max_tokens"),
+])
+def test_unknown_keys_in_the_file_name_the_nearest_one(toml: str, unknown: str,
+                                                       nearest: str | None) -> None:
+    path = write_config(toml + "\n")
+    with pytest.raises(ConfigError) as caught:
+        cfg.load()
+    message = caught.value.message
+    assert f"Unknown config key {unknown!r} in the config file {path}" in message
+    if nearest:
+        assert f"Did you mean {nearest!r}?" in message
+
+
+def test_projects_tables_are_not_unknown_keys() -> None:
+    write_config('[[projects]]\nid = "a"\nroot = "/tmp/a"\n')
+    assert cfg.load().projects[0]["id"] == "a"
+
+
+@pytest.mark.parametrize("command", [["get", "search.limt"], ["set", "search.limt", "5"],
+                                     ["unset", "search.limt"]])
+def test_unknown_keys_on_the_command_line_name_the_nearest_one(
+        capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
+    code, _, err = kenning(capsys, "config", *command)
+    assert code == 2 and "Unknown config key 'search.limt'" in err
+    assert "Did you mean 'search.limit'?" in err
+
+
+def test_a_binary_config_file_is_one_sentence(capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(b"\xff\xfe\x00binary\x89PNG\r\n")
+    for command in (["config", "list"], ["config", "set", "search.limit", "5"],
+                    ["config", "unset", "search.limit"], ["search", "retry"]):
+        code, _, err = kenning(capsys, *command)
+        assert code == 2 and f"The config file {path} is not text" in err
+    assert path.read_bytes().startswith(b"\xff\xfe")  # left as it was
+
+
+def test_unset_removes_the_key_and_keeps_the_rest(capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config("# mine\n[search]\nlimit = 20\n\n[embedder]\nbackend = \"ollama\"\n")
+    code, out, _ = kenning(capsys, "config", "unset", "search.limit")
+    assert code == 0 and "search.limit removed" in out
+    text = path.read_text(encoding="utf-8")
+    assert "# mine" in text and "limit" not in text and "[search]" not in text
+    assert 'backend = "ollama"' in text
+    assert cfg.load()["search.limit"] == 10
+    code, out, _ = kenning(capsys, "config", "unset", "search.limit")
+    assert code == 0 and "was not set" in out
+
+
+def test_a_value_may_start_with_a_dash(capsys: pytest.CaptureFixture[str]) -> None:
+    assert kenning(capsys, "config", "set", "embedder.keep_alive", "-1")[0] == 0
+    assert cfg.load()["embedder.keep_alive"] == "-1"

@@ -8,6 +8,8 @@ together are listed as ``[[projects]]`` tables with ``id`` and ``root``.
 
 from __future__ import annotations
 
+import difflib
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -16,64 +18,151 @@ from typing import Any
 
 from kenning.errors import ConfigError
 
+# Below this an MCP result cannot hold even one snippet and its notice.
+MIN_MCP_TOKENS = 500
+
 
 @dataclass(frozen=True, slots=True)
 class Key:
     name: str
     default: Any
-    parse: Callable[[str], Any]
+    # A value from the config file (any TOML type) or a string (command line, environment) ->
+    # the setting; ValueError with what was expected. The one validator of the key: writing
+    # and reading check the same way.
+    convert: Callable[[Any], Any]
     help: str
 
 
-def _bool(text: str) -> bool:
-    value = text.strip().lower()
-    if value in {"1", "true", "yes", "on"}:
+def _integer(low: int, high: int | None = None) -> Callable[[Any], int]:
+    expected = (f"a whole number from {low} to {high}" if high is not None
+                else f"a whole number of at least {low}")
+
+    def convert(value: Any) -> int:
+        if isinstance(value, str):
+            try:
+                value = int(value.strip().replace("_", ""))
+            except ValueError:
+                raise ValueError(f"expected {expected}") from None
+        if isinstance(value, bool) or not isinstance(value, int) or value < low or (
+                high is not None and value > high):
+            raise ValueError(f"expected {expected}")
+        return value
+
+    return convert
+
+
+def _seconds(low: float, *, zero: bool) -> Callable[[Any], float]:
+    expected = f"a number of seconds {'of at least' if zero else 'above'} {low:g}"
+
+    def convert(value: Any) -> float:
+        if isinstance(value, str):
+            try:
+                value = float(value.strip())
+            except ValueError:
+                raise ValueError(f"expected {expected}") from None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+                value) or value < low or (value == low and not zero):
+            raise ValueError(f"expected {expected}")
+        return float(value)
+
+    return convert
+
+
+def _choice(*choices: str) -> Callable[[Any], str]:
+    def convert(value: Any) -> str:
+        text = value.strip().lower() if isinstance(value, str) else None
+        if text in choices:
+            return text
+        nearest = difflib.get_close_matches(str(text or value), choices, n=1)
+        guess = f" (did you mean {nearest[0]}?)" if nearest else ""
+        raise ValueError(f"expected {', '.join(choices[:-1])} or {choices[-1]}{guess}")
+
+    return convert
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text in {"1", "true", "yes", "on"}:
         return True
-    if value in {"0", "false", "no", "off"}:
+    if text in {"0", "false", "no", "off"}:
         return False
-    raise ValueError(f"expected true or false, got {text!r}")
+    raise ValueError("expected true or false")
 
 
-def _optional_int(text: str) -> int | None:
-    return None if text.strip().lower() in {"", "none"} else int(text)
-
-
-def _optional_str(text: str) -> str | None:
-    return text or None
-
-
-def _vector_search(text: str) -> str:
-    value = text.strip().lower()
-    if value not in {"auto", "exact", "ann"}:
-        raise ValueError(f"expected auto, exact or ann, got {text!r}")
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("expected text (in the config file, a quoted string)")
     return value
+
+
+def _name(value: Any) -> str:
+    if not _text(value).strip():
+        raise ValueError("expected a name, got nothing")
+    return value.strip()
+
+
+def _optional(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Unset by an empty value (or "none" from the command line)."""
+    def optional(value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in {"", "none"}:
+            return None
+        return convert(value)
+
+    return optional
+
+
+def _url(value: Any) -> str:
+    text = _text(value).strip()
+    scheme, _, rest = text.partition("://")
+    if scheme.lower() not in {"http", "https"} or not rest.strip("/"):
+        raise ValueError("expected an http:// or https:// URL such as http://localhost:11434")
+    return text
+
+
+def _keep_alive(value: Any) -> str:
+    """Ollama takes a duration ("30m") or seconds (-1: forever); TOML may give the number."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:g}"
+    if not _text(value).strip():
+        raise ValueError('expected a duration such as "30m", or seconds (-1: forever)')
+    return value.strip()
 
 
 KEYS: dict[str, Key] = {
     k.name: k
     for k in [
-        Key("embedder.backend", "local", str, "local (embedded model), ollama or openai"),
-        Key("embedder.model", None, _optional_str, "model name; the backend's default if unset"),
-        Key("embedder.url", None, _optional_str, "server URL for ollama or openai"),
-        Key("embedder.dims", None, _optional_int, "Matryoshka truncation to this many dims"),
-        Key("embedder.api_key_env", "OPENAI_API_KEY", str, "env variable holding the API key"),
-        Key("embedder.batch_size", 32, int, "texts per embedding request"),
-        Key("embedder.concurrency", 2, int, "embedding requests in flight at once"),
-        Key("embedder.timeout", 60.0, float, "seconds before an embedding request fails"),
-        Key("embedder.keep_alive", "30m", str, "how long Ollama keeps the model loaded"),
-        # str, not _optional_str: "" is a real override (no prefix), unlike unset (the model's).
-        Key("embedder.query_prefix", None, str, "override the model's query prefix"),
-        Key("embedder.document_prefix", None, str, "override the document prefix"),
-        Key("index.max_file_size", 1_048_576, int, "files larger than this many bytes are skipped"),
+        Key("embedder.backend", "local", _choice("local", "ollama", "openai"),
+            "local (embedded model), ollama or openai"),
+        Key("embedder.model", None, _optional(_name),
+            "model name; the backend's default if unset"),
+        Key("embedder.url", None, _optional(_url), "server URL for ollama or openai"),
+        Key("embedder.dims", None, _optional(_integer(1)),
+            "Matryoshka truncation to this many dims"),
+        Key("embedder.api_key_env", "OPENAI_API_KEY", _name, "env variable holding the API key"),
+        Key("embedder.batch_size", 32, _integer(1, 4096), "texts per embedding request"),
+        Key("embedder.concurrency", 2, _integer(1, 64), "embedding requests in flight at once"),
+        Key("embedder.timeout", 60.0, _seconds(0, zero=False),
+            "seconds before an embedding request fails, however the server trickles its answer"),
+        Key("embedder.keep_alive", "30m", _keep_alive, "how long Ollama keeps the model loaded"),
+        # _text, not optional: "" is a real override (no prefix), unlike unset (the model's).
+        Key("embedder.query_prefix", None, _text, "override the model's query prefix"),
+        Key("embedder.document_prefix", None, _text, "override the document prefix"),
+        Key("index.max_file_size", 1_048_576, _integer(1),
+            "files larger than this many bytes are skipped"),
         # measured (benchmarks/ann_vs_exact.py, 1M x 384-bit): exact scan ~9 ms, HNSW ~0.9 ms at
         # recall@50 0.96 but ~20 min to build on 2 busy cores; exact stays <= ~20 ms below 2M
-        Key("index.ann_threshold", 2_000_000, int, "vectors above which search uses usearch HNSW"),
-        Key("index.vector_search", "auto", _vector_search,
+        Key("index.ann_threshold", 2_000_000, _integer(1),
+            "vectors above which search uses usearch HNSW"),
+        Key("index.vector_search", "auto", _choice("auto", "exact", "ann"),
             "auto (HNSW above index.ann_threshold vectors), exact (always scan) or ann (HNSW)"),
-        Key("search.limit", 10, int, "results per search"),
+        Key("search.limit", 10, _integer(1, 1000), "results per search"),
         Key("search.refresh", True, _bool, "refresh the index before each search"),
-        Key("mcp.max_tokens", 8000, int, "estimated tokens at most in one MCP tool result"),
-        Key("mcp.refresh_interval", 1.0, float, "MCP server: seconds between refreshes"),
+        Key("mcp.max_tokens", 8000, _integer(MIN_MCP_TOKENS),
+            "estimated tokens at most in one MCP tool result"),
+        Key("mcp.refresh_interval", 1.0, _seconds(0, zero=True),
+            "MCP server: seconds between refreshes"),
     ]
 }
 
@@ -91,22 +180,32 @@ def env_name(key: str) -> str:
     return "KENNING_" + key.upper().replace(".", "_")
 
 
+def _unknown(key: str, where: str = "") -> ConfigError:
+    nearest = difflib.get_close_matches(key, KEYS, n=1, cutoff=0.6)
+    guess = f" Did you mean {nearest[0]!r}?" if nearest else ""
+    return ConfigError(f"Unknown config key {key!r}{where}.{guess}",
+                       hint="`kenning config list` shows every key.")
+
+
 def _check_key(key: str) -> Key:
     try:
         return KEYS[key]
     except KeyError:
-        raise ConfigError(
-            f"Unknown config key {key!r}.", hint="`kenning config list` shows every key."
-        ) from None
+        raise _unknown(key) from None
 
 
-def _parse(spec: Key, raw: Any, origin: str) -> Any:
-    if raw is None or not isinstance(raw, str):
-        return raw
+def _parse(spec: Key, raw: Any, origin: str, hint: str | None = None) -> Any:
     try:
-        return spec.parse(raw)
+        return spec.convert(raw)
     except ValueError as exc:
-        raise ConfigError(f"Bad value {raw!r} for {spec.name} from {origin}: {exc}.") from None
+        shown = raw if isinstance(raw, str | int | float | bool) else type(raw).__name__
+        raise ConfigError(f"Bad value {shown!r} for {spec.name} from {origin}: {exc}.",
+                          hint=hint) from None
+
+
+def _file_hint(key: str) -> str:
+    return (f"Set a good value with `kenning config set {key} VALUE`, or go back to the default "
+            f"with `kenning config unset {key}`.")
 
 
 def read_file(path: Path | None = None) -> dict[str, Any]:
@@ -119,8 +218,28 @@ def read_file(path: Path | None = None) -> dict[str, Any]:
             return tomllib.load(fh)
     except FileNotFoundError:
         return {}
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"Cannot read the config file {path}: {exc}.") from None
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise _unreadable(path, exc) from None
+
+
+def _unreadable(path: Path, exc: Exception) -> ConfigError:
+    problem = ("is not text (not UTF-8), so not TOML" if isinstance(exc, UnicodeDecodeError)
+               else f"cannot be read: {exc}")
+    return ConfigError(f"The config file {path} {problem}.",
+                       hint="Fix it in an editor, or move it away to start again from the "
+                            "defaults.")
+
+
+def _check_names(tree: Mapping[str, Any], path: Path, prefix: str = "") -> None:
+    """Every key in the file is a known one: a misspelt key must not be ignored silently."""
+    for part, node in tree.items():
+        name = prefix + part
+        if name in KEYS or name == "projects":
+            continue
+        if isinstance(node, Mapping) and any(k.startswith(name + ".") for k in KEYS):
+            _check_names(node, path, name + ".")
+            continue
+        raise _unknown(name, f" in the config file {path}")
 
 
 def _lookup(tree: Mapping[str, Any], key: str) -> Any:
@@ -150,17 +269,22 @@ class Settings:
 
 def load(overrides: Mapping[str, Any] | None = None, *, path: Path | None = None) -> Settings:
     """Resolve every key: default < file < environment < ``overrides`` (flags; None = unset)."""
+    path = path or config_path()
     tree = read_file(path)
+    _check_names(tree, path)
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for name, spec in KEYS.items():
         value, origin = spec.default, "default"
         from_file = _lookup(tree, name)
         if from_file is not None:
-            value, origin = _parse(spec, from_file, "the config file"), "file"
+            value, origin = _parse(spec, from_file, f"the config file {path}",
+                                   _file_hint(name)), "file"
         from_env = os.environ.get(env_name(name))
         if from_env is not None:
-            value, origin = _parse(spec, from_env, env_name(name)), "env"
+            value, origin = _parse(spec, from_env, env_name(name),
+                                   f"Fix or unset the environment variable {env_name(name)}."
+                                   ), "env"
         values[name], origins[name] = value, origin
     for name, value in (overrides or {}).items():
         spec = _check_key(name)
@@ -179,11 +303,7 @@ def set_value(key: str, raw: str, *, path: Path | None = None) -> Any:
     spec = _check_key(key)
     value = _parse(spec, raw, "the command line")
     path = path or config_path()
-    try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-        doc = tomlkit.parse(text)
-    except (OSError, tomlkit.exceptions.ParseError) as exc:
-        raise ConfigError(f"Cannot read the config file {path}: {exc}.") from None
+    doc = _editable(path)
     table: Any = doc
     *parents, leaf = key.split(".")
     for part in parents:
@@ -194,8 +314,52 @@ def set_value(key: str, raw: str, *, path: Path | None = None) -> Any:
         table.pop(leaf, None)
     else:
         table[leaf] = value
+    _write(doc, path)
+    return value
+
+
+def unset_value(key: str, *, path: Path | None = None) -> bool:
+    """Remove ``key`` from the config file, so its default applies again; False when it was not
+    there. A table left empty goes too."""
+    _check_key(key)
+    path = path or config_path()
+    if not path.exists():
+        return False
+    doc = _editable(path)
+    *parents, leaf = key.split(".")
+    tables: list[Any] = [doc]
+    for part in parents:
+        node = tables[-1].get(part)
+        if not isinstance(node, Mapping):
+            return False
+        tables.append(node)
+    if leaf not in tables[-1]:
+        return False
+    tables[-1].pop(leaf)
+    for parent, part in zip(reversed(tables[:-1]), reversed(parents), strict=True):
+        if parent[part]:
+            break
+        parent.pop(part)
+    _write(doc, path)
+    return True
+
+
+def _editable(path: Path) -> Any:
+    """The file as a tomlkit document, comments kept; a file that cannot be read is left as it
+    is."""
+    import tomlkit
+
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        return tomlkit.parse(text)
+    except (OSError, UnicodeDecodeError, tomlkit.exceptions.ParseError) as exc:
+        raise _unreadable(path, exc) from None
+
+
+def _write(doc: Any, path: Path) -> None:
+    import tomlkit
+
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".toml.tmp")
     tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
     os.replace(tmp, path)
-    return value

@@ -1,4 +1,4 @@
-"""`kenning config get/set/list`."""
+"""`kenning config get/set/unset/list`."""
 
 from __future__ import annotations
 
@@ -22,13 +22,25 @@ def get(key: str) -> None:
     click.echo("" if value is None else value)
 
 
-@config.command("set")
+# a VALUE may start with a dash (embedder.keep_alive -1)
+@config.command("set", context_settings={"ignore_unknown_options": True})
 @click.argument("key")
 @click.argument("value")
 def set_(key: str, value: str) -> None:
     """Write KEY = VALUE to the config file (an empty VALUE unsets optional keys)."""
     stored = cfg.set_value(key, value)
     click.echo(f"{key} = {stored!r} written to {cfg.config_path()}")
+
+
+@config.command("unset")
+@click.argument("key")
+def unset(key: str) -> None:
+    """Remove KEY from the config file, so its default applies again."""
+    if cfg.unset_value(key):
+        click.echo(f"{key} removed from {cfg.config_path()} (default: "
+                   f"{cfg.KEYS[key].default!r})")
+    else:
+        click.echo(f"{key} was not set in {cfg.config_path()}")
 
 
 @config.command("list")
