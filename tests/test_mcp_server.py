@@ -574,3 +574,23 @@ def test_embedder_down_degrades_to_lexical(world: World, local_model: None,
             embedder.start()  # back on the same port: semantic search resumes
             status = client.ok("code_index_status").structured_content
             assert status["embedder"]["ok"] is True
+
+
+def test_a_hung_embedder_degrades_to_lexical_by_the_search_deadline(
+        world: World, local_model: None, tmp_path: Path) -> None:
+    """An embedder that answers a byte at a time trips no per-read timeout: code_search must
+    still answer, from words and symbols, once search.timeout has passed."""
+    root = write_tree(tmp_path / "delta", {"net/client.py": ALPHA["src/parse.py"]})
+    with EmbedServer() as embedder:
+        env = world.env("none.toml", KENNING_EMBEDDER_BACKEND="ollama",
+                        KENNING_EMBEDDER_URL=embedder.url, KENNING_EMBEDDER_MODEL="all-minilm",
+                        KENNING_SEARCH_TIMEOUT="2")
+        with serve(env, root, tmp_path / "server.log") as client:
+            done = client.ok("code_reindex").structured_content["projects"][0]
+            assert done["state"] == "finished", done
+            embedder.drip = 0.005  # a reply now takes about 40 s
+            (root / "net/late.py").write_text("def quokka_checksum(data):\n"
+                                              "    return sum(data) % 255\n")
+            result = client.ok("code_search", query="quokka_checksum").structured_content
+            assert result["results"][0]["path"] == "net/late.py"
+            assert any("did not answer" in w for w in result["warnings"]), result["warnings"]

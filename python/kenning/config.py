@@ -159,6 +159,8 @@ KEYS: dict[str, Key] = {
             "auto (HNSW above index.ann_threshold vectors), exact (always scan) or ann (HNSW)"),
         Key("search.limit", 10, _integer(1, 1000), "results per search"),
         Key("search.refresh", True, _bool, "refresh the index before each search"),
+        Key("search.timeout", 30.0, _seconds(0, zero=False),
+            "seconds a search waits for the embedder before it answers from words and symbols"),
         Key("mcp.max_tokens", 8000, _integer(MIN_MCP_TOKENS),
             "estimated tokens at most in one MCP tool result"),
         Key("mcp.refresh_interval", 1.0, _seconds(0, zero=True),

@@ -1,20 +1,25 @@
 """One JSON POST with retries: exponential backoff on connection errors, 5xx and 429.
 
 A 429 waits at least as long as the server's ``Retry-After`` says. Other 4xx answers are final.
-A read timeout is final too: the request already waited ``embedder.timeout`` seconds, and a
-retry would multiply that wait. The backend turns each failure into one of kenning's errors.
+A timeout is final too: the request already waited ``embedder.timeout`` seconds, and a retry
+would multiply that wait. That wait is a total for the request (see ``deadline``), not per read,
+and no retry starts after the caller's deadline. The backend turns each failure into one of
+kenning's errors.
 """
 
 from __future__ import annotations
 
 import email.utils
+import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import httpcore
 import httpx
 
+from kenning.embedding import deadline
 from kenning.errors import EmbedderError, EmbedderUnavailable, KenningError
 
 
@@ -75,12 +80,17 @@ class JsonPoster:
 
     def post(self, url: str, body: Mapping[str, Any],
              headers: Mapping[str, str] | None = None) -> Any:
+        # the whole request, however slowly the answer trickles in, within the read timeout
+        # (embedder.timeout) and within the caller's deadline (a search's), if sooner
+        budget = self.client.timeout.read or math.inf
         error: KenningError | None = None
         refused = 0
         for attempt in range(self.retry.attempts):
             wait = self.retry.delay(attempt)
+            limit = min(budget, deadline.remaining())
             try:
-                response = self.client.post(url, json=body, headers=headers)
+                with deadline.within(budget):
+                    response = self.client.post(url, json=body, headers=headers)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
                 error = self.unreachable(exc)
                 refused += 1
@@ -88,8 +98,8 @@ class JsonPoster:
                     raise error from None
             except httpx.TimeoutException:
                 raise EmbedderUnavailable(
-                    f"The embedder at {url} did not answer within "
-                    f"{self.client.timeout.read} seconds.", hint=self.timeout_hint) from None
+                    f"The embedder at {url} did not answer within {limit:.3g} seconds.",
+                    hint=self.timeout_hint) from None
             except httpx.TransportError as exc:
                 error = self.unreachable(exc)
             else:
@@ -100,8 +110,10 @@ class JsonPoster:
                     wait = max(wait, min(retry_after(response), self.retry.max_wait))
                 elif response.status_code < 500:
                     raise error
-            if attempt + 1 < self.retry.attempts:
+            if attempt + 1 < self.retry.attempts and wait < deadline.remaining():
                 time.sleep(wait)
+            else:
+                break
         assert error is not None
         raise error
 
@@ -112,3 +124,69 @@ class JsonPoster:
         except ValueError:
             raise EmbedderError(f"The embedder at {url} answered with something that is not "
                                 "JSON.", hint="Check embedder.url and embedder.backend.") from None
+
+
+def _capped(timeout: float | None, error: type[Exception]) -> float | None:
+    left = deadline.remaining()
+    if left == math.inf:
+        return timeout
+    if left <= 0:
+        raise error("the deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _Stream(httpcore.NetworkStream):
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _capped(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _capped(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _Stream(self._inner.start_tls(ssl_context, server_hostname,
+                                             _capped(timeout, httpcore.ConnectTimeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _Backend(httpcore.NetworkBackend):
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self._inner = inner
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                    local_address: str | None = None,
+                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        return _Stream(self._inner.connect_tcp(host, port, _capped(timeout,
+                                                                   httpcore.ConnectTimeout),
+                                               local_address, socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Iterable[Any] | None = None
+                            ) -> httpcore.NetworkStream:
+        return _Stream(self._inner.connect_unix_socket(
+            path, _capped(timeout, httpcore.ConnectTimeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def bounded(client: httpx.Client) -> httpx.Client:
+    """``client`` with every socket operation held to the current deadline (see ``deadline``).
+    httpx offers no hook for it, so the network backend of each connection pool (the default
+    transport's and any proxy's) is wrapped; tests/test_embedding_deadline.py fails if httpx
+    moves them."""
+    transports = [client._transport, *client._mounts.values()]  # noqa: SLF001
+    for transport in transports:
+        pool = getattr(transport, "_pool", None)
+        backend = getattr(pool, "_network_backend", None)
+        if isinstance(backend, httpcore.NetworkBackend) and not isinstance(backend, _Backend):
+            pool._network_backend = _Backend(backend)  # type: ignore[union-attr]  # noqa: SLF001
+    return client

@@ -18,7 +18,8 @@ from typing import Any
 import httpx
 import numpy as np
 
-from kenning.embedding.http import RetryPolicy
+from kenning.embedding import deadline
+from kenning.embedding.http import RetryPolicy, bounded
 from kenning.embedding.profiles import (
     HEADER_RESERVE_TOKENS,
     REMOTE_BUDGET_CAP,
@@ -126,10 +127,10 @@ class RemoteEmbedder:
         self._requested_dims = dims
         self._dims = output_dims(profile, model, dims)
         self._own_client = client is None
-        self.client = client or httpx.Client(
+        self.client = client or bounded(httpx.Client(
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             limits=httpx.Limits(max_connections=concurrency),
-        )
+        ))
 
     # -- the Embedder protocol ------------------------------------------------------------------
 
@@ -167,7 +168,7 @@ class RemoteEmbedder:
             pool = ThreadPoolExecutor(min(self.concurrency, len(batches)),
                                       thread_name_prefix="kenning-embed")
             try:
-                parts = list(pool.map(self._embed_checked, batches))
+                parts = list(pool.map(deadline.carry(self._embed_checked), batches))
             finally:  # on the first failure, drop batches not yet sent
                 pool.shutdown(wait=True, cancel_futures=True)
         return np.concatenate(parts)

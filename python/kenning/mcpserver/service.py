@@ -59,6 +59,16 @@ class Service:
     def search(self, query: str, *, path_filter: str | None = None, limit: int = 10,
                kind: str | None = None, language: str | None = None,
                project: str | None = None) -> dict[str, Any]:
+        """A search whose refreshes and query wait for the embedder at most search.timeout
+        seconds in all; past it the answer comes from words and symbols, with a warning."""
+        from kenning.embedding import deadline
+
+        with deadline.within(self.settings["search.timeout"]):
+            return self._search(query, path_filter=path_filter, limit=limit, kind=kind,
+                                language=language, project=project)
+
+    def _search(self, query: str, *, path_filter: str | None, limit: int, kind: str | None,
+                language: str | None, project: str | None) -> dict[str, Any]:
         from kenning.search import search
         from kenning.search.filters import Filters, normalize_path_filter
 

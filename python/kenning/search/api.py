@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kenning.config import Settings
+from kenning.embedding import deadline
 from kenning.errors import (
     EmbedderError,
     IndexDamaged,
@@ -283,7 +284,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
         filters = Filters(path_filter, language, kind)
         for ref in refs:  # refuse a bad filter before any work
             filters.bind(ref.root)
-        with _embedder(settings, embedder) as emb:
+        with _embedder(settings, embedder) as emb, deadline.within(settings["search.timeout"]):
             ctx = _Context(parsed, filters, limit, settings, emb, None,
                            relevance_floor(str(emb.model)), frozenset(branches), progress,
                            defer_vectors)
@@ -326,7 +327,7 @@ def _run(refs: list[ProjectRef], ctx: _Context, *, refresh: bool) -> dict[str, A
     if refresh and dense_wanted:
         # the query is embedded (and a local model loaded) while the refresh stats the files
         with ThreadPoolExecutor(max_workers=1) as pool:
-            embedding = pool.submit(_embed_query, ctx)
+            embedding = pool.submit(deadline.carry(_embed_query), ctx)
             _refresh_all(refs, ctx)
             embedding.result()
     elif refresh:
