@@ -100,7 +100,7 @@ def test_ollama_default_url_follows_ollama_host(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_make_embedder_is_cheap_and_validates_the_backend() -> None:
-    with pytest.raises(ConfigError, match="Unknown embedder.backend"):
+    with pytest.raises(ConfigError, match="expected local, ollama or openai"):
         make_embedder(config.load({"embedder.backend": "tensorflow"}))
     remote = make_embedder(config.load({"embedder.backend": "ollama",
                                         "embedder.url": "http://127.0.0.1:9"}))
@@ -109,5 +109,5 @@ def test_make_embedder_is_cheap_and_validates_the_backend() -> None:
                                    "dims": 768, "document_prefix": "search_document: "}
     assert remote.max_tokens == 2048 - estimate_tokens("search_document: ") - 32
     remote.close()
-    with pytest.raises(ConfigError, match="at least 1"):
+    with pytest.raises(ConfigError, match="from 1 to 4096"):
         make_embedder(config.load({"embedder.backend": "ollama", "embedder.batch_size": "0"}))
