@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -197,3 +198,54 @@ def test_a_damaged_full_text_table_is_reported_and_repaired(built, repo, capsys,
     with built.snapshot() as snap:
         total = snap.vector_rows
     _repair(capsys, repo, built, kept=total)  # the vectors were sound: none embedded again
+
+
+def _no_writes_past(limit: int):
+    def apply() -> None:
+        # Python ignores SIGXFSZ, so a write past the limit fails with EFBIG like a full disk.
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def test_a_full_disk_answers_search_from_the_snapshot_and_status_says_why(built, repo, capsys):
+    (repo / "app" / "jobs.py").write_text("def schedule_nightly_backup():\n    return 'cron'\n")
+    full = _no_writes_past(4096)
+    searched = subprocess.run(
+        [sys.executable, "-m", "kenning", "search", "open the database", str(repo),
+         "--json-output"], capture_output=True, text=True, timeout=300, preexec_fn=full)
+    assert searched.returncode == 0, searched.stderr
+    result = json.loads(searched.stdout)
+    assert result["results"][0]["path"] == "app/db.py"  # the last snapshot answered
+    warning = " ".join(result["warnings"])
+    assert f"Indexing {repo} failed" in warning and "last snapshot" in warning
+    assert "disk space" in warning
+    indexed = subprocess.run([sys.executable, "-m", "kenning", "index", str(repo), "--quiet"],
+                             capture_output=True, text=True, timeout=300, preexec_fn=full)
+    assert indexed.returncode == 4 and "Traceback" not in indexed.stderr  # as in the background
+    code, out, _ = kenning(capsys, "status", str(repo), "--json-output")
+    problems = " ".join(json.loads(out)["problems"])
+    assert "failed: Cannot write" in problems and "disk space" in problems
+    code, out, _ = kenning(capsys, "search", "open the database", str(repo), "--no-refresh",
+                           "--json-output")
+    assert code == 0 and "failed (Cannot write" in " ".join(json.loads(out)["warnings"])
+    code, _, _ = kenning(capsys, "index", str(repo))  # space again: the next run clears it
+    code, out, _ = kenning(capsys, "status", str(repo), "--json-output")
+    assert code == 0 and json.loads(out)["healthy"]
+
+
+@pytest.mark.parametrize("home", ["/sys/kenning-test-home", "/proc/kenning-test-home/data"])
+def test_a_home_that_cannot_be_written_is_one_sentence(repo, capsys, monkeypatch, home):
+    monkeypatch.setenv("KENNING_HOME", home)
+    for args in (["index", str(repo)], ["search", "open the database", str(repo)]):
+        code, out, err = kenning(capsys, *args)
+        assert code == 4 and not out, (args, err)
+        assert f"Cannot write to {home.split('/kenning')[0]}/kenning" in err
+        assert "set KENNING_HOME to a folder you can write to" in err
+        assert len(err.strip().splitlines()) <= 3  # one sentence and its hint
+    code, out, _ = kenning(capsys, "doctor", "--json-output")
+    check = next(c for c in json.loads(out)["checks"] if c["check"] == "index writable")
+    assert not check["ok"] and "KENNING_HOME" in check["fix"] and "Reinstall" not in check["fix"]
+    monkeypatch.setenv("KENNING_CONFIG", f"{home}/config.toml")
+    code, _, err = kenning(capsys, "config", "set", "search.limit", "5")
+    assert code == 2 and f"Cannot write the config file {home}/config.toml" in err
+    assert "KENNING_CONFIG" in err

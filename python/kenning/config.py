@@ -361,7 +361,13 @@ def _editable(path: Path) -> Any:
 def _write(doc: Any, path: Path) -> None:
     import tomlkit
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".toml.tmp")
-    tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ConfigError(f"Cannot write the config file {path} "
+                          f"({(exc.strerror or str(exc)).lower()}).",
+                          hint=f"Make {path.parent} writable, or set KENNING_CONFIG to a file "
+                               "you can write.") from None

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kenning.errors import UsageError
+from kenning.errors import IndexError_, UsageError
 
 SCHEMA_VERSION = 1
 
@@ -84,6 +84,16 @@ def kenning_home() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir("kenning"))
+
+
+def home_error(exc: OSError) -> IndexError_:
+    """The error for a kenning home (or a folder in it) that cannot be created or written."""
+    home = kenning_home()
+    where = exc.filename or home
+    reason = (exc.strerror or str(exc)).lower()
+    return IndexError_(f"Cannot write to {where} ({reason}).",
+                       hint=f"kenning keeps its indexes in {home}: make it writable, or set "
+                            "KENNING_HOME to a folder you can write to.")
 
 
 def descriptor_slug(descriptor: Mapping[str, Any]) -> str:

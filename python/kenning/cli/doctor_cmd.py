@@ -64,12 +64,15 @@ def run_checks() -> list[dict[str, Any]]:
         return f"{state['settings']['embedder.backend']} {emb.model}, {emb.dims} dims"
 
     def writable() -> str:
-        from kenning.project import kenning_home
+        from kenning.project import home_error, kenning_home
 
         home = kenning_home()
-        home.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=home, prefix=".doctor-"):
-            pass
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=home, prefix=".doctor-"):
+                pass
+        except OSError as exc:
+            raise home_error(exc) from None
         return str(home)
 
     def round_trip() -> str:

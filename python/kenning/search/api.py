@@ -137,7 +137,12 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]
     """Ranked results of one project and the revision of the snapshot they come from."""
     from kenning.store import Index
 
-    index = Index.open(ref.root, ctx.settings, embedder=ctx.embedder)
+    try:
+        index = Index.open(ref.root, ctx.settings, embedder=ctx.embedder)
+    except IndexMissing:
+        if ref.root in ctx.refresh_failures:  # it could not even be created: say why
+            raise ctx.refresh_failures[ref.root] from None
+        raise
     where, params = ctx.filters.bind(index.root)
     failure = index.last_failure()
     if failure is not None and index.root not in ctx.refresh_failures:

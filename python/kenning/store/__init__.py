@@ -224,6 +224,8 @@ class Index:
         except Timeout:
             raise IndexBusy(f"Indexing of {self.root} is in progress in another process.",
                             hint="Pass --wait to wait for it.") from None
+        except OSError as exc:  # the lock file cannot be made: a read-only home
+            raise project.home_error(exc) from None
         try:
             if repaired is not None:
                 done = repair_if_damaged(self)

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from kenning.errors import IndexDamaged, IndexError_, IndexMissing
+from kenning.project import home_error
 
 DB_NAME = "index.db"
 # Readers map the database file instead of copying pages into a private cache through read()
@@ -55,6 +56,11 @@ def failure(directory: Path, exc: sqlite3.Error, doing: str) -> IndexError_:
     """The error for ``exc`` met while ``doing`` (e.g. "read"): damage, or another failure."""
     if is_damage(exc):
         return damaged(directory, f"SQLite cannot {doing} its database ({exc})")
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code in (8, 14):  # SQLITE_READONLY, SQLITE_CANTOPEN: the folder, not the index
+        error = home_error(PermissionError(13, str(exc), str(directory)))
+        return IndexError_(f"Cannot {doing} the index database in {directory} ({exc}).",
+                           hint=error.hint)
     return IndexError_(f"Cannot {doing} the index database in {directory}: {exc}.",
                        hint=REBUILD_HINT)
 
@@ -65,7 +71,10 @@ def _schema() -> str:
 
 def open_writer(directory: Path) -> sqlite3.Connection:
     """The read-write connection, schema applied; transactions are explicit (``BEGIN``)."""
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise home_error(exc) from None
     try:
         conn = sqlite3.connect(directory / DB_NAME, isolation_level=None, timeout=30.0)
         conn.execute("PRAGMA journal_mode=WAL")
