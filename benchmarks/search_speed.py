@@ -135,7 +135,7 @@ def measure(args: argparse.Namespace) -> None:
             result = search(q, ref, settings=settings, embedder=fixed, refresh=False)
             times.append((time.perf_counter() - started) * 1000)
             hits.append(len(result["results"]))
-            ranked[q] = [(r["id"], r["score"]) for r in result["results"]]
+            ranked[q] = [(r["path"], r["start_byte"], r["score"]) for r in result["results"]]
     print(json.dumps({"times": times, "hits": hits, "ranked": ranked,
                       "backend": kernels.BACKEND}))
 
@@ -193,7 +193,7 @@ def warm(args: argparse.Namespace) -> None:
             ratio = statistics.median(times["baseline"]) / statistics.median(times["this tree"])
             print(f"| {size} | baseline / this tree p50 | | {ratio:.2f} | | |", flush=True)
             same = sum(ranked["this tree"][q] == ranked["baseline"][q] for q in QUERIES)
-            print(f"| {size} | queries ranked the same (ids, scores) | | {same} of "
+            print(f"| {size} | queries ranked the same (chunks, scores) | | {same} of "
                   f"{len(QUERIES)} | | |", flush=True)
         if not args.keep:
             from kenning.store import Index
