@@ -41,18 +41,6 @@ LEXICAL_DEPTH = 100  # ranked chunks each branch hands to fusion
 DENSE_DEPTH = 100
 SYMBOL_DEPTH = 50
 RANK_DEPTH = 60  # fused candidates the ranking signals consider
-# Rescored cosine below which a chunk is not relevant to the query; symbol matches are kept
-# whatever their cosine. all-MiniLM-L6-v2, measured with benchmarks/eval_floor.py: docstring dev
-# set (300 genuine queries) targets p1 0.192, p5 0.268; semble-bench dev queries of 3+ words
-# (5 repos, 63 queries) keep 96.8% of their targets at 0.10-0.15 but 93.7% at 0.18; 16 irrelevant
-# queries x 5 corpora reach a top-1 of p50 0.163, p90 0.239. At 0.15 the genuine targets stay
-# (99.7% and 96.8%, the rest unreachable files) and 46% of irrelevant queries get no result at
-# all, the rest only their few best-matching chunks.
-DEFAULT_FLOOR = 0.15
-# The cosine of a one- or two-word query ("application", "Rack::Builder") is too low and too
-# flat to judge relevance; such queries rely on their words and symbols being present instead.
-FLOOR_MIN_TERMS = 3
-FLOORS = {"all-minilm-l6-v2": DEFAULT_FLOOR}
 
 
 @dataclass
@@ -63,7 +51,7 @@ class _Context:
     settings: Settings
     embedder: Any
     query_vector: np.ndarray | None
-    floor: float
+    floor: float | None  # the relevance floor of the query's model, if one was measured
     branches: frozenset[str]
     progress: Callable[[dict[str, Any]], None] | None = None
     defer_vectors: Callable[[Path], None] | None = None
@@ -71,10 +59,6 @@ class _Context:
     refreshed: bool = False  # whether this search refreshed its projects first
     refresh_failures: dict[Path, IndexError_] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-
-
-def relevance_floor(model: str) -> float:
-    return FLOORS.get(model.lower().rsplit("/", 1)[-1], DEFAULT_FLOOR)
 
 
 def _refresh(ref: ProjectRef, ctx: _Context) -> bool:
@@ -192,13 +176,15 @@ def _search_snapshot(index: Index, ctx: _Context, where: str,
                     cosine[chunk_id] = score
             rankings["dense"] = ranked[:DENSE_DEPTH]
         fused = fuse(rankings, ctx.query)
-        if ctx.query_vector is not None and len(ctx.query.terms) >= FLOOR_MIN_TERMS:
+        if (ctx.floor is not None and ctx.query_vector is not None
+                and len(ctx.query.terms) >= dense.FLOOR_MIN_TERMS):
+            floor = ctx.floor
             missing = [cid for cid in fused if cid not in cosine]
             cosine.update(dense.cosines(conn, snap, ctx.query_vector, missing))
             symbol_hits = {cid for cid, _ in rankings.get("symbol", ())}
             # chunks with no vector yet (a partial index) are judged by the other branches
             fused = {cid: s for cid, s in fused.items()
-                     if cid in symbol_hits or cosine.get(cid, ctx.floor) >= ctx.floor}
+                     if cid in symbol_hits or cosine.get(cid, floor) >= floor}
         # signals re-order the head of the fused list; deeper candidates cannot reach the page
         head = sorted(fused, key=lambda cid: -fused[cid])[:RANK_DEPTH]
         cands = list(_candidates(conn, head).values())
@@ -291,7 +277,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
             filters.bind(ref.root)
         with _embedder(settings, embedder) as emb, deadline.within(settings["search.timeout"]):
             ctx = _Context(parsed, filters, limit, settings, emb, None,
-                           relevance_floor(str(emb.model)), frozenset(branches), progress,
+                           dense.relevance_floor(str(emb.model)), frozenset(branches), progress,
                            defer_vectors)
             result = _run(refs, ctx, refresh=refresh and bool(settings["search.refresh"]))
     except KenningError as exc:

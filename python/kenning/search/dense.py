@@ -13,9 +13,33 @@ from pathlib import Path
 import numpy as np
 
 from kenning import kernels
+from kenning.embedding.profiles import normalise_name
 from kenning.store import Snapshot, graph
 
 SHORTLIST = 300  # Hamming candidates rescored per query
+# Rescored cosine below which a chunk is not relevant to the query; symbol matches are kept
+# whatever their cosine. all-MiniLM-L6-v2, measured with benchmarks/eval_floor.py: docstring dev
+# set (300 genuine queries) targets p1 0.192, p5 0.268; semble-bench dev queries of 3+ words
+# (5 repos, 63 queries) keep 96.8% of their targets at 0.10-0.15 but 93.7% at 0.18; 16 irrelevant
+# queries x 5 corpora reach a top-1 of p50 0.163, p90 0.239. At 0.15 the genuine targets stay
+# (99.7% and 96.8%, the rest unreachable files) and 46% of irrelevant queries get no result at
+# all, the rest only their few best-matching chunks.
+MINILM_FLOOR = 0.15
+# A floor holds only for the model it was measured on: e5 and bge cosines sit high, OpenAI's
+# low, so one number would remove nothing for some models and true hits for others. A model
+# not listed gets no floor: its results are ranked, never cut by score. Ollama's all-minilm
+# (its default tag, 22m or l6-v2) is the same model as the embedded one.
+FLOORS = {name: MINILM_FLOOR
+          for name in ("all-minilm-l6-v2", "all-minilm", "all-minilm:22m", "all-minilm:l6-v2")}
+# The cosine of a one- or two-word query ("application", "Rack::Builder") is too low and too
+# flat to judge relevance; such queries rely on their words and symbols being present instead.
+FLOOR_MIN_TERMS = 3
+
+
+def relevance_floor(model: str) -> float | None:
+    """The floor measured for ``model`` (whatever its path prefix or ``:latest`` tag), else
+    None."""
+    return FLOORS.get(normalise_name(model).rsplit("/", 1)[-1])
 ANN_FILE = graph.NAME  # the HNSW graph's file at vector epoch 0 (``graph.path`` names any epoch's)
 
 
