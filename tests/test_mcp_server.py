@@ -594,3 +594,18 @@ def test_a_hung_embedder_degrades_to_lexical_by_the_search_deadline(
             result = client.ok("code_search", query="quokka_checksum").structured_content
             assert result["results"][0]["path"] == "net/late.py"
             assert any("did not answer" in w for w in result["warnings"]), result["warnings"]
+
+
+def test_never_indexed_with_the_embedder_down_and_dims_unknown(
+        world: World, local_model: None, tmp_path: Path) -> None:
+    """No index and no dims to name one (a model kenning has no profile for, never reached):
+    code_search answers from words and symbols instead of failing."""
+    root = write_tree(tmp_path / "delta", {"net/client.py": ALPHA["src/parse.py"]})
+    with EmbedServer(models=("house-embedder",)) as embedder:
+        embedder.stop()
+        env = world.env("none.toml", KENNING_EMBEDDER_BACKEND="ollama",
+                        KENNING_EMBEDDER_URL=embedder.url, KENNING_EMBEDDER_MODEL="house-embedder")
+        with serve(env, root, tmp_path / "server.log") as client:
+            result = client.ok("code_search", query="parse_header").structured_content
+            assert result["results"][0]["symbol"] == "parse_header"
+            assert any("Semantic search is off" in w for w in result["warnings"]), result

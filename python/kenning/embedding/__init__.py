@@ -9,15 +9,15 @@ raises ``EmbedderUnavailable`` / ``ModelNotFound`` with a hint when the backend 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from kenning.config import Settings
 from kenning.embedding.profiles import Profile, output_dims, profile_for
-from kenning.errors import ConfigError
+from kenning.errors import ConfigError, EmbedderError
 
-__all__ = ["Embedder", "document_text", "make_embedder"]
+__all__ = ["Embedder", "WordsOnly", "dimensioned", "document_text", "make_embedder"]
 
 
 class Embedder(Protocol):
@@ -91,3 +91,43 @@ def make_embedder(settings: Settings) -> Embedder:
                               api_key_env=settings["embedder.api_key_env"], **common)
     raise ConfigError(f"Unknown embedder.backend {backend!r}.",
                       hint="Use local, ollama or openai.")
+
+
+class WordsOnly:
+    """Stands in for a remote embedder that cannot tell its dims (never reached, and nothing
+    remembered from an earlier answer), so that a search still answers from words and symbols.
+    Its index, named by dims 0, holds files and chunks without vectors, apart from the real
+    one; embedding raises ``error``."""
+
+    dims = 0
+
+    def __init__(self, embedder: Embedder, error: EmbedderError) -> None:
+        self._embedder, self.error = embedder, error
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._embedder, name)
+
+    def descriptor(self) -> dict[str, object]:
+        # the remote embedder's identity, with dims 0
+        described: dict[str, object] = self._embedder._described(0)  # type: ignore[attr-defined]
+        return described
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        raise self.error
+
+    def embed_query(self, text: str) -> np.ndarray:
+        raise self.error
+
+    def check(self) -> None:
+        raise self.error
+
+
+def dimensioned(embedder: Any) -> Any:
+    """``embedder``, or a ``WordsOnly`` stand-in when it cannot tell its dims: a project never
+    indexed, with a server that is down or hung, then gets an index of words and symbols
+    instead of no answer."""
+    try:
+        _ = embedder.dims
+    except EmbedderError as exc:
+        return WordsOnly(embedder, exc)
+    return embedder

@@ -150,7 +150,10 @@ class RemoteEmbedder:
         return budget - estimate_tokens(self.profile.document_prefix) - HEADER_RESERVE_TOKENS
 
     def descriptor(self) -> dict[str, object]:
-        return {"backend": self.backend, "model": self.model, "dims": self.dims,
+        return self._described(self.dims)
+
+    def _described(self, dims: int) -> dict[str, object]:
+        return {"backend": self.backend, "model": self.model, "dims": dims,
                 "document_prefix": self.profile.document_prefix}
 
     def count_tokens(self, text: str) -> int:
@@ -244,3 +247,4 @@ class RemoteEmbedder:
             os.replace(tmp, path)
         except OSError:
             pass  # a cache only
+

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kenning.config import Settings
+from kenning.embedding import WordsOnly, dimensioned
 from kenning.errors import EmbedderError, IndexMissing, KenningError, UsageError
 from kenning.mcpserver.projects import Job, Registry, Served
 from kenning.store.ids import ChunkId
@@ -89,11 +90,13 @@ class Service:
             for served in targets:
                 if served.ref is not None:
                     normalize_path_filter(path_filter, served.ref.root)
+        # with dims unknown and the embedder unreachable, projects get an index of words only
+        embedder = dimensioned(self._query_embedder())
         for served in targets:
-            self._freshen(served, warnings)
+            self._freshen(served, warnings, embedder)
         refs: list[ProjectRef] = []
         for served in targets:  # one project without an index must not sink the others
-            problem = self._index_problem(served)
+            problem = self._index_problem(served, embedder)
             if problem is not None and len(targets) == 1:
                 raise problem
             if problem is not None:
@@ -105,7 +108,7 @@ class Service:
                              hint=" ".join(warnings) or None)
         result = search(query, refs, settings=self.settings, limit=limit,
                         path_filter=path_filter, language=language, kind=kind, refresh=False,
-                        embedder=self._query_embedder())
+                        embedder=embedder)
         result["warnings"] = warnings + list(result.get("warnings") or [])
         return result
 
@@ -152,17 +155,17 @@ class Service:
             return self.embedder
         return _DownEmbedder(self.embedder, self._embedder_error)
 
-    def _index_problem(self, served: Served) -> KenningError | None:
+    def _index_problem(self, served: Served, embedder: Any) -> KenningError | None:
         from kenning.store import Index
 
         assert served.ref is not None
         try:
-            Index.open(served.ref.root, self.settings, embedder=self.embedder)
+            Index.open(served.ref.root, self.settings, embedder=embedder)
         except KenningError as exc:
             return exc
         return None
 
-    def _freshen(self, served: Served, warnings: list[str]) -> None:
+    def _freshen(self, served: Served, warnings: list[str], embedder: Any) -> None:
         """Refresh ``served`` unless it was refreshed within the interval; never raises."""
         if not self.settings["search.refresh"]:
             return
@@ -183,9 +186,10 @@ class Service:
             # Files and chunks first (a stat pass when nothing changed), then the vectors: a
             # few now, a first index or a branch switch's worth on a worker thread, so a
             # search never waits long for its answer.
-            result = self._refresh(served, embed=False, warnings=warnings)
+            result = self._refresh(served, embed=False, warnings=warnings, embedder=embedder)
             missing = int(result.get("vectors_missing") or 0)
-            if missing and not result.get("busy") and self._embedder_usable():
+            if (missing and not result.get("busy") and self._embedder_usable()
+                    and not isinstance(embedder, WordsOnly)):
                 if missing <= SYNC_EMBED_LIMIT:
                     self._refresh(served, embed=True, warnings=warnings)
                 else:
@@ -200,7 +204,7 @@ class Service:
 
     def _refresh(self, served: Served, *, embed: bool, warnings: list[str],
                  full: bool = False, progress: Callable[[dict[str, Any]], None] | None = None,
-                 graph: bool = False) -> dict[str, Any]:
+                 graph: bool = False, embedder: Any = None) -> dict[str, Any]:
         """One refresh of ``served``, its lock held. The indexer commits files and chunks before
         it embeds, so when the embedder fails the lexical tables are already fresh. Only
         background jobs sync the ANN graph (seconds at a million rows); until then searches
@@ -209,8 +213,8 @@ class Service:
 
         assert served.ref is not None
         try:
-            result = refresh(served.ref.root, self.settings, embedder=self.embedder, full=full,
-                             wait=False, embed=embed, progress=progress,
+            result = refresh(served.ref.root, self.settings, embedder=embedder or self.embedder,
+                             full=full, wait=False, embed=embed, progress=progress,
                              graph=graph).to_dict()
         except EmbedderError as exc:
             self._embedder_failed(exc)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kenning.config import Settings
-from kenning.embedding import deadline
+from kenning.embedding import WordsOnly, deadline, dimensioned
 from kenning.errors import (
     EmbedderError,
     IndexDamaged,
@@ -67,7 +67,8 @@ def _refresh(ref: ProjectRef, ctx: _Context) -> bool:
     waiting for minutes, and the exact scan answers until it is current."""
     from kenning.indexer import refresh
 
-    embed = ctx.defer_vectors is None or not _lacks_vectors(ref, ctx)
+    words_only = isinstance(ctx.embedder, WordsOnly)  # nothing to embed with
+    embed = not words_only and (ctx.defer_vectors is None or not _lacks_vectors(ref, ctx))
     try:
         try:
             result = refresh(ref.root, ctx.settings, embedder=ctx.embedder, graph=False,
@@ -83,7 +84,7 @@ def _refresh(ref: ProjectRef, ctx: _Context) -> bool:
     if result.busy:
         ctx.warnings.append(f"{ref.root} is being indexed by another process; results come from "
                             "its last snapshot.")
-    elif not embed and result.status != "complete":
+    elif not embed and not words_only and result.status != "complete":
         ctx.deferred.append(ref.root)
     return True
 
@@ -151,7 +152,7 @@ def _search_snapshot(index: Index, ctx: _Context, where: str,
                                    hint=f"Run `kenning index {index.root}`.")
             ctx.warnings.append(f"{index.root} has no files to index.")
             return [], snap.revision
-        if snap.status == "partial" and snap.chunks:
+        if snap.status == "partial" and snap.chunks and not isinstance(ctx.embedder, WordsOnly):
             share = round(100 * snap.vectors / snap.chunks)
             ctx.warnings.append(f"The index of {index.root} is still being built: {snap.vectors} "
                                 f"of {snap.chunks} chunks ({share}%) have vectors so far, so "
@@ -276,9 +277,16 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
         for ref in refs:  # refuse a bad filter before any work
             filters.bind(ref.root)
         with _embedder(settings, embedder) as emb, deadline.within(settings["search.timeout"]):
+            emb = dimensioned(emb)
             ctx = _Context(parsed, filters, limit, settings, emb, None,
                            dense.relevance_floor(str(emb.model)), frozenset(branches), progress,
                            defer_vectors)
+            if isinstance(emb, WordsOnly):
+                ctx.branches -= {"dense"}
+                ctx.warnings.append(
+                    f"Semantic search is off: {emb.error.message.rstrip('.')}, and kenning has "
+                    f"not learned the dims of {emb.model} yet, so results are word and symbol "
+                    "matches. Vectors come with the first `kenning index` that reaches it.")
             result = _run(refs, ctx, refresh=refresh and bool(settings["search.refresh"]))
     except KenningError as exc:
         usage_log.record("error", command="search", error=type(exc).__name__)
