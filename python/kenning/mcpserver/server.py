@@ -17,7 +17,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from kenning.errors import ConfigError, KenningError
+from kenning.errors import KenningError
 from kenning.mcpserver import render
 from kenning.mcpserver.service import (
     Service,
@@ -83,7 +83,6 @@ code_search(query, project="<id>"). Not needed when you already know the project
 # inside the tool-call timeouts of common clients (Codex: 60 s).
 REINDEX_WAIT = 30.0
 PROGRESS_POLL = 0.25  # seconds between looks at a running reindex
-MIN_TOKENS = 500  # below this even one snippet and its notice would not fit
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -120,13 +119,8 @@ def build_server(service: Service) -> MCPServer:
     server = MCPServer("kenning", instructions=INSTRUCTIONS, log_level="WARNING",
                        version=_version())
 
-    def max_tokens() -> int:
-        value = int(settings["mcp.max_tokens"])
-        if value < MIN_TOKENS:
-            raise ConfigError(f"mcp.max_tokens is {value}; a useful result needs at least "
-                              f"{MIN_TOKENS}.",
-                              hint="For example `kenning config set mcp.max_tokens 8000`.")
-        return value
+    def max_tokens() -> int:  # at least config.MIN_MCP_TOKENS: checked when settings are read
+        return int(settings["mcp.max_tokens"])
 
     ProjectArg = Annotated[str | None, Field(
         description="A served project's id or a path inside its root; all projects if omitted.")]
