@@ -594,6 +594,10 @@ def test_a_hung_embedder_degrades_to_lexical_by_the_search_deadline(
             result = client.ok("code_search", query="quokka_checksum").structured_content
             assert result["results"][0]["path"] == "net/late.py"
             assert any("did not answer" in w for w in result["warnings"]), result["warnings"]
+            status = client.ok("code_index_status").structured_content["embedder"]
+            assert status["ok"] is False  # by search.timeout, not the 60 s of embedder.timeout
+            assert re.search(r"did not answer within [12](\.\d+)? seconds",
+                             status["problem"]["message"]), status
 
 
 def test_never_indexed_with_the_embedder_down_and_dims_unknown(

@@ -19,8 +19,9 @@ import click
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option("-p", "--path-filter", help="Only files under this path or matching this glob "
               "(relative to the project root).")
-@click.option("--lang", "language", help="Only this language (python, rust, markdown, ...).")
-@click.option("--kind", help="code, docs, or a declaration kind (function, class, ...).")
+@click.option("--lang", "language", help="Only this language (python, rust, markdown, ...; "
+              "extensions such as py, rs, ts work too).")
+@click.option("--kind", help="code, docs, or a declaration kind (function, class, method, ...).")
 @click.option("-n", "--limit", type=click.IntRange(min=1), default=None,
               help="How many results (default: search.limit, 10).")
 @click.option("--project", "projects", multiple=True,

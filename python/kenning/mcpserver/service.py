@@ -281,13 +281,18 @@ class Service:
     # -- status ---------------------------------------------------------------------------
 
     def status(self, project: str | None) -> dict[str, Any]:
+        from kenning.embedding import deadline
+
         targets = self.registry.select(project)
-        reports = [self._project_status(p) for p in targets]
-        if project is None:
-            reports += [{"project": p.id, "state": "unavailable", "problems": [p.error.to_dict()]}
-                        for p in self.registry.missing() if p.error]
-        return {"type": "index_status", "embedder": self._embedder_status(),
-                "projects": reports}
+        # a hung embedder must not hold the report longer than it would hold a search
+        with deadline.within(self.settings["search.timeout"]):
+            reports = [self._project_status(p) for p in targets]
+            if project is None:
+                reports += [{"project": p.id, "state": "unavailable",
+                             "problems": [p.error.to_dict()]}
+                            for p in self.registry.missing() if p.error]
+            return {"type": "index_status", "embedder": self._embedder_status(),
+                    "projects": reports}
 
     def _embedder_status(self) -> dict[str, Any]:
         report: dict[str, Any] = {"backend": self.settings["embedder.backend"],
