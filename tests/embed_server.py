@@ -476,9 +476,11 @@ def main() -> None:
     parser.add_argument("--model", action="append", help="model names to serve")
     parser.add_argument("--api-key")
     parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--drip", type=float, default=0.0,
+                        help="seconds between the bytes of each embedding reply (a hung server)")
     args = parser.parse_args()
     server = EmbedServer(models=tuple(args.model or ["all-minilm"]), api_key=args.api_key,
-                         delay=args.delay, port=args.port).start()
+                         delay=args.delay, drip=args.drip, port=args.port).start()
     print(server.url, flush=True)
     try:
         threading.Event().wait()
