@@ -249,3 +249,26 @@ def test_a_home_that_cannot_be_written_is_one_sentence(repo, capsys, monkeypatch
     code, _, err = kenning(capsys, "config", "set", "search.limit", "5")
     assert code == 2 and f"Cannot write the config file {home}/config.toml" in err
     assert "KENNING_CONFIG" in err
+
+
+def test_the_mcp_status_shows_damage_and_a_failed_index_run(built, repo, model):
+    from kenning import config
+    from kenning.errors import IndexError_
+    from kenning.mcpserver.projects import Registry
+    from kenning.mcpserver.service import Service
+    from kenning.store.vectors import INT8
+
+    settings = config.load()
+    service = Service(settings, Registry(settings, [str(repo)]), model)
+    built.record_failure(IndexError_("Cannot write the vector files in x: File too large.",
+                                     hint="Free some disk space."), "index")
+    project = service.status(None)["projects"][0]
+    assert project["state"] == "ready"
+    assert [p["message"] for p in project["problems"]] == [
+        "Cannot write the vector files in x: File too large."]
+    with (built.dir / INT8).open("r+b") as fh:
+        fh.truncate(100)
+    project = service.status(None)["projects"][0]
+    assert project["state"] == "unreadable"
+    assert project["problems"][0]["error"] == "IndexDamaged"
+    assert "kenning index --full" in project["problems"][0]["hint"]

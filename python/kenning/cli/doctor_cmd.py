@@ -96,6 +96,8 @@ def run_checks() -> list[dict[str, Any]]:
             return f"indexed a probe file and found it (score {hits[0]['score']:.3f})"
 
     def index_integrity() -> str:
+        import sqlite3
+
         from kenning.cli.status_cmd import _project_dirs
         from kenning.errors import IndexDamaged
         from kenning.project import find_root
@@ -107,7 +109,10 @@ def run_checks() -> list[dict[str, Any]]:
         if not dirs:
             return f"{root} has no index yet"
         for directory in dirs:
-            problems = full_check(directory)
+            try:
+                problems = full_check(directory)
+            except sqlite3.OperationalError as exc:  # busy, or a folder that cannot be written
+                raise db.failure(directory, exc, "check") from exc
             if problems:
                 raise IndexDamaged(f"The index in {directory} is damaged: "
                                    f"{'; '.join(problems)}.", hint=db.REPAIR_HINT)

@@ -316,6 +316,7 @@ class Service:
         problems: list[dict[str, Any]] = []
         try:
             index = Index.open(served.ref.root, self.settings, embedder=self.embedder)
+            report.update(_snapshot_report(index))  # a damaged index is found here
         except IndexMissing as exc:
             report["state"] = "not indexed"
             problems.append({**exc.to_dict(), "hint": "code_reindex indexes it; so does the "
@@ -324,7 +325,10 @@ class Service:
             report["state"] = "unreadable"
             problems.append(exc.to_dict())
         else:
-            report.update(_snapshot_report(index))
+            failure = index.last_failure()  # of an index run this server did not start
+            if failure is not None:
+                problems.append({"error": failure.get("error"), "message": failure["message"],
+                                 "hint": failure.get("hint")})
         if served.job is not None and served.job.running:
             report["state"] = "indexing"
             report["progress"] = served.job.progress

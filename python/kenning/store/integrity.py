@@ -123,8 +123,12 @@ def full_check(directory: Path) -> list[str]:
     """Everything checked: the database, the full-text table, the vector files' sizes and every
     block. An empty list means the index is sound. Raises only sqlite3.OperationalError (busy,
     unreadable), not for damage."""
-    try:
-        conn = sqlite3.connect(directory / db.DB_NAME, isolation_level=None, timeout=30.0)
+    path = directory / db.DB_NAME
+    if not path.exists():
+        return []  # no index here yet: nothing committed to check
+    try:  # mode=rw: never create a database
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True, isolation_level=None,
+                               timeout=30.0)
     except sqlite3.DatabaseError as exc:
         return [f"the database cannot be opened ({exc})"]
     try:
