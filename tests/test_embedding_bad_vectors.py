@@ -64,7 +64,7 @@ def test_broken_vectors_are_refused_naming_model_and_server(embed_server: EmbedS
     finally:
         embedder.close()
     assert "all-minilm" in caught.value.message and embed_server.url in caught.value.message
-    assert "nothing was stored" in (caught.value.hint or "")
+    assert "Nothing of this reply was stored" in (caught.value.hint or "")
 
 
 def test_huge_values_keep_their_direction(embed_server: EmbedServer, backend: str) -> None:
@@ -76,6 +76,21 @@ def test_huge_values_keep_their_direction(embed_server: EmbedServer, backend: st
     finally:
         embedder.close()
     np.testing.assert_allclose(vectors, local.encode(local.token_ids(TEXTS)), atol=1e-5)
+
+
+def test_a_row_zero_in_the_matryoshka_dims_kept_is_refused(embed_server: EmbedServer,
+                                                            backend: str) -> None:
+    """The server ignores ``dimensions``; the client keeps the first 128 values, all zero."""
+    embed_server.models = ("text-embedding-3-small",)
+    embed_server.honour_dimensions = False
+    embed_server.rewrite = lambda rows: [[0.0] * 128 + [1.0] * 1408 for _ in rows]
+    settings = {**embed_server.settings(backend, "text-embedding-3-small"), "embedder.dims": "128"}
+    embedder = make_embedder(config.load(settings))
+    try:
+        with pytest.raises(EmbedderError, match="all zero in the dims kept"):
+            embedder.embed_query("x")
+    finally:
+        embedder.close()
 
 
 def test_the_nan_token_on_the_wire_is_refused(embed_server: EmbedServer) -> None:

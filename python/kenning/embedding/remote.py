@@ -52,8 +52,9 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(count * _MARGIN)
 
 
-_BROKEN_HINT = ("A zero, NaN or infinite vector cannot be searched, so nothing was stored; the "
-                "model or the server is broken: check the server's log, or use another model.")
+_BROKEN_HINT = ("Nothing of this reply was stored (a broken vector would spoil every later "
+                "search); the model or the server is at fault: check the server's log, or use "
+                "another model.")
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
