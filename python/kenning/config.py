@@ -1,6 +1,8 @@
 """Settings: defaults, then the config file, then ``KENNING_*`` environment variables, then flags.
 
-The config file is TOML in the platform's config dir (``KENNING_CONFIG`` overrides its path).
+The config file is TOML: ``$KENNING_CONFIG`` if set, else ``$KENNING_HOME/config.toml`` if
+``KENNING_HOME`` is set (so a separate home is a separate set-up), else ``config.toml`` in the
+platform's user config dir.
 Keys are dotted (``embedder.backend``); the environment variable of a key is ``KENNING_`` plus
 the key upper-cased with dots as underscores (``KENNING_EMBEDDER_BACKEND``). Projects served
 together are listed as ``[[projects]]`` tables with ``id`` and ``root``.
@@ -173,6 +175,9 @@ def config_path() -> Path:
     override = os.environ.get("KENNING_CONFIG")
     if override:
         return Path(override)
+    home = os.environ.get("KENNING_HOME")
+    if home:
+        return Path(home) / "config.toml"
     import platformdirs
 
     return Path(platformdirs.user_config_dir("kenning")) / "config.toml"
@@ -187,6 +192,22 @@ def _unknown(key: str, where: str = "") -> ConfigError:
     guess = f" Did you mean {nearest[0]!r}?" if nearest else ""
     return ConfigError(f"Unknown config key {key!r}{where}.{guess}",
                        hint="`kenning config list` shows every key.")
+
+
+def toml_value(value: Any) -> str:
+    """``value`` as it is written in TOML (``true``, ``"local"``, ``30``)."""
+    import tomlkit
+
+    return tomlkit.item(value).as_string()
+
+
+def model_origin(settings: Settings) -> str:
+    """The setting that chose the embedding model and where its value came from, for errors
+    and status: ``embedder.model = "x" (KENNING_EMBEDDER_MODEL)``, or the backend when no
+    model is set (``embedder.backend = "local" (default)``)."""
+    key = "embedder.model" if settings["embedder.model"] is not None else "embedder.backend"
+    where = {"env": env_name(key), "file": "config file", "flag": "command line"}
+    return f"{key} = {toml_value(settings[key])} ({where.get(settings.origin(key), 'default')})"
 
 
 def _check_key(key: str) -> Key:

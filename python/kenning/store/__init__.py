@@ -24,6 +24,7 @@ import numpy as np
 from filelock import FileLock, Timeout
 
 from kenning import project
+from kenning.config import config_path, model_origin
 from kenning.errors import IndexBusy, IndexDamaged, IndexError_, IndexMissing, KenningError
 from kenning.store import db, ids, integrity, vectors
 
@@ -128,8 +129,11 @@ class Index:
             index._create()
         elif not index.exists():
             _readers.drop(index.dir)  # removed: its kept connections and maps must go too
-            raise IndexMissing(f"{root} has no index for {descriptor['model']} yet.",
-                               hint=f"Run `kenning index {root}` first.")
+            raise IndexMissing(f"{root} has no index for {descriptor['model']} yet (the model "
+                               f"comes from {model_origin(settings)}; config file "
+                               f"{config_path()}).",
+                               hint=f"Run `kenning index {root}` first, or choose the model of "
+                                    "an existing index (`kenning config list`).")
         return index
 
     def exists(self) -> bool:
