@@ -14,33 +14,25 @@ import click
 
 # command name -> ("module:attribute", summary); modules load only when their command runs, so
 # `kenning --help` lists the commands from these summaries (a test keeps each one equal to the
-# first paragraph of its command's help).
+# first paragraph of its command's help). Short enough to show whole beside their names in 80
+# columns; the list never cuts them.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "index": ("kenning.cli.index_cmd:index",
-              "Index PATH (default: the current directory; lifted to its git work tree root)."),
-    "search": ("kenning.cli.search_cmd:search",
-               'Find code by meaning, words or symbol: `kenning search "how are retries '
-               'handled"`.'),
+    "index": ("kenning.cli.index_cmd:index", "Index the project at PATH (default: here)."),
+    "search": ("kenning.cli.search_cmd:search", "Find code by meaning, words or symbol."),
     "status": ("kenning.cli.status_cmd:status",
-               "What the index of the project at PATH holds and whether it is healthy."),
+               "What a project's index holds, and whether it is healthy."),
     "remove-index": ("kenning.cli.status_cmd:remove_index",
-                     "Delete the index of the project at PATH (every model's), or of all "
-                     "projects."),
+                     "Delete a project's index, or every index."),
     "stats": ("kenning.cli.status_cmd:stats",
-              "Searches, latency, index runs, errors and an estimate of tokens saved (local log)."),
+              "Searches, latency, errors and tokens saved (local log)."),
     "doctor": ("kenning.cli.doctor_cmd:doctor",
-               "Check that the model loads, the embedder answers, indexes can be written and a "
-               "search finds what was indexed."),
+               "Check the model, the embedder, the index and a search."),
     "config": ("kenning.cli.config_cmd:config",
-               "Read and change settings (file < KENNING_* environment < flags)."),
-    "mcp": ("kenning.cli.mcp_cmd:mcp",
-            "Run the MCP server over stdio (register it with `claude mcp add kenning -- kenning "
-            "mcp`)."),
-    "setup-agent": ("kenning.cli.agent_cmd:setup_agent",
-                    "Wire kenning into your coding agents."),
+               "Read and change settings (file < environment < flags)."),
+    "mcp": ("kenning.cli.mcp_cmd:mcp", "Run the MCP server over stdio."),
+    "setup-agent": ("kenning.cli.agent_cmd:setup_agent", "Wire kenning into your coding agents."),
     "remove-agent": ("kenning.cli.agent_cmd:remove_agent",
-                     "Take out what `kenning setup-agent` added, leaving everything else byte for "
-                     "byte."),
+                     "Take out what `kenning setup-agent` added."),
 }
 
 
@@ -61,10 +53,7 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of `kenning --help`, without importing any command."""
-        names = self.list_commands(ctx)
-        limit = formatter.width - 6 - max(len(name) for name in names)
-        rows = [(name, click.Command(name, help=COMMANDS[name][1]).get_short_help_str(limit))
-                for name in names]
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

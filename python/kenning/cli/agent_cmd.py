@@ -193,9 +193,9 @@ def setup_agent(**options: Any) -> None:
 @click.command("remove-agent")
 @_options("remove")
 def remove_agent(**options: Any) -> None:
-    """Take out what `kenning setup-agent` added, leaving everything else byte for byte.
+    """Take out what `kenning setup-agent` added.
 
-    With no component flags it removes every component; files that held nothing but kenning's
-    additions are deleted.
+    Everything else is left byte for byte. With no component flags it removes every component;
+    files that held nothing but kenning's additions are deleted.
     """
     _run("remove", **options)

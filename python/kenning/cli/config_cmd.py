@@ -11,15 +11,19 @@ from kenning import config as cfg
 
 @click.group()
 def config() -> None:
-    """Read and change settings (file < KENNING_* environment < flags)."""
+    """Read and change settings (file < environment < flags).
+
+    The file is $KENNING_CONFIG, else config.toml in $KENNING_HOME when that is set, else in
+    the platform's config folder. KENNING_EMBEDDER_BACKEND overrides embedder.backend, and so
+    on for every key."""
 
 
 @config.command("get")
 @click.argument("key")
 def get(key: str) -> None:
     """Print the value of KEY as it resolves now."""
-    value = cfg.load()[key]
-    click.echo("" if value is None else value)
+    value = cfg.load()[key]  # bare, for scripts: `true`, not `True`; nothing when unset
+    click.echo("" if value is None else value if isinstance(value, str) else cfg.toml_value(value))
 
 
 # a VALUE may start with a dash (embedder.keep_alive -1)
@@ -29,7 +33,7 @@ def get(key: str) -> None:
 def set_(key: str, value: str) -> None:
     """Write KEY = VALUE to the config file (an empty VALUE unsets optional keys)."""
     stored = cfg.set_value(key, value)
-    click.echo(f"{key} = {stored!r} written to {cfg.config_path()}")
+    click.echo(f"{key} = {cfg.toml_value(stored)} written to {cfg.config_path()}")
 
 
 @config.command("unset")
@@ -57,5 +61,7 @@ def list_(json_output: bool) -> None:
         click.echo(json.dumps({"type": "config", "path": str(cfg.config_path()), "keys": rows}))
         return
     click.echo(f"# {cfg.config_path()}")
-    for row in rows:
-        click.echo(f"{row['key']} = {row['value']!r}  ({row['origin']}; {row['help']})")
+    for row in rows:  # TOML; an unset key is a comment, as TOML has no null
+        line = (f"# {row['key']} (unset)" if row["value"] is None else
+                f"{row['key']} = {cfg.toml_value(row['value'])}")
+        click.echo(f"{line}  # {row['origin']}; {row['help']}")

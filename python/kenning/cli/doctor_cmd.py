@@ -132,11 +132,12 @@ def run_checks() -> list[dict[str, Any]]:
 @click.command()
 @click.option("--json-output", is_flag=True, help="Print JSON for machines.")
 def doctor(json_output: bool) -> None:
-    """Check that the model loads, the embedder answers, indexes can be written and a search
-    finds what was indexed.
+    """Check the model, the embedder, the index and a search.
 
-    The indexes of the project in the current directory are checked in full too: the
-    database, the full-text table, the vector files and their checksums.
+    Checks that the model loads, the embedder answers, indexes can be written and a search
+    finds what was indexed; each failure comes with its fix. The indexes of the project in
+    the current directory are checked in full too: the database, the full-text table, the
+    vector files and their checksums.
     """
     checks = run_checks()
     ok = all(c["ok"] for c in checks)

@@ -10,8 +10,9 @@ import click
               help="Serve this project (a root path or a configured id); repeatable. "
                    "Default: the config's [[projects]], else the working directory's project.")
 def mcp(projects: tuple[str, ...]) -> None:
-    """Run the MCP server over stdio (register it with `claude mcp add kenning -- kenning mcp`).
+    """Run the MCP server over stdio.
 
+    Register it with `claude mcp add kenning -- kenning mcp` (`kenning setup-agent` does).
     Tools: code_search, code_get_chunk, code_index_status, code_reindex, and
     find_repositories when more than one project is served.
     """

@@ -33,11 +33,12 @@ import click
 def search(query: str, path: Path | None, path_filter: str | None, language: str | None,
            kind: str | None, limit: int | None, projects: tuple[str, ...], no_refresh: bool,
            max_snippet_lines: int, json_output: bool) -> None:
-    """Find code by meaning, words or symbol: `kenning search "how are retries handled"`.
+    """Find code by meaning, words or symbol.
 
-    The index is refreshed first. In a project never indexed, the search answers as soon as
-    its files are chunked (words and symbols) and a background `kenning index` computes the
-    vectors; later searches use them as they arrive.
+    `kenning search "how are retries handled"`, `kenning search parse_header`. The index is
+    refreshed first. In a project never indexed, the search answers as soon as its files are
+    chunked (words and symbols) and a background `kenning index` computes the vectors; later
+    searches use them as they arrive.
     """
     from kenning import config
     from kenning.search import resolve_projects
@@ -137,11 +138,11 @@ def _load_local_model(settings: Any) -> threading.Thread | None:
 
 
 def _print(result: dict[str, Any], max_lines: int, *, several: bool) -> None:
-    from rich.console import Console
     from rich.syntax import Syntax
 
-    console = Console(highlight=False)
-    err = Console(stderr=True, highlight=False)
+    from kenning.cli.output import console
+
+    out, err = console(), console(stderr=True)
     for warning in result["warnings"]:
         err.print(f"[yellow]Warning:[/yellow] {warning}", markup=True)
     if not result["results"]:
@@ -153,13 +154,13 @@ def _print(result: dict[str, Any], max_lines: int, *, several: bool) -> None:
         title = f"[bold cyan]{where}{hit['path']}[/]:[green]{lines_}[/]"
         symbol = f"  [magenta]{hit['symbol']}[/]" if hit["symbol"] else ""
         stale = "  [red](changed since indexed)[/]" if hit["stale"] else ""
-        console.print(f"{title}{symbol}  [dim]{hit['kind']} · {hit['score']:.4f}[/]{stale}")
+        out.print(f"{title}{symbol}  [dim]{hit['kind']} · {hit['score']:.4f}[/]{stale}")
         if max_lines:
             lines = hit["content"].splitlines()
             shown = "\n".join(lines[:max_lines])
             lexer = Syntax.guess_lexer(hit["path"], code=shown)
-            console.print(Syntax(shown, lexer, line_numbers=True, start_line=hit["start_line"],
-                                 word_wrap=False, theme="ansi_dark", background_color="default"))
+            out.print(Syntax(shown, lexer, line_numbers=True, start_line=hit["start_line"],
+                             word_wrap=False, theme="ansi_dark", background_color="default"))
             if len(lines) > max_lines:
-                console.print(f"[dim]  … {len(lines) - max_lines} more lines[/]")
-        console.print()
+                out.print(f"[dim]  … {len(lines) - max_lines} more lines[/]")
+        out.print()
