@@ -57,11 +57,22 @@ def test_dry_run_reports_languages_and_largest_without_indexing(repo):
     assert {f["path"] for f in report["largest_folders"]} >= {"app/", "docs/", "lib/"}
     assert report["skipped_files"] == {"binary": 1, "default": 1}
     assert report["skipped_folders"] == {"default": 2}  # .git and node_modules
+    assert report["skipped_paths"] == {"binary": ["blob.dat"],
+                                       "default": [".git/", "logo.png", "node_modules/"]}
     settings = config.load()
     with pytest.raises(Exception, match="no index"):
         Index.open(repo, settings)
     text = invoke(str(repo), "--dry-run").stdout
-    assert "nothing was embedded" in text and "python" in text and "1 binary" in text
+    assert "nothing was embedded" in text and "python" in text
+    assert "binary     blob.dat\n" in text and "logo.png, node_modules/" in text
+
+
+def test_dry_run_of_an_empty_folder_says_there_is_nothing_to_index(tmp_path):
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "x.pyc").write_bytes(b"\0")
+    text = invoke(str(tmp_path), "--dry-run").stdout
+    assert text.startswith(f"Nothing to index in {tmp_path.resolve()}")
+    assert "  default    cache/x.pyc\n" in text and "┏" not in text  # no empty tables
 
 
 def kenning(*args: str) -> subprocess.Popen[str]:

@@ -128,6 +128,14 @@ class WalkStats:
 
     skipped: Counter[str] = field(default_factory=Counter)
     skipped_dirs: Counter[str] = field(default_factory=Counter)
+    # reason -> skipped paths (folders end in "/"), kept only when asked for: set it to {} and
+    # walk with the Python walker (the Rust one counts only)
+    paths: dict[str, list[str]] | None = None
+
+    def skip(self, reason: str, path: str, *, folder: bool = False) -> None:
+        (self.skipped_dirs if folder else self.skipped)[reason] += 1
+        if self.paths is not None:
+            self.paths.setdefault(reason, []).append(path + "/" if folder else path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +253,7 @@ class _Walker:
             if reason is None and is_link:
                 reason = "symlink"
             if reason is not None:
-                (self.stats.skipped_dirs if is_dir else self.stats.skipped)[reason] += 1
+                self.stats.skip(reason, rel, folder=is_dir)
             elif is_dir:
                 inner = self._open(entry.path, rel + "/", folder.rules, folder.ancestors)
                 if inner is not None:
@@ -254,7 +262,7 @@ class _Walker:
                 try:
                     st = entry.stat()
                 except OSError:
-                    self.stats.skipped["unreadable"] += 1
+                    self.stats.skip("unreadable", rel)
                     continue
                 yield rel, st.st_size, st.st_mtime_ns
 
@@ -270,17 +278,17 @@ class _Walker:
             st = os.stat(abs_dir)
             key = (st.st_dev, st.st_ino)
             if key in ancestors:  # a bind mount of a folder above: walking it never ends
-                self.stats.skipped_dirs["symlink"] += 1
+                self.stats.skip("symlink", prefix[:-1], folder=True)
                 return None
             with os.scandir(abs_dir) as it:
                 entries = list(it)
         except OSError:
-            self.stats.skipped_dirs["unreadable"] += 1
+            self.stats.skip("unreadable", prefix[:-1], folder=True)
             return None
         names = {e.name for e in entries}
         is_env = prefix and any(marker in names for marker in ENV_MARKERS)
         if is_env and _decide(rules, prefix[:-1], True, "kenning") is not False:
-            self.stats.skipped_dirs["default"] += 1  # a virtualenv, whatever its name
+            self.stats.skip("default", prefix[:-1], folder=True)  # a virtualenv, whatever its name
             return None
         if IGNORE_FILE in names or KENNING_IGNORE_FILE in names:
             git = _read_spec(os.path.join(abs_dir, IGNORE_FILE)) if IGNORE_FILE in names else None
@@ -295,7 +303,7 @@ class _Walker:
                 is_dir = entry.is_dir()  # follows symlinks
                 is_link = entry.is_symlink()
             except OSError:
-                self.stats.skipped["unreadable"] += 1
+                self.stats.skip("unreadable", prefix + entry.name)
                 continue
             rows.append((entry.name + "/" if is_dir else entry.name, entry, is_dir, is_link))
         rows.sort(key=lambda row: row[0])  # "a.txt" < "a/b": output sorted by path
@@ -357,7 +365,7 @@ def _python_changes(
     unchanged = 0
     for rel, size, mtime_ns in _python_rows(root, stats):
         if size > max_file_size:
-            stats.skipped["too_large"] += 1
+            stats.skip("too_large", rel)
             continue
         stamp = stamps.pop(rel, None)
         if stamp == (size, mtime_ns) and not every:
@@ -400,21 +408,21 @@ def _default_backend() -> str:
 BACKEND: str = _default_backend()
 
 
-def _source_file(root: str, rel: str, size: int, mtime_ns: int, skipped: Counter[str]
+def _source_file(root: str, rel: str, size: int, mtime_ns: int, stats: WalkStats
                  ) -> SourceFile | None:
-    """The record of a candidate file within the size limit, or None (counted in ``skipped``)
+    """The record of a candidate file within the size limit, or None (counted in ``stats``)
     when its first 8 KiB show it binary or minified."""
     abs_path = root + os.sep + rel
     try:
         head = _head(abs_path)
     except OSError:
-        skipped["unreadable"] += 1
+        stats.skip("unreadable", rel)
         return None
     if b"\0" in head:
-        skipped["binary"] += 1
+        stats.skip("binary", rel)
         return None
     if size > BINARY_SNIFF_BYTES and b"\n" not in head:
-        skipped["minified"] += 1  # thousands of chunks no one would search
+        stats.skip("minified", rel)  # thousands of chunks no one would search
         return None
     language = detect_language(rel) or _shebang_language(head)  # bin/deploy: ask #!
     return SourceFile(rel, Path(abs_path), size, mtime_ns, language)
@@ -436,8 +444,8 @@ def walk(
     real = os.path.realpath(root)
     for rel, size, mtime_ns in list(WALKERS[backend or BACKEND](real, stats)):
         if size > max_file_size:
-            stats.skipped["too_large"] += 1
-        elif (found := _source_file(real, rel, size, mtime_ns, stats.skipped)) is not None:
+            stats.skip("too_large", rel)
+        elif (found := _source_file(real, rel, size, mtime_ns, stats)) is not None:
             yield found
 
 
@@ -473,9 +481,9 @@ def changes(
     files: list[SourceFile] = []
     for rel, size, mtime_ns, was_known in found:
         if not rel.isascii() and not _storable(rel):
-            stats.skipped["name"] += 1
+            stats.skip("name", rel)
             continue
-        record = _source_file(real, rel, size, mtime_ns, stats.skipped)
+        record = _source_file(real, rel, size, mtime_ns, stats)
         if record is not None:
             files.append(record)
         elif was_known:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,11 @@ from kenning import project
               help="Re-read and re-chunk every file (vectors are still reused by content).")
 def index(path: Path, json_output: bool, quiet: bool, dry_run: bool, wait: bool,
           full: bool) -> None:
-    """Index PATH (default: the current directory; lifted to its git work tree root).
+    """Index the project at PATH (default: here).
 
-    Only what changed since the last run is re-read, and only chunks never seen before are
-    embedded. Safe to interrupt: the next run resumes.
+    PATH is lifted to the root of its git work tree. Only what changed since the last run is
+    re-read, and only chunks never seen before are embedded. Safe to interrupt: the next run
+    resumes. Off a terminal, a progress line goes to stderr every few seconds.
     """
     from kenning import indexer
 
@@ -74,16 +76,59 @@ def _echo_json(event: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+class _LogLines:
+    """Progress for a log or a pipe: a line on stderr every few seconds (counts, rate, time
+    left), so that a long first index does not look hung where no progress bar can draw."""
+
+    EVERY = 5.0  # seconds between lines
+
+    def __init__(self) -> None:
+        self.phase = ""
+        self.phase_started = self.last = 0.0
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        from kenning.indexing_state import duration
+
+        kind = event["type"]
+        now = time.monotonic()
+        if kind == "waiting":
+            self._line("another process is indexing this project; waiting for it")
+        elif kind == "scan":
+            self._line(f"{event['files']} files to check")
+        elif kind in ("chunking", "embedding"):
+            if kind != self.phase:
+                self.phase, self.phase_started, self.last = kind, now, now
+            done, total = event["done"], event["total"]
+            if now - self.last < self.EVERY and done < total:
+                return
+            self.last = now
+            unit = "files read" if kind == "chunking" else "vectors"
+            text = f"{done}/{total} {unit}"
+            elapsed = now - self.phase_started
+            if done and elapsed > 0 and done < total:
+                rate = done / elapsed
+                text += f", {rate:.1f}/s, about {duration((total - done) / rate)} left"
+            self._line(text)
+
+    @staticmethod
+    def _line(text: str) -> None:
+        click.echo(f"kenning index: {text}", err=True)
+
+
 class _Reporter:
-    """Turns refresh progress events into JSON lines or a rich progress bar."""
+    """Turns refresh progress events into JSON lines, a rich progress bar on a terminal, or
+    a line every few seconds on stderr elsewhere."""
 
     def __init__(self, json_output: bool, quiet: bool) -> None:
         self.json_output, self.quiet = json_output, quiet
         self.bar: Any = None
+        self.lines: _LogLines | None = None
         self.tasks: dict[str, Any] = {}
 
     def __enter__(self) -> _Reporter:
-        if not self.json_output and not self.quiet:
+        if not self.json_output and not self.quiet and not sys.stderr.isatty():
+            self.lines = _LogLines()
+        elif not self.json_output and not self.quiet:
             from rich.console import Console
             from rich.progress import (
                 BarColumn,
@@ -108,6 +153,8 @@ class _Reporter:
     def __call__(self, event: dict[str, Any]) -> None:
         if self.json_output:
             _echo_json(event)
+        if self.lines is not None:
+            self.lines(event)
         if self.bar is None:
             return
         kind = event["type"]
@@ -133,31 +180,43 @@ class _Reporter:
         self.bar.update(self.tasks[name], rate=f"{speed:.1f} {unit}/s" if speed else "")
 
 
+SKIPPED_SHOWN = 10  # paths named per reason in the text report (--json-output has them all)
+
+
 def _print_dry_run(report: dict[str, Any], json_output: bool, quiet: bool) -> None:
     if json_output:
         _echo_json(report)
         return
     if quiet:
         return
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
-    click.echo(f"Would index {report['files']} files ({report['bytes'] / 1e6:.1f} MB) in "
-               f"{report['chunks']} chunks from {report['root']}; nothing was embedded.")
-    langs = Table("language", "files", "chunks", "MB", title="By language")
-    for name, stats in report["languages"].items():
-        langs.add_row(name, str(stats["files"]), str(stats["chunks"]),
-                      f"{stats['bytes'] / 1e6:.2f}")
-    console.print(langs)
-    for key, title in (("largest_files", "Largest files"), ("largest_folders", "Largest folders")):
-        table = Table("path", "KB", title=title)
-        for row in report[key]:
-            table.add_row(row["path"], f"{row['bytes'] / 1024:.0f}")
-        console.print(table)
-    for key, what in (("skipped_files", "files"), ("skipped_folders", "folders")):
-        if report[key]:
-            reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(report[key].items()))
-            click.echo(f"Skipped {what}: {reasons}.")
+    from kenning.cli.output import console
+
+    out = console()
+    if not report["files"]:
+        click.echo(f"Nothing to index in {report['root']}: it holds no file kenning would read.")
+    else:
+        click.echo(f"Would index {report['files']} files ({report['bytes'] / 1e6:.1f} MB) in "
+                   f"{report['chunks']} chunks from {report['root']}; nothing was embedded.")
+        langs = Table("language", "files", "chunks", "MB", title="By language")
+        for name, stats in report["languages"].items():
+            langs.add_row(name, str(stats["files"]), str(stats["chunks"]),
+                          f"{stats['bytes'] / 1e6:.2f}")
+        out.print(langs)
+        for key, title in (("largest_files", "Largest files"),
+                           ("largest_folders", "Largest folders")):
+            if not report[key]:
+                continue
+            table = Table("path", "KB", title=title)
+            for row in report[key]:
+                table.add_row(row["path"], f"{row['bytes'] / 1024:.0f}")
+            out.print(table)
+    if report["skipped_paths"]:
+        click.echo("Skipped (folders end in /):")
+    for reason, paths in report["skipped_paths"].items():
+        more = len(paths) - SKIPPED_SHOWN
+        click.echo(f"  {reason:<10} " + ", ".join(paths[:SKIPPED_SHOWN]) +
+                   (f" and {more} more (--json-output lists all)" if more > 0 else ""))
     click.echo("Exclude what should not be searched with a .kenningignore file "
                "(gitignore syntax).")
