@@ -54,7 +54,7 @@ def test_first_search_answers_from_words_then_vectors_arrive_in_the_background(
                            capture_output=True, text=True, check=True)
     result = json.loads(first.stdout)  # stdout is the JSON and nothing else
     assert result["results"][0]["symbol"] == "parse_header"
-    assert any("still being built" in w and "0 of" in w for w in result["warnings"])
+    assert any("incomplete" in w and "0 of" in w for w in result["warnings"])
     assert "background" in first.stderr and "Traceback" not in first.stderr
 
     status = _wait_for_vectors(root)
@@ -107,7 +107,7 @@ def test_library_defers_the_vectors_of_a_first_index_to_the_caller(
     events: list[str] = []
     result = search("verify_password", [ProjectRef("p", root)], settings=settings,
                     progress=lambda e: events.append(e["type"]))
-    assert "embedding" in events and not any("still being built" in w
+    assert "embedding" in events and not any("incomplete" in w
                                              for w in result["warnings"])
     # a complete index is never deferred
     search("verify_password", [ProjectRef("p", root)], settings=settings,

@@ -48,7 +48,10 @@ def test_search_during_a_first_index_says_how_complete_it_is(tmp_path: Path) -> 
     result = search("parse_header", resolve_projects(settings, [root]), settings=settings,
                     refresh=False)
     assert result["results"][0]["symbol"] == "parse_header"
-    assert any("still being built" in w for w in result["warnings"])
+    # nothing is indexing it: the warning says so and how to finish, not "still being built"
+    assert any("0 of" in w and "no indexer is running" in w and f"`kenning index {root}`" in w
+               for w in result["warnings"])
+    assert not any("being built" in w for w in result["warnings"])
 
 
 def test_never_indexed_with_the_embedder_down_and_dims_unknown(

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kenning import kernels, project, usage_log
+from kenning import indexing_state, kernels, project, usage_log
 from kenning.config import Settings
 from kenning.embedding import document_text, make_embedder
 from kenning.embedding.profiles import HEADER_RESERVE_TOKENS
@@ -122,8 +122,15 @@ def refresh(root: Path, settings: Settings, *, embedder: Any = None, full: bool 
                     return result
                 emit({"type": "waiting", "root": str(root)})
                 writer = stack.enter_context(index.writer(wait=True, repaired=check))
-            _Refresh(index, writer, settings, embedder, result, emit).run(full=full, embed=embed,
-                                                                          graph=graph)
+            tracker = indexing_state.Tracker(index.dir)  # lets `kenning status` see this run
+            stack.callback(tracker.close)
+
+            def track(event: dict[str, Any]) -> None:
+                tracker(event)
+                emit(event)
+
+            _Refresh(index, writer, settings, embedder, result, track).run(full=full, embed=embed,
+                                                                           graph=graph)
         except KenningError as exc:  # kept for status and search: nobody may see it otherwise
             index.record_failure(exc, "index")
             raise
@@ -315,7 +322,8 @@ class _Refresh:
         if not missing:
             return
         texts = self.load_texts(missing)
-        todo = [m.content_hash for m in missing if m.content_hash in texts]
+        todo = [m.content_hash for m in embedding_order(missing, self.writer.files())
+                if m.content_hash in texts]
         self.lap("embed_prepare")
         batch = max(1, int(self.settings["embedder.batch_size"])) * max(
             1, int(self.settings["embedder.concurrency"]))
@@ -357,6 +365,23 @@ class _Refresh:
                 if digest == m.content_hash:
                     texts[m.content_hash] = document_text(path, text)
         return texts
+
+
+def embedding_order(missing: Sequence[MissingVector], files: dict[str, FileRow]
+                    ) -> list[MissingVector]:
+    """What searches need first: implementation code before tests, examples, docs and generated
+    text (in the order ranking demotes them), and within each, recently changed files first, so
+    a search during a first index finds vectors where the answers usually are."""
+    from kenning.search.ranking import PENALTY, categories
+
+    def key(m: MissingVector) -> tuple[float, int, str, int]:
+        row = files.get(m.path)
+        weight = 1.0
+        for category in categories(m.path, row.language if row else None):
+            weight *= PENALTY.get(category, 1.0)
+        return -weight, -(row.mtime_ns if row else 0), m.path, m.start_byte
+
+    return sorted(missing, key=key)
 
 
 def _file_row(file: SourceFile, digest: bytes) -> FileRow:
@@ -405,8 +430,9 @@ def dry_run(root: Path, settings: Settings, *, embedder: Any = None,
         finally:
             embedder.close()
     emit = progress or (lambda event: None)
-    skipped = WalkStats()
-    files = list(walk(root, max_file_size=int(settings["index.max_file_size"]), stats=skipped))
+    skipped = WalkStats(paths={})  # the Python walker names what it skips; Rust only counts
+    files = list(walk(root, max_file_size=int(settings["index.max_file_size"]), stats=skipped,
+                      backend="python"))
     emit({"type": "scan", "files": len(files)})
     languages: dict[str, Counter[str]] = defaultdict(Counter)
     folders: Counter[str] = Counter()
@@ -434,6 +460,8 @@ def dry_run(root: Path, settings: Settings, *, embedder: Any = None,
         "largest_files": [{"path": f.path, "bytes": f.size} for f in largest],
         "largest_folders": [{"path": p, "bytes": b} for p, b in folders.most_common(top)],
         "skipped_files": dict(skipped.skipped), "skipped_folders": dict(skipped.skipped_dirs),
+        "skipped_paths": {reason: sorted(paths) for reason, paths in
+                          sorted((skipped.paths or {}).items())},
         "seconds": round(time.perf_counter() - started, 3),
     }
 

@@ -59,6 +59,7 @@ class _Context:
     refreshed: bool = False  # whether this search refreshed its projects first
     refresh_failures: dict[Path, IndexError_] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    embedder_down: bool = False  # the query could not be embedded
 
 
 def _refresh(ref: ProjectRef, ctx: _Context) -> bool:
@@ -153,10 +154,7 @@ def _search_snapshot(index: Index, ctx: _Context, where: str,
             ctx.warnings.append(f"{index.root} has no files to index.")
             return [], snap.revision
         if snap.status == "partial" and snap.chunks and not isinstance(ctx.embedder, WordsOnly):
-            share = round(100 * snap.vectors / snap.chunks)
-            ctx.warnings.append(f"The index of {index.root} is still being built: {snap.vectors} "
-                                f"of {snap.chunks} chunks ({share}%) have vectors so far, so "
-                                "results rest mostly on words and symbols until it is done.")
+            ctx.warnings.append(_partial_warning(index, snap, ctx))
         scan = (_start_vector_scan(index, snap, ctx.query_vector, ctx.settings, where, params)
                 if ctx.query_vector is not None and "dense" in ctx.branches else None)
         rankings: dict[str, list[tuple[int, float]]] = {}
@@ -203,6 +201,25 @@ def _search_snapshot(index: Index, ctx: _Context, where: str,
                 "symbol": c.symbol, "score": round(c.score, 6), "content": content,
                 "stale": stale, "_file_bytes": reader.file_size(c.path)})
         return results, snap.revision
+
+
+def _partial_warning(index: Index, snap: Snapshot, ctx: _Context) -> str:
+    """How complete a partial index is, and whether anything is finishing it."""
+    from kenning import indexing_state
+
+    share = round(100 * snap.vectors / snap.chunks)
+    have = (f"{snap.vectors} of {snap.chunks} chunks ({share}%) have vectors so far, so results "
+            "rest mostly on words and symbols")
+    running = indexing_state.read(index.dir)
+    if running is not None:
+        return (f"The index of {index.root} is still being built ("
+                f"{indexing_state.describe(running)}): {have} until it is done.")
+    if ctx.embedder_down:  # the search says so in a warning of its own
+        return f"The index of {index.root} is incomplete: {have}."
+    if index.root in ctx.deferred:
+        return f"The index of {index.root} is incomplete: {have} until the rest are computed."
+    return (f"The index of {index.root} is incomplete and no indexer is running: {have}; "
+            f"`kenning index {index.root}` computes the rest.")
 
 
 # Vectors from which the scan runs on a worker thread, overlapping the lexical and symbol
@@ -283,23 +300,32 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
                            defer_vectors)
             if isinstance(emb, WordsOnly):
                 ctx.branches -= {"dense"}
+                ctx.embedder_down = True
                 ctx.warnings.append(
                     f"Semantic search is off: {emb.error.message.rstrip('.')}, and kenning has "
                     f"not learned the dims of {emb.model} yet, so results are word and symbol "
                     "matches. Vectors come with the first `kenning index` that reaches it.")
             result = _run(refs, ctx, refresh=refresh and bool(settings["search.refresh"]))
     except KenningError as exc:
-        usage_log.record("error", command="search", error=type(exc).__name__)
+        usage_log.record("error", command="search", error=type(exc).__name__,
+                         message=exc.message)
         raise
     for root in ctx.deferred:
         assert defer_vectors is not None  # only then are roots deferred
-        defer_vectors(root)
+        if ctx.embedder_down:  # an indexer started now would fail at once
+            if isinstance(ctx.embedder, WordsOnly):
+                continue  # its warning says so already
+            result["warnings"].append(f"The embedder is down, so no vectors are being computed "
+                                      f"for {root}; `kenning index {root}` resumes once it "
+                                      "answers.")
+        else:
+            defer_vectors(root)
     results = result["results"]
-    # tokens saved: reading each hit file whole (once) versus reading the snippets
-    whole = {(r["project"], r["path"]): r.pop("_file_bytes") for r in results}
-    saved = max(0, sum(whole.values()) - sum(len(r["content"].encode()) for r in results))
+    saved = usage_log.tokens_saved(results)
+    for r in results:
+        del r["_file_bytes"]
     usage_log.record("search", ms=round((time.perf_counter() - started) * 1000, 2),
-                     results=len(results), tokens_saved=saved // 4,
+                     results=len(results), tokens_not_read=saved,
                      degraded="dense" in ctx.branches and ctx.query_vector is None)
     return result
 
@@ -309,6 +335,7 @@ def _embed_query(ctx: _Context) -> None:
         vector = ctx.embedder.embed_query(ctx.query.text)
         ctx.query_vector = np.ascontiguousarray(vector, np.float32)
     except EmbedderError as exc:
+        ctx.embedder_down = True
         ctx.warnings.append(f"Semantic search is off ({exc.message}); results are word and "
                             "symbol matches from the last snapshot.")
 
