@@ -1,12 +1,19 @@
 """A local, append-only log of searches, index runs and errors, for ``kenning stats``.
 
 One JSON object per line in ``$KENNING_HOME/usage.jsonl``; nothing leaves the machine. Writing
-never fails a command: a log that cannot be written is skipped.
+never fails a command: a log that cannot be written is skipped. The log stays bounded: past
+``MAX_BYTES`` its older half is dropped.
+
+Tokens saved, per search, estimated low on purpose: the whole files of the top
+``READ_FILES`` results (each file once), which an agent without kenning would have opened to
+find the same code, less everything the search returned; never below zero, and 4 bytes per
+token (code runs nearer 3). Whole-repository sweeps are not counted.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +21,10 @@ from typing import Any
 from kenning.project import kenning_home
 
 LOG_NAME = "usage.jsonl"
+MAX_BYTES = 2_000_000  # about 15,000 events
+READ_FILES = 3
+BYTES_PER_TOKEN = 4
+LAST_ERRORS = 5  # listed by `kenning stats`
 
 
 def log_path() -> Path:
@@ -28,8 +39,32 @@ def record(event: str, **fields: Any) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(entry, separators=(",", ":")) + "\n")
+            size = fh.tell()
+        if size > MAX_BYTES:
+            _drop_older_half(path)
     except OSError:
         pass
+
+
+def _drop_older_half(path: Path) -> None:
+    """Keep the newer half of the log (whole lines), swapped in atomically."""
+    data = path.read_bytes()
+    cut = data.find(b"\n", len(data) - MAX_BYTES // 2)
+    tmp = path.with_name(f".{LOG_NAME}.{os.getpid()}")
+    tmp.write_bytes(data[cut + 1:] if cut >= 0 else b"")
+    os.replace(tmp, path)
+
+
+def tokens_saved(results: list[dict[str, Any]]) -> int:
+    """The module docstring's estimate for one search; each result carries ``_file_bytes``,
+    the size of its whole file."""
+    files: dict[tuple[str, str], int] = {}
+    for r in results:
+        if len(files) == READ_FILES:
+            break
+        files.setdefault((r["project"], r["path"]), int(r["_file_bytes"]))
+    shown = sum(len(r["content"].encode()) for r in results)
+    return max(0, sum(files.values()) - shown) // BYTES_PER_TOKEN
 
 
 def read() -> list[dict[str, Any]]:
@@ -68,7 +103,10 @@ def summary(since: float | None = None) -> dict[str, Any]:
         "latency_ms_p90": percentile(0.9),
         "index_runs": sum(1 for e in events if e.get("event") == "index"),
         "errors": sum(1 for e in events if e.get("event") == "error"),
-        "tokens_saved_estimate": sum(int(e.get("tokens_saved", 0)) for e in searches),
+        "last_errors": [{"t": e.get("t"), "command": e.get("command"), "error": e.get("error"),
+                         "message": e.get("message")}
+                        for e in events if e.get("event") == "error"][-LAST_ERRORS:],
+        "tokens_saved_estimate": sum(int(e.get("tokens_not_read", 0)) for e in searches),
         "since": min((e["t"] for e in events if "t" in e), default=None),
         "log": str(log_path()),
     }
