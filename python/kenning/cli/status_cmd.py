@@ -86,7 +86,8 @@ def paths() -> dict[str, Any]:
 
     home = kenning_home()
     places = {"config": config.config_path(), "home": home, "indexes": home / "indices",
-              "model_cache": home / "cache", "usage_log": usage_log.log_path()}
+              "model_cache": home / "cache", "usage_log": usage_log.log_path(),
+              "agent_backups": home / "backups"}
     return {"type": "paths", **{
         name: {"path": str(place), "exists": place.exists(),
                "bytes": (_dir_bytes(place) if place.is_dir() else
@@ -95,13 +96,15 @@ def paths() -> dict[str, Any]:
 
 
 _PATH_LABELS = {"config": "config file", "home": "KENNING_HOME", "indexes": "indexes",
-                "model_cache": "model cache", "usage_log": "usage log"}
+                "model_cache": "model cache", "usage_log": "usage log",
+                "agent_backups": "backups"}
 
 
 @click.command()
 @click.argument("path", required=False, default=".", type=click.Path(path_type=Path))
 @click.option("--paths", "show_paths", is_flag=True,
-              help="Show where the config, indexes, model cache and usage log live.")
+              help="Show where the config, indexes, model cache, usage log and agent backups "
+                   "live.")
 @click.option("--json-output", is_flag=True, help="Print JSON for machines.")
 def status(path: Path, show_paths: bool, json_output: bool) -> None:
     """What a project's index holds, and whether it is healthy.
