@@ -37,6 +37,8 @@ def test_config_list_prints_toml_values() -> None:
     assert any(line.startswith("# embedder.model (unset)  # default;") for line in lines)
     assert not any(word in line for line in lines for word in ("None", "True", "'local'"))
     assert runner.invoke(cli, ["config", "get", "search.refresh"]).output == "false\n"
+    assert runner.invoke(cli, ["config", "unset", "search.refresh"]).output.endswith(
+        "(default: true)\n")
 
 
 def test_kenning_home_moves_the_config_unless_kenning_config_says(

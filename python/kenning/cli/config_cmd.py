@@ -41,8 +41,9 @@ def set_(key: str, value: str) -> None:
 def unset(key: str) -> None:
     """Remove KEY from the config file, so its default applies again."""
     if cfg.unset_value(key):
+        default = cfg.KEYS[key].default
         click.echo(f"{key} removed from {cfg.config_path()} (default: "
-                   f"{cfg.KEYS[key].default!r})")
+                   f"{'unset' if default is None else cfg.toml_value(default)})")
     else:
         click.echo(f"{key} was not set in {cfg.config_path()}")
 
