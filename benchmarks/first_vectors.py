@@ -11,6 +11,9 @@ vendored, compat, changelog). Both orders run on the same corpus in turn; the ve
 not depend on the machine's load, the seconds do.
 
     python benchmarks/first_vectors.py [--stdlib email test/test_email] [--share 0.9]
+
+Measured on 2 busy cores (5,598 vectors, 2,521 of implementation): path order reached 90% after
+4,480 vectors and 779 s, embedding_order after 2,304 vectors and 418 s.
 """
 
 from __future__ import annotations
