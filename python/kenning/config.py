@@ -163,6 +163,13 @@ KEYS: dict[str, Key] = {
         Key("search.refresh", True, _bool, "refresh the index before each search"),
         Key("search.timeout", 30.0, _seconds(0, zero=False),
             "seconds a search waits for the embedder before it answers from words and symbols"),
+        Key("search.backend", "local", _choice("local", "shared", "both"),
+            "local (this machine's indexes), shared (the shared index) or both (the current "
+            "checkout locally, every other project from the shared index)"),
+        Key("shared.uri", None, _optional(_text),
+            "the shared index: an http(s):// Milvus server, or a local .db file for a trial"),
+        Key("shared.token_env", "MILVUS_TOKEN", _name,
+            "env variable holding the shared index's token (user:password or an API key)"),
         Key("mcp.max_tokens", 8000, _integer(MIN_MCP_TOKENS),
             "estimated tokens at most in one MCP tool result"),
         Key("mcp.refresh_interval", 1.0, _seconds(0, zero=True),

@@ -15,6 +15,9 @@ structured error (MCP); nothing below them prints.
     │   ├── IndexMissing
     │   ├── IndexBusy
     │   └── IndexDamaged      a checksum or SQLite's own check failed: rebuild with --full
+    ├── SharedIndexError      the shared index (Milvus) is unreachable or a call to it failed
+    │   ├── SharedAuthError       it refused the credentials
+    │   └── SharedBusy            another publish of the same project is under way
     └── AgentSetupError       an agent config file cannot be safely edited
 """
 
@@ -72,6 +75,18 @@ class IndexBusy(IndexError_):
 
 
 class IndexDamaged(IndexError_):
+    pass
+
+
+class SharedIndexError(KenningError):
+    exit_code = 5
+
+
+class SharedAuthError(SharedIndexError):
+    exit_code = 6
+
+
+class SharedBusy(SharedIndexError):
     pass
 
 

@@ -1,7 +1,9 @@
 """The ``kenning`` command line: a click group whose commands are imported only when run.
 
 Exit codes: 0 success; 1 an error; 2 bad usage or input (including config); 3 the embedder
-failed (unreachable, model missing); 4 the index is missing or busy; 130 interrupted.
+failed (unreachable, model missing); 4 the index is missing or busy; 5 the shared index is
+unreachable, failed or busy publishing; 6 the shared index refused the credentials; 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "What a project's index holds, and whether it is healthy."),
     "remove-index": ("kenning.cli.status_cmd:remove_index",
                      "Delete a project's index, or every index."),
+    "publish": ("kenning.cli.publish_cmd:publish", "Send a project's index to the shared index."),
     "stats": ("kenning.cli.status_cmd:stats",
               "Searches, latency, errors and tokens saved (local log)."),
     "doctor": ("kenning.cli.doctor_cmd:doctor",

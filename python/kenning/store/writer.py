@@ -347,7 +347,8 @@ def crash_point(stage: str) -> None:
     """Crash-safety tests only: ``KENNING_TEST_KILL_AT=<stage>[:<n>]`` SIGKILLs this process the
     n-th time (default 1st) it reaches ``stage``. Stages, in order: files-written (files and
     chunks written, their transaction not committed), chunks-committed, vectors-written (rows
-    fsynced, their transaction not committed), batch-committed, compaction-written."""
+    fsynced, their transaction not committed), batch-committed, compaction-written; and
+    chunks-sent (a shared-index publish: chunks upserted, stale rows not yet deleted)."""
     import os
 
     target = os.environ.get("KENNING_TEST_KILL_AT")

@@ -1,0 +1,267 @@
+"""The connection to the shared index's engine (Milvus) and the two collections it holds.
+
+One pair of collections per embedding descriptor (a different model never mixes):
+``kenning_<slug>`` holds one row per published chunk (sign bits, the int8 rescoring row, the
+chunk's text and metadata, kenning's own code tokens for the engine's BM25), and
+``kenning_<slug>_manifest`` the published manifest of each project (its clusters and files with
+their digests, and one head row with the published generation).
+
+``shared.uri`` is an ``http(s)://`` server (Standalone or Distributed), or a local ``.db`` file,
+which pymilvus serves with milvus-lite: one process at a time, ``BIN_FLAT`` only, no partition
+key, no nullable fields. The same code serves both; the differences are named in ``lite``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kenning import project
+from kenning.errors import ConfigError, SharedAuthError, SharedIndexError
+
+if TYPE_CHECKING:
+    from kenning.config import Settings
+
+TIMEOUT = 10.0  # seconds per engine call; a server that does not answer is reported, not waited on
+# VARCHAR limits (bytes): Milvus caps a VARCHAR at 65,535.
+TEXT_MAX = 65_535
+PATH_MAX = 4_096
+SYMBOL_WORDS_MAX = 64  # tokens of a symbol name kept for the symbol branch
+MANIFEST_DIM = 8  # Milvus wants a vector field in every collection; the manifest's is unused
+
+
+def require_pymilvus() -> Any:
+    try:
+        import pymilvus
+    except ImportError:
+        raise ConfigError("The shared index needs pymilvus, which is not installed.",
+                          hint='pip install "kenning[shared]"') from None
+    # kenning reports engine failures itself, in one sentence; pymilvus would log each one too
+    logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
+    return pymilvus
+
+
+def collection_name(descriptor: dict[str, Any]) -> str:
+    """``kenning_<model>_<dims>_<hash>``: Milvus names allow letters, digits and underscores."""
+    slug = project.descriptor_slug(descriptor)
+    return "kenning_" + "".join(c if c.isalnum() else "_" for c in slug)
+
+
+def row_key(*parts: object) -> str:
+    """A deterministic primary key (32 hex digits): a retried publish writes the same rows."""
+    joined = "\x1f".join(str(p) for p in parts)
+    return hashlib.blake2b(joined.encode(), digest_size=16).hexdigest()
+
+
+def _auth_failure(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return any(word in text for word in ("auth", "credential", "token", "password",
+                                         "permission denied", "unauthenticated"))
+
+
+class Engine:
+    """A client of the shared index for one embedding descriptor."""
+
+    def __init__(self, settings: Settings, descriptor: dict[str, Any]) -> None:
+        uri = settings["shared.uri"]
+        if not uri:
+            raise ConfigError("No shared index is configured.",
+                              hint="Set one: `kenning config set shared.uri http://host:19530` "
+                              "(or a local .db file for a trial).")
+        self.uri = str(uri)
+        self.lite = not self.uri.startswith(("http://", "https://", "tcp://", "unix:"))
+        if self.lite:
+            path = Path(self.uri).expanduser()
+            if path.suffix != ".db":
+                raise ConfigError(f"shared.uri {self.uri!r} is neither an http(s):// server nor "
+                                  "a local .db file.",
+                                  hint="Use http://host:19530, https://..., or a path ending "
+                                  "in .db.")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.uri = str(path.resolve())
+        token_env = str(settings["shared.token_env"] or "")
+        self.token = os.environ.get(token_env, "") if token_env else ""
+        self.token_env = token_env
+        self.descriptor = descriptor
+        self.chunks = collection_name(descriptor)
+        self.manifest = self.chunks + "_manifest"
+        self.dims = int(descriptor["dims"])
+        self._client: Any = None
+
+    # -- the connection ---------------------------------------------------------------------
+
+    @property
+    def where(self) -> str:
+        return f"the shared index at {self.uri}"
+
+    @contextmanager
+    def calls(self, doing: str) -> Iterator[None]:
+        """Engine failures as one sentence: SharedAuthError for a refused token, else
+        SharedIndexError (unreachable, or a call that failed)."""
+        pymilvus = require_pymilvus()
+        try:
+            yield
+        except pymilvus.exceptions.MilvusException as exc:
+            raise self._error(doing, exc) from None
+
+    def _error(self, doing: str, exc: Exception) -> SharedIndexError:
+        if _auth_failure(exc):
+            return SharedAuthError(
+                f"{self.where} refused the credentials while {doing}.",
+                hint=f"Put a valid token (user:password or an API key) in ${self.token_env}.")
+        message = getattr(exc, "message", None) or str(exc)
+        if "Fail connecting" in message or "unavailable" in message.lower():
+            return SharedIndexError(f"Cannot reach {self.where} while {doing}.",
+                                    hint="Check shared.uri and that the server is running.")
+        return SharedIndexError(f"{self.where} failed while {doing}: {message}.")
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            pymilvus = require_pymilvus()
+            if self.lite and not os.environ.get("RUST_LOG"):
+                os.environ["RUST_LOG"] = "error"  # the embedded engine logs every commit at info
+            with self.calls("connecting"):
+                self._client = pymilvus.MilvusClient(uri=self.uri, token=self.token,
+                                                     timeout=TIMEOUT)
+        return self._client
+
+    def close(self) -> None:
+        """Drop the connection; an embedded engine is stopped, which frees its file for
+        other processes."""
+        client, self._client = self._client, None
+        if client is None:
+            return
+        client.close()
+        if self.lite:
+            from milvus_lite.server_manager import server_manager_instance
+
+            server_manager_instance.release_server(self.uri)
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- collections ----------------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        with self.calls("looking for its collections"):
+            return bool(self.client.has_collection(self.manifest))
+
+    def ensure(self) -> None:
+        """Create both collections if absent (the manifest last: it marks them complete)."""
+        if self.exists():
+            return
+        with self.calls("creating its collections"):
+            if not self.client.has_collection(self.chunks):
+                self._create_chunks()
+            self._create_manifest()
+
+    def _varchar(self, schema: Any, name: str, max_length: int, **extra: Any) -> None:
+        pymilvus = require_pymilvus()
+        schema.add_field(name, pymilvus.DataType.VARCHAR, max_length=max_length, **extra)
+
+    def _create_chunks(self) -> None:
+        pymilvus = require_pymilvus()
+        dt = pymilvus.DataType
+        schema = self.client.create_schema(auto_id=False, enable_dynamic_field=False,
+                                           description=json.dumps(self.descriptor,
+                                                                  sort_keys=True))
+        self._varchar(schema, "id", 32, is_primary=True)
+        # the project is the partition key on a server (milvus-lite cannot filter on one)
+        self._varchar(schema, "project", 512, **({} if self.lite else {"is_partition_key": True}))
+        self._varchar(schema, "path", PATH_MAX)
+        self._varchar(schema, "content_hash", 32)
+        for name in ("ordinal", "generation", "start_line", "end_line", "start_byte",
+                     "end_byte"):
+            schema.add_field(name, dt.INT64)
+        self._varchar(schema, "language", 64)  # "" for plain text: no nullable fields in lite
+        self._varchar(schema, "kind", 64)
+        self._varchar(schema, "symbol", PATH_MAX)
+        self._varchar(schema, "signature", PATH_MAX)
+        schema.add_field("symbol_words", dt.ARRAY, element_type=dt.VARCHAR,
+                         max_capacity=SYMBOL_WORDS_MAX, max_length=256)
+        self._varchar(schema, "text", TEXT_MAX)
+        # kenning's code tokens, split on whitespace only, so identifiers split as they do locally
+        self._varchar(schema, "words", TEXT_MAX, enable_analyzer=True,
+                      analyzer_params={"tokenizer": "whitespace"})
+        schema.add_field("sparse", dt.SPARSE_FLOAT_VECTOR)
+        schema.add_field("bits", dt.BINARY_VECTOR, dim=self.dims)
+        # int8 row + float32 scale, base64: a search returns it with the hits on every engine
+        # (milvus-lite cannot return a binary field from a search)
+        self._varchar(schema, "rescore", ((self.dims + 4 + 2) // 3) * 4)
+        schema.add_function(pymilvus.Function(
+            name="words_bm25", function_type=pymilvus.FunctionType.BM25,
+            input_field_names=["words"], output_field_names=["sparse"]))
+        index = self.client.prepare_index_params()
+        index.add_index("bits", index_type="BIN_FLAT", metric_type="HAMMING")
+        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        self.client.create_collection(self.chunks, schema=schema, index_params=index,
+                                      consistency_level="Strong")
+
+    def _create_manifest(self) -> None:
+        pymilvus = require_pymilvus()
+        dt = pymilvus.DataType
+        schema = self.client.create_schema(auto_id=False, enable_dynamic_field=False)
+        self._varchar(schema, "id", 32, is_primary=True)
+        self._varchar(schema, "project", 512)
+        self._varchar(schema, "kind", 16)  # head, cluster, file
+        self._varchar(schema, "key", PATH_MAX)
+        self._varchar(schema, "cluster", PATH_MAX)
+        self._varchar(schema, "digest", 64)  # hex; "" marks a file a publish has begun to change
+        self._varchar(schema, "info", TEXT_MAX)  # the head row's JSON
+        schema.add_field("unused", dt.BINARY_VECTOR, dim=MANIFEST_DIM)
+        index = self.client.prepare_index_params()
+        index.add_index("unused", index_type="BIN_FLAT", metric_type="HAMMING")
+        self.client.create_collection(self.manifest, schema=schema, index_params=index,
+                                      consistency_level="Strong")
+
+    # -- rows -----------------------------------------------------------------------------------
+
+    def query(self, collection: str, expr: str, fields: Sequence[str], doing: str,
+              limit: int | None = None) -> list[dict[str, Any]]:
+        """Every row matching ``expr`` (paged: Milvus caps one query's window)."""
+        out: list[dict[str, Any]] = []
+        with self.calls(doing):
+            if limit is not None:
+                return list(self.client.query(collection, filter=expr,
+                                              output_fields=list(fields), limit=limit))
+            iterator = self.client.query_iterator(collection, filter=expr,
+                                                  output_fields=list(fields), batch_size=4000)
+            try:
+                while page := iterator.next():
+                    out.extend(page)
+            finally:
+                iterator.close()
+        return out
+
+    def upsert(self, collection: str, rows: list[dict[str, Any]], doing: str) -> None:
+        if rows:
+            with self.calls(doing):
+                self.client.upsert(collection, rows)
+
+    def delete_ids(self, collection: str, ids: Sequence[str], doing: str) -> None:
+        if ids:
+            with self.calls(doing):
+                self.client.delete(collection, ids=list(ids))
+
+    def delete_where(self, collection: str, expr: str, doing: str) -> None:
+        with self.calls(doing):
+            self.client.delete(collection, filter=expr)
+
+
+def quote(value: str) -> str:
+    """A string literal of the Milvus filter language."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def one_of(field: str, values: Sequence[str]) -> str:
+    return f"{field} in [{', '.join(quote(v) for v in values)}]"

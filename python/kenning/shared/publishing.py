@@ -1,0 +1,435 @@
+"""``publish``: push a project's committed snapshot to the shared index, incrementally.
+
+The local cluster manifest is diffed (``kernels.diff``) against the one published in the engine,
+then the file manifests of the clusters that differ; only the chunks of added and changed files
+are sent, with the vectors of the local index (nothing is embedded again). The order makes any
+interruption harmless:
+
+1. the files about to change are marked in the published manifest (digest ``""``);
+2. their chunks are upserted under deterministic primary keys (a retry writes the same rows);
+3. rows of the old versions of changed and removed files are deleted, in a few large calls;
+4. the manifest is updated last: files, clusters, then the head row with the new generation.
+
+A publish killed anywhere leaves marked files, which the next publish treats as changed (or
+removed), so it converges. Publishers of one project are serialised by the head row: a publish
+claims it (owner, time) and checks the claim is still its own before the manifest is written; a
+claim whose process is gone (same host) or that is older than ``LEASE`` seconds is taken over.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kenning import kernels
+from kenning.config import Settings
+from kenning.errors import IndexError_, SharedBusy
+from kenning.shared.engine import (
+    MANIFEST_DIM,
+    PATH_MAX,
+    SYMBOL_WORDS_MAX,
+    TEXT_MAX,
+    Engine,
+    one_of,
+    quote,
+    row_key,
+)
+from kenning.store.writer import crash_point
+
+LEASE = 600.0  # seconds a claim holds without being renewed
+RENEW = 60.0  # a long publish renews its claim this often
+UPSERT_ROWS = 500  # chunk rows per upsert call
+PATHS_PER_QUERY = 200  # paths named in one filter expression
+DELETE_IDS = 16_384  # ids per delete call: one call costs ~0.6 s at 200k rows in milvus-lite
+# bm25 column weights of the local lexical table (body 1, symbol 4, path 2), approximated in the
+# engine's single BM25 field by repeating the symbol's and the path's tokens
+SYMBOL_REPEAT, PATH_REPEAT = 4, 2
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class PublishResult:
+    project: str
+    root: str
+    uri: str
+    dry_run: bool = False
+    generation: int = 0  # the published generation (unchanged by a dry run or no change)
+    snapshot_generation: int = 0  # the local snapshot it comes from
+    revision: str | None = None
+    files_added: int = 0
+    files_changed: int = 0
+    files_removed: int = 0
+    chunks_sent: int = 0
+    bytes_sent: int = 0
+    rows_deleted: int = 0
+    skipped: list[str] = field(default_factory=list)  # changed on disk since the snapshot
+    seconds: float = 0.0
+
+    @property
+    def nothing_changed(self) -> bool:
+        return not (self.files_added or self.files_changed or self.files_removed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "publish_result", **asdict(self), "nothing_changed": self.nothing_changed}
+
+
+# -- the local side ------------------------------------------------------------------------------
+
+_CHUNK_SQL = (
+    "SELECT c.id, c.generation, c.path, c.start_byte, c.end_byte, c.start_line, c.end_line, "
+    "c.language, c.kind, c.symbol, c.signature, c.content_hash, v.vector_id, f.body, f.symbol, "
+    "f.path FROM chunks c JOIN vectors v ON v.content_hash = c.content_hash AND v.vector_id < ? "
+    "JOIN chunks_fts f ON f.rowid = c.id WHERE c.path IN ({marks}) ORDER BY c.path, c.start_byte")
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes, on a character boundary."""
+    data = text.encode()
+    return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore")
+
+
+def _read_verified(root: Path, path: str, digest: bytes) -> bytes | None:
+    """The file's bytes if they are still the ones the snapshot indexed, else None."""
+    try:
+        with open(root / path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    return data if kernels.hash_many([data])[0] == digest else None
+
+
+def _chunk_rows(snap: Any, root: Path, project: str, paths: Sequence[str],
+                digests: dict[str, bytes], skipped: list[str]) -> list[dict[str, Any]]:
+    """The engine rows of the chunks of ``paths``, vectors from the snapshot."""
+    rows: list[dict[str, Any]] = []
+    texts: dict[str, bytes | None] = {}
+    sql = _CHUNK_SQL.format(marks=",".join("?" * len(paths)))
+    for (ordinal, generation, path, start_byte, end_byte, start_line, end_line, language, kind,
+         symbol, signature, content_hash, vector_id, body_words, symbol_words,
+         path_words) in snap.conn.execute(sql, [snap.vector_rows, *paths]):
+        if path not in texts:
+            texts[path] = _read_verified(root, path, digests[path])
+            if texts[path] is None:
+                skipped.append(path)
+        data = texts[path]
+        if data is None:
+            continue
+        rescore = base64.b64encode(snap.int8[vector_id].tobytes()
+                                   + snap.scales[vector_id:vector_id + 1].tobytes()).decode()
+        words = " ".join([body_words, *[symbol_words] * SYMBOL_REPEAT,
+                          *[path_words] * PATH_REPEAT])
+        rows.append({
+            "id": row_key(project, path, start_byte, end_byte, start_line, content_hash.hex()),
+            "project": project, "path": path, "content_hash": content_hash.hex(),
+            "ordinal": ordinal, "generation": generation, "start_line": start_line,
+            "end_line": end_line, "start_byte": start_byte, "end_byte": end_byte,
+            "language": language or "", "kind": kind, "symbol": _clip(symbol or "", PATH_MAX),
+            "signature": _clip(signature or "", PATH_MAX),
+            "symbol_words": [w[:256] for w in dict.fromkeys(symbol_words.split())][
+                :SYMBOL_WORDS_MAX],
+            "text": _clip(data[start_byte:end_byte].decode("utf-8", "replace"), TEXT_MAX),
+            "words": _clip(words, TEXT_MAX), "bits": snap.bits[vector_id].tobytes(),
+            "rescore": rescore})
+    return rows
+
+
+def _row_bytes(row: dict[str, Any]) -> int:
+    """Roughly what a row costs on the wire and in the engine."""
+    return sum(len(v) if isinstance(v, (str, bytes)) else 8 for v in row.values()
+               if not isinstance(v, list)) + sum(len(w) for w in row["symbol_words"])
+
+
+# -- the published manifest ------------------------------------------------------------------
+
+
+def _manifest_row(project: str, kind: str, key: str, *, cluster: str = "", digest: str = "",
+                  info: str = "") -> dict[str, Any]:
+    return {"id": row_key(project, kind, key), "project": project, "kind": kind, "key": key,
+            "cluster": cluster, "digest": digest, "info": info,
+            "unused": bytes(MANIFEST_DIM // 8)}
+
+
+def read_head(engine: Engine, project: str) -> dict[str, Any] | None:
+    """The head row's JSON of ``project`` (None: never published)."""
+    rows = engine.query(engine.manifest, f"id == {quote(row_key(project, 'head', ''))}",
+                        ["info"], "reading the published head", limit=1)
+    return json.loads(rows[0]["info"]) if rows else None
+
+
+def _write_head(engine: Engine, project: str, head: dict[str, Any]) -> None:
+    engine.upsert(engine.manifest, [_manifest_row(project, "head", "",
+                                                  info=json.dumps(head, sort_keys=True))],
+                  "writing the published head")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _claim_lapsed(head: dict[str, Any], now: float) -> bool:
+    owner = head.get("owner") or {}
+    if now - float(head.get("claimed_at") or 0) > LEASE:
+        return True
+    return owner.get("host") == socket.gethostname() and not _alive(int(owner.get("pid", 0)))
+
+
+class _Claim:
+    """This process's claim on a project's head row."""
+
+    def __init__(self, engine: Engine, project: str) -> None:
+        self.engine, self.project = engine, project
+        self.owner = {"host": socket.gethostname(), "pid": os.getpid(),
+                      "token": secrets.token_hex(8)}
+        self.head: dict[str, Any] = {}
+        self.renewed = 0.0
+
+    def take(self) -> dict[str, Any]:
+        """Claim the head; returns it as it was. SharedBusy if another publish holds it."""
+        now = time.time()
+        head = read_head(self.engine, self.project) or {"generation": 0}
+        if head.get("state") == "publishing" and not _claim_lapsed(head, now):
+            self._busy(head)
+        before = dict(head)
+        self.head = {**head, "state": "publishing", "owner": self.owner, "claimed_at": now}
+        _write_head(self.engine, self.project, self.head)
+        self.renewed = now
+        self.check()
+        return before
+
+    def check(self) -> None:
+        """SharedBusy unless the head is still claimed by this process."""
+        head = read_head(self.engine, self.project) or {}
+        if head.get("owner") != self.owner or head.get("state") != "publishing":
+            self._busy(head)
+
+    def renew(self) -> None:
+        now = time.time()
+        if now - self.renewed >= RENEW:
+            self.check()
+            self.head["claimed_at"] = now
+            _write_head(self.engine, self.project, self.head)
+            self.renewed = now
+
+    def release(self) -> None:
+        """Give the claim up after a failure, if it is still this process's (best effort: the
+        engine may be what failed)."""
+        from kenning.errors import SharedIndexError
+
+        try:
+            head = read_head(self.engine, self.project) or {}
+            if head.get("owner") == self.owner:
+                _write_head(self.engine, self.project, {**head, "state": "interrupted"})
+        except SharedIndexError:
+            pass
+
+    def _busy(self, head: dict[str, Any]) -> None:
+        owner = head.get("owner") or {}
+        since = time.strftime("%H:%M:%S", time.localtime(float(head.get("claimed_at") or 0)))
+        raise SharedBusy(f"{self.project} is being published by another process "
+                         f"({owner.get('host', '?')}, pid {owner.get('pid', '?')}, since "
+                         f"{since}).", hint="Try again once it is done; a publish that died is "
+                         f"taken over after {int(LEASE // 60)} minutes.")
+
+
+def _hex_manifest(rows: Iterable[dict[str, Any]]) -> dict[str, bytes]:
+    return {r["key"]: bytes.fromhex(r["digest"]) for r in rows}
+
+
+def _batches(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+# -- publish -----------------------------------------------------------------------------------
+
+
+def publish(root: Path, settings: Settings, *, dry_run: bool = False, embedder: Any = None,
+            refresh: bool = True, progress: Progress | None = None) -> PublishResult:
+    """Publish the committed snapshot of the project at ``root`` (refreshed first, unless
+    ``refresh=False``). ``dry_run`` reports what would be sent and changes nothing."""
+    from kenning.embedding import make_embedder
+    from kenning.indexer import refresh as refresh_index
+    from kenning.store import Index
+
+    started = time.perf_counter()
+    emit = progress or (lambda event: None)
+    own = embedder is None
+    emb = make_embedder(settings) if own else embedder
+    try:
+        if refresh:
+            done = refresh_index(root, settings, embedder=emb, wait=True, progress=progress)
+            if done.vectors_missing:
+                raise IndexError_(f"{done.vectors_missing} chunks of {root} still lack a vector, "
+                                  "so the snapshot cannot be published yet.",
+                                  hint=f"Run `kenning index {root}` until it completes.")
+        index = Index.open(root, settings, embedder=emb)
+    finally:
+        if own:
+            emb.close()
+    with index.snapshot() as snap, Engine(settings, index.descriptor) as engine:
+        if snap.generation == 0 or snap.status != "complete":
+            raise IndexError_(f"The index of {index.root} is not complete, so it cannot be "
+                              "published.", hint=f"Run `kenning index {index.root}` first.")
+        result = PublishResult(index.project_id, str(index.root), engine.uri, dry_run=dry_run,
+                               snapshot_generation=snap.generation, revision=snap.revision)
+        run = _Publish(engine, snap, index.root, index.project_id, result, emit)
+        run.go(dry_run)
+    result.seconds = round(time.perf_counter() - started, 3)
+    return result
+
+
+class _Publish:
+    def __init__(self, engine: Engine, snap: Any, root: Path, project: str,
+                 result: PublishResult, emit: Progress) -> None:
+        self.engine, self.snap, self.root, self.project = engine, snap, root, project
+        self.result, self.emit = result, emit
+        self.at_project = f"project == {quote(project)}"
+
+    def _plan(self) -> _Plan:
+        """What differs between the snapshot and the published manifest."""
+        engine, conn = self.engine, self.snap.conn
+        local_clusters = {c: bytes(d) for c, d in
+                          conn.execute("SELECT cluster, digest FROM clusters")}
+        local_files = {p: (bytes(d), c) for p, d, c in
+                       conn.execute("SELECT path, digest, cluster FROM files")}
+        published_clusters: dict[str, bytes] = {}
+        pending: list[dict[str, Any]] = []
+        exists = engine.exists()  # not before the first publish (or in its dry run)
+        if exists:
+            published_clusters = _hex_manifest(engine.query(
+                engine.manifest, f'{self.at_project} and kind == "cluster"', ["key", "digest"],
+                "reading the published clusters"))
+            pending = engine.query(engine.manifest,
+                                   f'{self.at_project} and kind == "file" and digest == ""',
+                                   ["key", "cluster"], "reading unfinished files")
+        _, changed_c, added_c, removed_c = kernels.diff(published_clusters, local_clusters)
+        dirty = list(dict.fromkeys([*changed_c, *added_c, *removed_c,
+                                    *(r["cluster"] for r in pending)]))
+        published: dict[str, bytes] = {}
+        published_cluster: dict[str, str] = {}
+        for part in _batches(dirty if exists else [], PATHS_PER_QUERY):
+            rows = engine.query(engine.manifest, f'{self.at_project} and kind == "file" and '
+                                f'{one_of("cluster", part)}', ["key", "digest", "cluster"],
+                                "reading the published files")
+            published.update(_hex_manifest(rows))
+            published_cluster.update((r["key"], r["cluster"]) for r in rows)
+        wanted = set(dirty)
+        local = {p: d for p, (d, c) in local_files.items() if c in wanted}
+        _, changed, added, removed = kernels.diff(published, local)
+        return _Plan(added, changed, removed,
+                     clusters={c: local_clusters[c] for c in [*changed_c, *added_c]},
+                     removed_clusters=removed_c,
+                     digests={p: d for p, (d, _) in local_files.items()},
+                     cluster_of={**published_cluster,
+                                 **{p: c for p, (_, c) in local_files.items()}})
+
+    def go(self, dry_run: bool) -> None:
+        engine, project = self.engine, self.project
+        if not dry_run:
+            engine.ensure()
+        claim = _Claim(engine, project)
+        if dry_run:
+            before = (read_head(engine, project) if engine.exists() else None) or {}
+            self._run(claim, before, dry_run)
+            return
+        before = claim.take()
+        try:
+            self._run(claim, before, dry_run)
+        except BaseException:
+            claim.release()  # an interrupt or failure: the next publish needs no lease to lapse
+            raise
+
+    def _run(self, claim: _Claim, before: dict[str, Any], dry_run: bool) -> None:
+        engine, result, project = self.engine, self.result, self.project
+        result.generation = int(before.get("generation") or 0)
+        plan = self._plan()
+        result.files_added, result.files_changed = len(plan.added), len(plan.changed)
+        result.files_removed = len(plan.removed)
+        self.emit({"type": "publish_diff", "added": len(plan.added),
+                   "changed": len(plan.changed), "removed": len(plan.removed)})
+        sending = [*plan.added, *plan.changed]
+        if not dry_run:  # 1. mark: a publish killed from here on leaves these files to redo
+            engine.upsert(engine.manifest, [
+                _manifest_row(project, "file", p, cluster=plan.cluster_of[p])
+                for p in [*sending, *plan.removed]], "marking the files being published")
+        new_ids: set[str] = set()
+        files_done = 0
+        for part in _batches(sending, PATHS_PER_QUERY):  # 2. upsert the chunks
+            rows = _chunk_rows(self.snap, self.root, project, part, plan.digests,
+                               result.skipped)
+            for i in range(0, len(rows), UPSERT_ROWS):
+                batch = rows[i:i + UPSERT_ROWS]
+                if not dry_run:
+                    engine.upsert(engine.chunks, batch, "sending chunks")
+                    claim.renew()
+                new_ids.update(r["id"] for r in batch)
+                result.chunks_sent += len(batch)
+                result.bytes_sent += sum(_row_bytes(r) for r in batch)
+            files_done += len(part)
+            self.emit({"type": "publishing", "done": files_done, "total": len(sending),
+                       "chunks": result.chunks_sent})
+        crash_point("chunks-sent")
+        skipped = set(result.skipped)
+        stale: list[str] = []  # 3. the rows of old versions
+        if engine.exists():
+            for part in _batches([*plan.changed, *plan.removed], PATHS_PER_QUERY):
+                old = engine.query(engine.chunks, f"{self.at_project} and {one_of('path', part)}",
+                                   ["id", "path"], "finding stale chunks")
+                stale += [r["id"] for r in old
+                          if r["id"] not in new_ids and r["path"] not in skipped]
+        result.rows_deleted = len(stale)
+        if dry_run:
+            return
+        for i in range(0, len(stale), DELETE_IDS):
+            engine.delete_ids(engine.chunks, stale[i:i + DELETE_IDS], "deleting stale chunks")
+            self.emit({"type": "deleting", "done": min(len(stale), i + DELETE_IDS),
+                       "total": len(stale)})
+        claim.check()  # 4. the manifest, last, only if the claim is still this process's
+        engine.upsert(engine.manifest, [
+            _manifest_row(project, "file", p, cluster=plan.cluster_of[p],
+                          digest=plan.digests[p].hex())
+            for p in sending if p not in skipped], "updating the published files")
+        engine.delete_ids(engine.manifest, [row_key(project, "file", p) for p in plan.removed],
+                          "updating the published files")
+        engine.upsert(engine.manifest, [_manifest_row(project, "cluster", c, digest=d.hex())
+                                        for c, d in plan.clusters.items()],
+                      "updating the published clusters")
+        engine.delete_ids(engine.manifest,
+                          [row_key(project, "cluster", c) for c in plan.removed_clusters],
+                          "updating the published clusters")
+        if not result.nothing_changed:
+            result.generation += 1
+        center = self.snap.center
+        _write_head(engine, project, {
+            "generation": result.generation, "state": "published",
+            "snapshot_generation": self.snap.generation, "revision": self.snap.revision,
+            "branch": self.snap.branch, "files": len(plan.digests), "chunks": self.snap.chunks,
+            "published_at": time.time(), "root": str(self.root),
+            "center": (base64.b64encode(center.astype("<f4").tobytes()).decode()
+                       if center is not None else None)})
+
+
+@dataclass
+class _Plan:
+    added: list[str]
+    changed: list[str]
+    removed: list[str]
+    clusters: dict[str, bytes]  # local clusters whose published digest differs or is absent
+    removed_clusters: list[str]
+    digests: dict[str, bytes]  # path -> digest of every file of the snapshot
+    cluster_of: dict[str, str]  # path -> cluster, local or (removed files) published

@@ -1,0 +1,316 @@
+"""Search over the shared index: the engine serves the three retrieval branches, kenning's own
+fusion and ranking run on top, per project, as they do for local indexes.
+
+- vector: the engine's exact Hamming top-N (``BIN_FLAT``) over the sign bits, rescored here
+  with the int8 rows the search returns;
+- lexical: the engine's BM25 over kenning's own code tokens (``kenning.tokens``, split on
+  whitespace by the engine), so identifiers split as they do locally;
+- symbol: rows whose symbol name has a queried component, graded by ``symbols.best_grade``.
+
+Filters become one engine filter expression, applied inside each branch.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kenning import kernels
+from kenning.errors import UsageError
+from kenning.search import symbols
+from kenning.search.filters import DOCS_LANGUAGES, Filters, normalize_path_filter
+from kenning.search.fusion import fuse
+from kenning.search.query import Query
+from kenning.search.ranking import Candidate, rank
+from kenning.shared.engine import Engine, one_of, quote
+from kenning.tokens import code_tokens
+
+SHORTLIST = 300  # Hamming candidates rescored per query, as locally
+META = ["project", "path", "content_hash", "ordinal", "start_line", "end_line", "start_byte",
+        "end_byte", "language", "kind", "symbol", "signature"]
+_GLOB = re.compile(r"[*?\[]")
+
+
+def _like(text: str) -> str:
+    """``text`` as a literal inside a LIKE pattern."""
+    return re.sub(r"([\\%_])", r"\\\1", text)
+
+
+def _glob_to_like(pattern: str) -> str:
+    if "[" in pattern:
+        raise UsageError(f"The path filter {pattern!r} uses a character class, which the shared "
+                         "index cannot match.", hint="Use * and ? only, or a path prefix.")
+    return "".join("%" if c == "*" else "_" if c == "?" else _like(c) for c in pattern)
+
+
+def expression(filters: Filters, projects: Sequence[str] | None) -> str:
+    """The engine filter of ``filters`` (paths relative to each project's root; a filter that
+    names an absolute path cannot be applied without a root) and the projects."""
+    clauses: list[str] = []
+    if projects is not None:
+        clauses.append(one_of("project", list(projects)))
+    if filters.path_filter is not None:
+        if filters.path_filter.strip().startswith("/"):
+            raise UsageError(f"The path filter {filters.path_filter!r} is absolute; the shared "
+                             "index needs a path relative to the project root.")
+        pattern = normalize_path_filter(filters.path_filter, Path("/"))
+        if pattern and _GLOB.search(pattern):
+            clauses.append(f"(path like {quote(_glob_to_like(pattern.replace('**/', '*')))} "
+                           f"or path like {quote(_glob_to_like(pattern + '/*'))})")
+        elif pattern:
+            prefix = pattern.rstrip("/") + "/"
+            clauses.append(f"(path == {quote(pattern)} or path like {quote(_like(prefix) + '%')})")
+    if filters.language:
+        clauses.append(f"language == {quote(filters.language.lower())}")
+    if filters.kind:
+        kind = filters.kind.lower()
+        if kind == "code":
+            prose = ", ".join(quote(name) for name in sorted(DOCS_LANGUAGES))
+            clauses.append(f"language not in [{prose}]")
+        elif kind == "docs":
+            clauses.append(one_of("language", sorted(DOCS_LANGUAGES)))
+        else:
+            clauses.append(f"kind == {quote(kind)}")
+    return " and ".join(f"({c})" for c in clauses)
+
+
+def _and(*parts: str) -> str:
+    return " and ".join(f"({p})" for p in parts if p)
+
+
+def hamming(engine: Engine, bits: np.ndarray, k: int, expr: str,
+            fields: Sequence[str] = ()) -> list[tuple[dict[str, Any], int]]:
+    """The engine's exact Hamming top-``k`` of one packed query: ``(row, distance)`` nearest
+    first (the row holds ``id`` and ``fields``)."""
+    with engine.calls("searching vectors"):
+        hits = engine.client.search(engine.chunks, data=[np.asarray(bits, np.uint8).tobytes()],
+                                    anns_field="bits", limit=k, filter=expr,
+                                    output_fields=list(fields),
+                                    search_params={"metric_type": "HAMMING"})
+    return [({"id": h["id"], **h["entity"]}, int(h["distance"])) for h in hits[0]]
+
+
+def bm25(engine: Engine, query: Query, limit: int, expr: str) -> list[tuple[dict[str, Any], float]]:
+    """The engine's BM25 ranking of the query's code tokens, best first."""
+    if not query.terms:
+        return []
+    with engine.calls("searching words"):
+        hits = engine.client.search(engine.chunks, data=[" ".join(query.terms)],
+                                    anns_field="sparse", limit=limit, filter=expr,
+                                    output_fields=META, search_params={"metric_type": "BM25"})
+    return [({"id": h["id"], **h["entity"]}, float(h["distance"])) for h in hits[0]]
+
+
+def symbol_rows(engine: Engine, query: Query, limit: int,
+                expr: str) -> list[tuple[dict[str, Any], float]]:
+    """Rows whose symbol has a whole queried component, graded as locally, best first."""
+    names = query.symbol_names
+    tokens = list(dict.fromkeys(whole[0] for name in names
+                                for part in symbols.QUALIFIER.split(name)
+                                if (whole := code_tokens(part))))
+    if not tokens:
+        return []
+    rows = engine.query(engine.chunks, _and(expr, f"array_contains_any(symbol_words, "
+                                                  f"[{', '.join(quote(t) for t in tokens)}])"),
+                        ["id", *META], "searching symbols", limit=symbols.WINDOW)
+    graded = [(row, symbols.best_grade(row["symbol"], names)) for row in rows]
+    graded = [g for g in graded if g[1] > 0]
+    graded.sort(key=lambda g: (-g[1], g[0]["id"]))
+    return graded[:limit]
+
+
+@dataclass
+class Published:
+    """What search needs of one published project: its generation and centring vector."""
+
+    project: str
+    snapshot_generation: int
+    center: np.ndarray | None
+    revision: str | None
+
+
+def published(engine: Engine, projects: Sequence[str] | None = None) -> dict[str, Published]:
+    """The projects in the shared index (the given ones only, when given)."""
+    import json
+
+    if not engine.exists():
+        return {}
+    expr = _and('kind == "head"', one_of("project", list(projects)) if projects else "")
+    out: dict[str, Published] = {}
+    for row in engine.query(engine.manifest, expr, ["project", "info"], "listing projects"):
+        head = json.loads(row["info"])
+        if not head.get("snapshot_generation"):
+            continue  # claimed by a first publish that has not finished
+        center = (np.frombuffer(base64.b64decode(head["center"]), "<f4").astype(np.float32)
+                  if head.get("center") else None)
+        out[row["project"]] = Published(row["project"], int(head["snapshot_generation"]), center,
+                                        head.get("revision"))
+    return out
+
+
+def _center_key(center: np.ndarray | None) -> bytes:
+    return b"" if center is None else center.tobytes()
+
+
+def dense(engine: Engine, query_vector: np.ndarray, heads: dict[str, Published], expr: str,
+          shortlist: int = SHORTLIST) -> list[tuple[dict[str, Any], float]]:
+    """Hamming shortlist from the engine, rescored with the int8 rows: ``(row, cosine)`` best
+    first. Projects whose bits are mean-centred are searched with their own query bits."""
+    groups: dict[bytes, list[str]] = defaultdict(list)
+    for head in heads.values():
+        groups[_center_key(head.center)].append(head.project)
+    out: list[tuple[dict[str, Any], float]] = []
+    for key, members in groups.items():
+        center = heads[members[0]].center if key else None
+        bits = kernels.binarize(query_vector[None, :], center)[0]
+        scope = expr if len(groups) == 1 else _and(expr, one_of("project", members))
+        hits = hamming(engine, bits, shortlist, scope, [*META, "rescore"])
+        if not hits:
+            continue
+        raw = [base64.b64decode(row.pop("rescore")) for row, _ in hits]
+        dims = len(query_vector)
+        int8 = np.frombuffer(b"".join(r[:dims] for r in raw), np.int8).reshape(len(raw), dims)
+        scales = np.frombuffer(b"".join(r[dims:] for r in raw), np.float32)
+        cosines = kernels.rescore(query_vector, np.ascontiguousarray(int8),
+                                  np.ascontiguousarray(scales))
+        out += [(row, float(c)) for (row, _), c in zip(hits, cosines, strict=True)]
+    out.sort(key=lambda item: -item[1])
+    return out
+
+
+def _later_parts(engine: Engine, cands: list[Candidate], rows: dict[int, dict[str, Any]],
+                 query: Query) -> set[int]:
+    """As ``ranking.later_parts``: candidates named as a queried symbol that are not where it
+    is declared (a later part of a declaration split into several chunks)."""
+    names = query.symbol_names
+    parts: set[int] = set()
+    for cand in cands:
+        if not cand.symbol or symbols.best_grade(cand.symbol, names) < symbols.CASELESS:
+            continue
+        row = rows[cand.id]
+        same = engine.query(engine.chunks, _and(
+            f"project == {quote(row['project'])}", f"path == {quote(row['path'])}",
+            f"symbol == {quote(row['symbol'])}", f"signature == {quote(row['signature'])}"),
+            ["start_byte"], "reading a declaration's parts", limit=100)
+        first = min((r["start_byte"] for r in same), default=None)
+        if first is not None and cand.start_byte > first:
+            parts.add(cand.id)
+    return parts
+
+
+class _Snippets:
+    """Snippets from a local checkout where it has the same chunk text, else the engine's."""
+
+    def __init__(self, engine: Engine, roots: dict[str, Path]) -> None:
+        self.engine, self.roots = engine, roots
+        self._files: dict[tuple[str, str], bytes | None] = {}
+
+    def _local(self, project: str, path: str) -> bytes | None:
+        key = (project, path)
+        if key not in self._files:
+            root = self.roots.get(project)
+            data = None
+            if root is not None:
+                try:
+                    with open(root / path, "rb") as fh:
+                        data = fh.read()
+                except OSError:
+                    data = None
+            self._files[key] = data
+        return self._files[key]
+
+    def fill(self, results: list[dict[str, Any]], rows: dict[str, dict[str, Any]]) -> None:
+        """Set ``content`` and ``stale`` (the local file differs from what was published) of
+        results whose engine row is ``rows[result["_pk"]]``."""
+        wanted = []
+        for r in results:
+            row = rows[r["_pk"]]
+            data = self._local(r["project"], r["path"])
+            piece = data[row["start_byte"]:row["end_byte"]] if data is not None else None
+            if piece is not None and kernels.hash_many([piece])[0].hex() == row["content_hash"]:
+                assert data is not None
+                # the result's range may have grown over an overlapping chunk (merge_overlaps)
+                r["content"] = data[r["start_byte"]:r["end_byte"]].decode("utf-8", "replace")
+                r["stale"] = False
+            else:
+                r["stale"] = data is not None
+                wanted.append(r)
+            r["_file_bytes"] = len(data) if data is not None else 0
+        if wanted:
+            texts = {row["id"]: row["text"] for row in self.engine.query(
+                self.engine.chunks, one_of("id", [r["_pk"] for r in wanted]), ["id", "text"],
+                "reading snippets", limit=len(wanted))}
+            for r in wanted:
+                r["content"] = texts.get(r["_pk"], "")
+
+
+def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filters: Filters, *,
+           projects: Sequence[str] | None, branches: frozenset[str], limit: int, floor: float,
+           floor_min_terms: int, depths: dict[str, int],
+           roots: dict[str, Path]) -> list[dict[str, Any]]:
+    """Ranked results of the published projects (``projects``, or all), fused and ranked per
+    project as local results are; each project's best ``limit``, merged by score."""
+    heads = published(engine, projects)
+    if not heads:
+        return []
+    expr = expression(filters, sorted(heads))
+    pk_of: dict[str, int] = {}  # engine primary key -> a small int id for fusion and ranking
+    rows: dict[int, dict[str, Any]] = {}
+
+    def key(row: dict[str, Any]) -> int:
+        if row["id"] not in pk_of:
+            pk_of[row["id"]] = len(pk_of)
+            rows[pk_of[row["id"]]] = row
+        return pk_of[row["id"]]
+
+    per_project: dict[str, dict[str, list[tuple[int, float]]]] = defaultdict(
+        lambda: defaultdict(list))
+    cosine: dict[int, float] = {}
+    if "lexical" in branches:
+        for row, score in bm25(engine, query, depths["lexical"] * len(heads), expr):
+            per_project[row["project"]]["lexical"].append((key(row), score))
+    if "symbol" in branches:
+        for row, grade in symbol_rows(engine, query, depths["symbol"] * len(heads), expr):
+            per_project[row["project"]]["symbol"].append((key(row), grade))
+    if query_vector is not None and "dense" in branches:
+        for row, score in dense(engine, query_vector, heads, expr):
+            cid = key(row)
+            cosine[cid] = score
+            per_project[row["project"]]["dense"].append((cid, score))
+    results: list[dict[str, Any]] = []
+    for project, rankings in per_project.items():
+        ranked_lists = {b: r[:depths[b]] for b, r in rankings.items()}
+        fused = fuse(ranked_lists, query)
+        if query_vector is not None and len(query.terms) >= floor_min_terms:
+            symbol_hits = {cid for cid, _ in ranked_lists.get("symbol", ())}
+            fused = {cid: s for cid, s in fused.items()
+                     if cid in symbol_hits or cosine.get(cid, floor) >= floor}
+        head = sorted(fused, key=lambda cid: -fused[cid])[:depths["rank"]]
+        cands = [_candidate(cid, rows[cid], fused[cid]) for cid in head]
+        ranked = rank(cands, query, _later_parts(engine, cands, rows, query))[:limit]
+        generation = heads[project].snapshot_generation
+        for c in ranked:
+            row = rows[c.id]
+            results.append({
+                "id": f"{project}:{generation}:{row['ordinal']}", "project": project,
+                "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
+                "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
+                "symbol": c.symbol, "score": round(c.score, 6), "content": "", "stale": False,
+                "_pk": row["id"]})
+    _Snippets(engine, roots).fill(results, {r["_pk"]: rows[pk_of[r["_pk"]]] for r in results})
+    for r in results:
+        del r["_pk"]
+    return results
+
+
+def _candidate(cid: int, row: dict[str, Any], score: float) -> Candidate:
+    return Candidate(cid, row["path"], row["start_line"], row["end_line"], row["start_byte"],
+                     row["end_byte"], row["language"] or None, row["kind"], row["symbol"] or None,
+                     score)

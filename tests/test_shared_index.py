@@ -1,0 +1,300 @@
+"""Contract tests of the shared index over milvus-lite (a file of its own per test), or over a
+real server when KENNING_TEST_MILVUS_URI is set: the engine's Hamming top-k and filters agree
+with the local kernels and store, and publishing converges whatever happens between publishes."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from kenning import config, kernels
+from kenning.errors import SharedBusy, SharedIndexError
+from kenning.search.filters import Filters
+from kenning.search.query import analyze
+from kenning.shared import Engine, publish, publishing, read_head, retrieval
+from kenning.shared.engine import row_key
+from kenning.store import Index
+
+pytest.importorskip("pymilvus")
+MILVUS_URI = os.environ.get("KENNING_TEST_MILVUS_URI")  # read before the fixtures clear it
+if not MILVUS_URI:
+    pytest.importorskip("milvus_lite")
+
+pytest_plugins = ["index_helpers"]
+
+
+@pytest.fixture
+def shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> config.Settings:
+    monkeypatch.setenv("KENNING_SHARED_URI", MILVUS_URI or str(tmp_path / "shared.db"))
+    return config.load({"embedder.batch_size": "8", "embedder.concurrency": "1"})
+
+
+# -- the engine's Hamming top-k and filters against the local kernels and store ----------------
+
+DIMS = 128
+
+
+@pytest.fixture
+def contract(shared: config.Settings, tmp_path: Path) -> Any:
+    """An engine with 240 synthetic rows over three projects, and the same rows in SQLite."""
+    descriptor = {"model": f"contract-{tmp_path.name}", "dims": DIMS}
+    rng = np.random.default_rng(7)
+    bits = rng.integers(0, 256, (240, DIMS // 8), dtype=np.uint8)
+    layout = [("src/a", "python", "function"), ("src/b", "rust", "struct"),
+              ("docs", "markdown", "section"), ("src/a_b", "python", "class")]
+    rows = []
+    for i in range(len(bits)):
+        folder, language, kind = layout[i % len(layout)]
+        rows.append({"project": f"p{i % 3}", "path": f"{folder}/f{i % 7}.x", "language": language,
+                     "kind": kind})
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, project, path, language, kind)")
+    db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?)",
+                   [(i, r["project"], r["path"], r["language"], r["kind"])
+                    for i, r in enumerate(rows)])
+    engine = Engine(shared, descriptor)
+    engine.ensure()
+    engine.upsert(engine.chunks, [{
+        "id": str(i), **r, "content_hash": "", "ordinal": i, "generation": 1, "start_line": 1,
+        "end_line": 1, "start_byte": 0, "end_byte": 1, "symbol": "", "signature": "",
+        "symbol_words": [], "text": "", "words": "w", "bits": bits[i].tobytes(),
+        "rescore": ""} for i, r in enumerate(rows)], "loading")
+    yield engine, bits, db
+    if MILVUS_URI:
+        engine.client.drop_collection(engine.chunks)
+        engine.client.drop_collection(engine.manifest)
+    engine.close()
+
+
+FILTERS = [
+    (Filters(), None),
+    (Filters(), ["p1"]),
+    (Filters(path_filter="src/a"), None),
+    (Filters(path_filter="src/a"), ["p0", "p2"]),
+    (Filters(path_filter="src/*/f1.x"), None),
+    (Filters(language="Rust"), None),
+    (Filters(kind="docs"), None),
+    (Filters(kind="code", path_filter="src"), ["p2"]),
+    (Filters(kind="class", language="python"), ["p1"]),  # 20 rows: fewer than k
+]
+
+
+def test_engine_hamming_topk_equals_the_kernel_under_every_filter(contract: Any):
+    for filters, projects in FILTERS:
+        _check_topk(*contract, filters, projects)
+
+
+def _check_topk(engine: Engine, bits: np.ndarray, db: sqlite3.Connection, filters: Filters,
+                projects: list[str] | None) -> None:
+    where, params = filters.bind(Path("/"))
+    sql = "SELECT c.id FROM chunks c WHERE " + " AND ".join(
+        [w for w in (where, "c.project IN ({})".format(",".join("?" * len(projects)))
+                     if projects else "") if w] or ["1"])
+    allowed = np.asarray([r[0] for r in db.execute(sql, [*params, *(projects or [])])], np.int64)
+    expr = retrieval.expression(filters, projects)
+    # the engine's filter selects exactly the rows the local store's does
+    assert sorted(int(r["id"]) for r in engine.query(engine.chunks, expr or 'id != ""', ["id"],
+                                                     "filtering")) == allowed.tolist()
+    queries = np.random.default_rng(3).integers(0, 256, (5, DIMS // 8), dtype=np.uint8)
+    for k in (10, 50):
+        ids, dists = kernels.hamming_topk(queries, bits, k, allowed)
+        for q in range(len(queries)):
+            hits = retrieval.hamming(engine, queries[q], k, expr)
+            assert [d for _, d in hits] == dists[q].tolist()
+            assert len(hits) == min(k, len(allowed))
+            # ties at the last distance may be cut anywhere; every nearer row must agree
+            last = dists[q][-1] if len(dists[q]) else 0
+            assert ({int(r["id"]) for r, d in hits if d < last}
+                    == {int(i) for i, d in zip(ids[q], dists[q], strict=True) if d < last})
+
+
+def test_absolute_and_character_class_path_filters_are_refused_in_one_sentence():
+    from kenning.errors import UsageError
+
+    for bad in ("/etc", "src/[ab]/*.py"):
+        with pytest.raises(UsageError, match="path filter"):
+            retrieval.expression(Filters(path_filter=bad), None)
+
+
+# -- publishing a real project --------------------------------------------------------------
+
+
+def _engine_rows(settings: config.Settings, model: Any, root: Path) -> list[dict[str, Any]]:
+    index = Index.open(root, settings, embedder=model)
+    with Engine(settings, index.descriptor) as engine:
+        return engine.query(engine.chunks, f'project == "{index.project_id}"',
+                            ["id", "path", "text", "start_byte"], "reading")
+
+
+def _local_rows(settings: config.Settings, model: Any, root: Path) -> set[tuple[str, str]]:
+    index = Index.open(root, settings, embedder=model)
+    with index.snapshot() as snap:
+        return {(p, (root / p).read_bytes()[s:e].decode()) for p, s, e in
+                snap.conn.execute("SELECT path, start_byte, end_byte FROM chunks")}
+
+
+def _search(settings: config.Settings, model: Any, text: str, **filters: Any) -> list[dict]:
+    from kenning.store import make_descriptor
+
+    with Engine(settings, make_descriptor(model)) as engine:
+        query = analyze(text)
+        return retrieval.search(
+            engine, query, np.asarray(model.embed_query(text), np.float32), Filters(**filters),
+            projects=None, branches=frozenset({"dense", "lexical", "symbol"}), limit=5,
+            floor=0.0, floor_min_terms=3, depths={"dense": 100, "lexical": 100, "symbol": 50,
+                                                  "rank": 60}, roots={})
+
+
+def test_publish_search_edit_publish_again(shared: config.Settings, model: Any, repo: Path):
+    first = publish(repo, shared, embedder=model)
+    assert (first.generation, first.files_added, first.rows_deleted) == (1, 5, 0)
+    rows = _engine_rows(shared, model, repo)
+    assert {(r["path"], r["text"]) for r in rows} == _local_rows(shared, model, repo)
+    hits = _search(shared, model, "exponential backoff for failed requests")
+    assert hits[0]["path"] == "app/server.py" and "RetryPolicy" in hits[0]["content"]
+    assert hits[0]["stale"] is False  # no checkout here: the engine's text, as published
+
+    again = publish(repo, shared, embedder=model)
+    assert again.nothing_changed and again.generation == 1 and again.chunks_sent == 0
+
+    server = repo / "app/server.py"
+    server.write_text(server.read_text().replace("Exponential backoff for failed requests",
+                                                 "Jittered pauses between reconnection tries"))
+    edited = publish(repo, shared, embedder=model)
+    assert (edited.generation, edited.files_changed, edited.files_added) == (2, 1, 0)
+    assert edited.rows_deleted >= 1
+    rows = _engine_rows(shared, model, repo)
+    assert {(r["path"], r["text"]) for r in rows} == _local_rows(shared, model, repo)
+    assert not any("Exponential backoff" in r["text"] for r in rows)
+    hits = _search(shared, model, "jittered pauses between reconnection tries")
+    assert hits[0]["path"] == "app/server.py" and "Jittered" in hits[0]["content"]
+
+
+def test_a_removed_file_disappears_and_dry_run_changes_nothing(shared: config.Settings,
+                                                               model: Any, repo: Path):
+    publish(repo, shared, embedder=model)
+    util_rows = [r for r in _engine_rows(shared, model, repo) if r["path"] == "lib/util.js"]
+    (repo / "lib/util.js").unlink()
+    dry = publish(repo, shared, embedder=model, dry_run=True)
+    assert (dry.files_removed, dry.rows_deleted, dry.generation) == (1, len(util_rows), 1)
+    assert util_rows == [r for r in _engine_rows(shared, model, repo)
+                         if r["path"] == "lib/util.js"]
+    done = publish(repo, shared, embedder=model)
+    assert (done.files_removed, done.generation) == (1, 2)
+    assert not any(r["path"] == "lib/util.js" for r in _engine_rows(shared, model, repo))
+    index = Index.open(repo, shared, embedder=model)
+    with Engine(shared, index.descriptor) as engine:
+        files = engine.query(engine.manifest, f'project == "{index.project_id}" and kind == '
+                             '"file"', ["key", "digest"], "reading")
+        assert sorted(r["key"] for r in files) == sorted(
+            ["app/server.py", "app/db.py", "docs/guide.md", "README.md"])
+        assert all(r["digest"] for r in files)
+        assert "lib" not in {r["key"] for r in engine.query(
+            engine.manifest, 'kind == "cluster"', ["key"], "reading")}
+
+
+def test_bm25_ranks_the_row_with_the_term_first(shared: config.Settings, model: Any,
+                                                repo: Path):
+    publish(repo, shared, embedder=model)
+    index = Index.open(repo, shared, embedder=model)
+    with Engine(shared, index.descriptor) as engine:
+        for text, path in (("journal_mode", "app/db.py"), ("parseHeader", "lib/util.js"),
+                           ("TOML", "docs/guide.md")):
+            hits = retrieval.bm25(engine, analyze(text), 5, "")
+            assert hits and hits[0][0]["path"] == path
+        hits = retrieval.symbol_rows(engine, analyze("start_server"), 5, "")
+        assert hits[0][0]["symbol"] == "start_server"
+
+
+def test_an_interrupted_publish_converges_on_the_next(shared: config.Settings, model: Any,
+                                                      repo: Path):
+    publish(repo, shared, embedder=model)
+    db_file = repo / "app/db.py"
+    db_file.write_text(db_file.read_text().replace("Open the database in WAL mode.",
+                                                   "Open the store with a write-ahead log."))
+    (repo / "README.md").unlink()
+    env = {**os.environ, "KENNING_TEST_KILL_AT": "chunks-sent"}
+    killed = subprocess.run([sys.executable, "-m", "kenning", "publish", str(repo)], env=env,
+                            capture_output=True, text=True, timeout=240)
+    assert killed.returncode == -9, killed.stderr
+    rows = _engine_rows(shared, model, repo)
+    assert any("WAL mode" in r["text"] for r in rows)  # killed before the stale rows went
+    assert any("write-ahead" in r["text"] for r in rows)
+    index = Index.open(repo, shared, embedder=model)
+    with Engine(shared, index.descriptor) as engine:
+        assert read_head(engine, index.project_id)["state"] == "publishing"
+    # the files edited again meanwhile, and one more removed
+    db_file.write_text(db_file.read_text().replace("write-ahead log", "WAL journal"))
+    (repo / "docs/guide.md").unlink()
+    done = publish(repo, shared, embedder=model)
+    assert done.generation == 2
+    rows = _engine_rows(shared, model, repo)
+    assert {(r["path"], r["text"]) for r in rows} == _local_rows(shared, model, repo)
+    assert len(rows) == len({r["id"] for r in rows})
+    with Engine(shared, index.descriptor) as engine:
+        head = read_head(engine, index.project_id)
+        assert head["state"] == "published" and head["generation"] == 2
+        assert not engine.query(engine.manifest, 'kind == "file" and digest == ""', ["key"],
+                                "reading")
+
+
+def test_concurrent_publishers_of_one_project_are_serialised(shared: config.Settings,
+                                                             model: Any, repo: Path):
+    publish(repo, shared, embedder=model)
+    index = Index.open(repo, shared, embedder=model)
+    (repo / "README.md").write_text("# Demo\n\nChanged.\n")
+    with Engine(shared, index.descriptor) as engine:
+        head = read_head(engine, index.project_id)
+        live = {"host": socket.gethostname(), "pid": os.getppid(), "token": "other"}
+        publishing._write_head(engine, index.project_id, {
+            **head, "state": "publishing", "owner": live, "claimed_at": time.time()})
+    with pytest.raises(SharedBusy, match="being published by another process"):
+        publish(repo, shared, embedder=model)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    with Engine(shared, index.descriptor) as engine:
+        publishing._write_head(engine, index.project_id, {
+            **head, "state": "publishing", "owner": {**live, "pid": gone.pid},
+            "claimed_at": time.time()})
+    taken_over = publish(repo, shared, embedder=model)
+    assert taken_over.generation == 2 and taken_over.files_changed == 1
+
+
+def test_an_unreachable_engine_is_one_sentence(model: Any, repo: Path,
+                                               monkeypatch: pytest.MonkeyPatch):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed once the block ends: nothing listens there
+    monkeypatch.setenv("KENNING_SHARED_URI", f"http://127.0.0.1:{port}")
+    with pytest.raises(SharedIndexError, match="Cannot reach the shared index") as err:
+        publish(repo, config.load(), embedder=model)
+    assert err.value.exit_code == 5
+
+
+def test_primary_keys_are_deterministic():
+    assert row_key("p", "a.py", 0, 10) == row_key("p", "a.py", 0, 10)
+    assert row_key("p", "a.py", 0, 10) != row_key("p", "a.py", 0, 11)
+    assert len(row_key("p")) == 32
+
+
+def test_publish_cli_prints_json_and_a_summary(shared: config.Settings, repo: Path):
+    from click.testing import CliRunner
+    from kenning.cli import cli
+    from kenning.cli.publish_cmd import summary
+
+    result = CliRunner().invoke(cli, ["publish", str(repo), "--json-output"])
+    assert result.exit_code == 0, result.output
+    final = json.loads(result.output.strip().splitlines()[-1])
+    assert final["type"] == "publish_result" and final["files_added"] == 5
+    assert "generation 1" in summary(final) and "5 added, 0 changed, 0 removed" in summary(final)
+    final.update(nothing_changed=True)
+    assert summary(final).startswith("Nothing changed since generation 1")
