@@ -30,9 +30,12 @@ import click
 @click.option("--max-snippet-lines", type=click.IntRange(min=0), default=12, show_default=True,
               help="Lines of each snippet to show (0: none).")
 @click.option("--json-output", is_flag=True, help="Print the search-result JSON for machines.")
+@click.option("--backend", type=click.Choice(["local", "shared", "both"]),
+              help="Where to search (default: search.backend): the indexes here, the shared "
+              "index, or this checkout here and every other project from the shared index.")
 def search(query: str, path: Path | None, path_filter: str | None, language: str | None,
            kind: str | None, limit: int | None, projects: tuple[str, ...], no_refresh: bool,
-           max_snippet_lines: int, json_output: bool) -> None:
+           max_snippet_lines: int, json_output: bool, backend: str | None) -> None:
     """Find code by meaning, words or symbol.
 
     `kenning search "how are retries handled"`, `kenning search parse_header`. The index is
@@ -44,8 +47,10 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     from kenning.search import resolve_projects
     from kenning.search import search as run_search
 
-    settings = config.load()
-    targets: list[str | Path] = [*projects, *([path] if path else [])]
+    settings = config.load({"search.backend": backend})
+    # with the shared backend, --project names published projects, which need no checkout here
+    shared_ids = list(projects) if settings["search.backend"] == "shared" and projects else None
+    targets: list[str | Path] = [*([] if shared_ids else projects), *([path] if path else [])]
     refs = resolve_projects(settings, targets or None)
     loading = _load_local_model(settings)
     progress = _Progress() if sys.stderr.isatty() else None
@@ -54,7 +59,8 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
         result = run_search(query, refs, settings=settings,
                             limit=limit or settings["search.limit"], path_filter=path_filter,
                             language=language, kind=kind, refresh=not no_refresh,
-                            progress=progress, defer_vectors=unembedded.append)
+                            progress=progress, defer_vectors=unembedded.append,
+                            shared_projects=shared_ids)
     finally:
         if progress is not None:
             progress.clear()
@@ -65,7 +71,8 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     if json_output:
         click.echo(json.dumps(result, ensure_ascii=False))
     else:
-        _print(result, max_snippet_lines, several=len(refs) > 1)
+        _print(result, max_snippet_lines,
+               several=len(refs) > 1 or settings["search.backend"] != "local")
 
 
 class _Progress:

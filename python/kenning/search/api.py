@@ -58,6 +58,7 @@ class _Context:
     deferred: list[Path] = field(default_factory=list)  # roots whose vectors were left over
     refreshed: bool = False  # whether this search refreshed its projects first
     refresh_failures: dict[Path, IndexError_] = field(default_factory=dict)
+    shared_projects: Sequence[str] | None = None  # published projects to search (None: all)
     warnings: list[str] = field(default_factory=list)
     embedder_down: bool = False  # the query could not be embedded
 
@@ -273,8 +274,13 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
            kind: str | None = None, refresh: bool = True, embedder: Any = None,
            branches: Collection[str] = BRANCHES,
            progress: Callable[[dict[str, Any]], None] | None = None,
-           defer_vectors: Callable[[Path], None] | None = None) -> dict[str, Any]:
+           defer_vectors: Callable[[Path], None] | None = None,
+           shared_projects: Sequence[str] | None = None) -> dict[str, Any]:
     """Hybrid search over one or more projects; the DESIGN.md search-result JSON.
+
+    ``search.backend`` decides where: ``local`` (the indexes here), ``shared`` (the published
+    snapshots in the shared index: ``shared_projects``, or all), ``both`` (``projects`` here,
+    every other published project from the shared index, merged).
 
     ``branches`` selects retrieval branches (all by default; the quality benchmark measures
     each alone). ``progress`` receives the refresh's progress events. With ``defer_vectors``, a
@@ -297,7 +303,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
             emb = dimensioned(emb)
             ctx = _Context(parsed, filters, limit, settings, emb, None,
                            dense.relevance_floor(str(emb.model)), frozenset(branches), progress,
-                           defer_vectors)
+                           defer_vectors, shared_projects=shared_projects)
             if isinstance(emb, WordsOnly):
                 ctx.branches -= {"dense"}
                 ctx.embedder_down = True
@@ -348,9 +354,18 @@ def _refresh_all(refs: list[ProjectRef], ctx: _Context) -> None:
 
 
 def _run(refs: list[ProjectRef], ctx: _Context, *, refresh: bool) -> dict[str, Any]:
+    backend = ctx.settings["search.backend"]
+    shared: list[dict[str, Any]] | None = None
+    if backend == "shared":
+        # the published snapshots only; the local indexes answer if the engine cannot
+        if "dense" in ctx.branches:
+            _embed_query(ctx)
+        shared = _search_shared(refs, ctx, exclude=())
+        if shared is not None:
+            return _merged([(shared, None)], ctx, several=True)
     dense_wanted = "dense" in ctx.branches
     ctx.refreshed = refresh
-    if refresh and dense_wanted:
+    if refresh and dense_wanted and ctx.query_vector is None:
         # the query is embedded (and a local model loaded) while the refresh stats the files
         with ThreadPoolExecutor(max_workers=1) as pool:
             embedding = pool.submit(deadline.carry(_embed_query), ctx)
@@ -358,17 +373,50 @@ def _run(refs: list[ProjectRef], ctx: _Context, *, refresh: bool) -> dict[str, A
             embedding.result()
     elif refresh:
         _refresh_all(refs, ctx)
-    elif dense_wanted:
+    elif dense_wanted and ctx.query_vector is None:
         _embed_query(ctx)
     if len(refs) == 1:
         parts = [_search_project(refs[0], ctx)]
     else:
         with ThreadPoolExecutor(max_workers=min(len(refs), 4)) as pool:
             parts = list(pool.map(lambda r: _search_project(r, ctx), refs))
+    if backend == "both":  # the checkouts here, fresh; every other project as published
+        shared = _search_shared(refs, ctx, exclude=[ref.id for ref in refs])
+        if shared:
+            parts.append((shared, None))
+    return _merged(parts, ctx, several=len(parts) > 1)
+
+
+def _merged(parts: list[tuple[list[dict[str, Any]], str | None]], ctx: _Context, *,
+            several: bool) -> dict[str, Any]:
     merged = sorted((r for hits, _ in parts for r in hits), key=lambda r: -r["score"])
     return {"type": "search_result", "query": ctx.query.text, "results": merged[: ctx.limit],
             "warnings": list(dict.fromkeys(ctx.warnings)),
-            "revision": parts[0][1] if len(parts) == 1 else None}
+            "revision": None if several else parts[0][1]}
+
+
+def _search_shared(refs: list[ProjectRef], ctx: _Context,
+                   exclude: Collection[str]) -> list[dict[str, Any]] | None:
+    """Ranked results from the shared index (None, with a warning, when it cannot be reached;
+    a refused token is an error)."""
+    from kenning.errors import SharedAuthError, SharedIndexError
+    from kenning.shared import Engine, retrieval
+    from kenning.store import make_descriptor
+
+    try:
+        with Engine(ctx.settings, make_descriptor(ctx.embedder)) as engine:
+            return retrieval.search(
+                engine, ctx.query, ctx.query_vector, ctx.filters, projects=ctx.shared_projects,
+                exclude=exclude, branches=ctx.branches, limit=ctx.limit, floor=ctx.floor,
+                floor_min_terms=FLOOR_MIN_TERMS,
+                depths={"dense": DENSE_DEPTH, "lexical": LEXICAL_DEPTH, "symbol": SYMBOL_DEPTH,
+                        "rank": RANK_DEPTH},
+                roots={ref.id: ref.root for ref in refs})
+    except SharedAuthError:
+        raise
+    except SharedIndexError as exc:
+        ctx.warnings.append(f"{exc.message} Results come from the local indexes only.")
+        return None
 
 
 def _check_current(wanted: ChunkId, snap: Snapshot, created: int | None) -> None:

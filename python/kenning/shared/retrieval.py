@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -252,12 +252,14 @@ class _Snippets:
 
 
 def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filters: Filters, *,
-           projects: Sequence[str] | None, branches: frozenset[str], limit: int, floor: float,
+           projects: Sequence[str] | None, exclude: Collection[str] = (),
+           branches: frozenset[str], limit: int, floor: float,
            floor_min_terms: int, depths: dict[str, int],
            roots: dict[str, Path]) -> list[dict[str, Any]]:
     """Ranked results of the published projects (``projects``, or all), fused and ranked per
-    project as local results are; each project's best ``limit``, merged by score."""
-    heads = published(engine, projects)
+    project as local results are; each project's best ``limit``, merged by score. Projects in
+    ``exclude`` are left out (searched locally instead)."""
+    heads = {p: h for p, h in published(engine, projects).items() if p not in exclude}
     if not heads:
         return []
     expr = expression(filters, sorted(heads))

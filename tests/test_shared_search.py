@@ -1,0 +1,114 @@
+"""Search with ``search.backend`` shared and both, over milvus-lite (or KENNING_TEST_MILVUS_URI):
+the published projects are ranked as local ones are, snippets come from a matching local file
+or else from the engine, and an unreachable engine leaves the local results with a warning."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kenning import config
+from kenning.search import ProjectRef, search
+from kenning.shared import publish
+from kenning.store import Index
+
+pytest.importorskip("pymilvus")
+MILVUS_URI = os.environ.get("KENNING_TEST_MILVUS_URI")  # read before the fixtures clear it
+if not MILVUS_URI:
+    pytest.importorskip("milvus_lite")
+
+pytest_plugins = ["index_helpers"]
+
+OTHER = {"billing/invoice.py": '''def render_invoice(order) -> str:
+    """Format an order as a printable invoice with taxes and totals."""
+    lines = [f"{item.name}: {item.price}" for item in order.items]
+    return "\\n".join(lines)
+''', "billing/README.md": "# Billing\n\nInvoices and payments.\n"}
+
+
+def _settings(backend: str, uri: str) -> config.Settings:
+    return config.load({"search.backend": backend, "shared.uri": uri,
+                        "embedder.batch_size": "8", "embedder.concurrency": "1"})
+
+
+@pytest.fixture
+def two(tmp_path: Path, model: Any) -> Any:
+    """The fixture repository here, and another project published from elsewhere."""
+    from index_helpers import make_repo
+
+    uri = MILVUS_URI or str(tmp_path / "shared.db")
+    here = make_repo(tmp_path / "here")
+    other = make_repo(tmp_path / "other", OTHER)
+    publish(other, _settings("local", uri), embedder=model)
+    return here, other, uri
+
+
+def _ref(root: Path, settings: config.Settings, model: Any) -> ProjectRef:
+    return ProjectRef(Index.open(root, settings, embedder=model, create=True).project_id, root)
+
+
+def test_both_searches_this_checkout_here_and_the_other_project_in_the_engine(two: Any,
+                                                                              model: Any):
+    here, other, uri = two
+    settings = _settings("both", uri)
+    ref = _ref(here, settings, model)
+    out = search("printable invoice with taxes", [ref], settings=settings, embedder=model)
+    assert out["results"][0]["path"] == "billing/invoice.py"
+    assert out["results"][0]["project"] != ref.id
+    # no checkout of the other project here: the text published in the engine, not stale
+    assert "render_invoice" in out["results"][0]["content"] and not out["results"][0]["stale"]
+    out = search("exponential backoff for failed requests", [ref], settings=settings,
+                 embedder=model)
+    assert (out["results"][0]["project"], out["results"][0]["path"]) == (ref.id, "app/server.py")
+    # a filter applies inside both: only the other project's markdown
+    out = search("invoices and payments", [ref], settings=settings, embedder=model,
+                 language="markdown", path_filter="billing")
+    assert {(r["path"]) for r in out["results"]} == {"billing/README.md"}
+
+
+def test_snippets_come_from_the_local_file_while_it_matches(two: Any, model: Any):
+    _, other, uri = two
+    settings = _settings("shared", uri)
+    ref = _ref(other, settings, model)
+    out = search("printable invoice", [ref], settings=settings, embedder=model)
+    top = out["results"][0]
+    assert top["path"] == "billing/invoice.py" and not top["stale"]
+    invoice = other / "billing/invoice.py"
+    invoice.write_text(invoice.read_text().replace("printable invoice", "PDF invoice"))
+    out = search("printable invoice", [ref], settings=settings, embedder=model)
+    top = out["results"][0]
+    assert top["stale"] and "printable invoice" in top["content"]  # as published
+
+
+def test_an_unreachable_engine_leaves_local_results_and_a_warning(two: Any, model: Any):
+    here, _, _ = two
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings = _settings("shared", f"http://127.0.0.1:{port}")
+    ref = _ref(here, settings, model)
+    out = search("exponential backoff for failed requests", [ref], settings=settings,
+                 embedder=model)
+    assert out["results"][0]["path"] == "app/server.py"
+    assert any("Cannot reach the shared index" in w for w in out["warnings"])
+
+
+def test_cli_searches_a_published_project_by_id(two: Any, model: Any,
+                                                 monkeypatch: pytest.MonkeyPatch):
+    from click.testing import CliRunner
+    from kenning.cli import cli
+
+    here, other, uri = two
+    monkeypatch.setenv("KENNING_SHARED_URI", uri)
+    monkeypatch.chdir(here)
+    pid = _ref(other, config.load(), model).id
+    result = CliRunner().invoke(cli, ["search", "invoice totals", "--backend", "shared",
+                                      "--project", pid, "--json-output", "--no-refresh"])
+    assert result.exit_code == 0, result.output
+    hits = json.loads(result.output)["results"]
+    assert hits and {h["project"] for h in hits} == {pid}
+    assert hits[0]["id"].startswith(f"{pid}:")
