@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from kenning import config
+from kenning.errors import UsageError
 from kenning.search import ProjectRef, search
 from kenning.shared import publish
 from kenning.store import Index
@@ -112,3 +113,24 @@ def test_cli_searches_a_published_project_by_id(two: Any, model: Any,
     hits = json.loads(result.output)["results"]
     assert hits and {h["project"] for h in hits} == {pid}
     assert hits[0]["id"].startswith(f"{pid}:")
+
+
+def test_remove_index_shared_takes_a_project_out(two: Any, model: Any,
+                                                 monkeypatch: pytest.MonkeyPatch):
+    from click.testing import CliRunner
+    from kenning.cli import cli
+
+    here, other, uri = two
+    monkeypatch.setenv("KENNING_SHARED_URI", uri)
+    pid = _ref(other, config.load(), model).id
+    result = CliRunner().invoke(cli, ["remove-index", "--shared", pid, "--json-output"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["chunks"] >= 2
+    settings = _settings("shared", uri)
+    out = search("printable invoice", [_ref(here, settings, model)], settings=settings,
+                 embedder=model)
+    assert not any(r["project"] == pid for r in out["results"])
+    assert Index.open(other, settings, embedder=model).exists()  # the local index stays
+    again = CliRunner().invoke(cli, ["remove-index", "--shared", pid])
+    assert isinstance(again.exception, UsageError) and again.exception.exit_code == 2
+    assert str(again.exception).startswith(f"{pid} is not in the shared index")

@@ -162,8 +162,12 @@ def _project_dirs(pid: str | None) -> list[Path]:
 @click.option("--cache", is_flag=True,
               help="Also remove the model cache (rebuilt at the next search, about 90 MB).")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before removing every index.")
+@click.option("--shared", "shared_project", metavar="PROJECT",
+              help="Remove the project with this id from the shared index instead (the "
+              "configured model's); the local index stays.")
 @click.option("--json-output", is_flag=True, help="Print JSON for machines.")
-def remove_index(path: Path, all_: bool, cache: bool, yes: bool, json_output: bool) -> None:
+def remove_index(path: Path, all_: bool, cache: bool, yes: bool, shared_project: str | None,
+                 json_output: bool) -> None:
     """Delete a project's index, or every index.
 
     Removes the indexes of the project at PATH (default: here) for every model, or with
@@ -180,6 +184,17 @@ def remove_index(path: Path, all_: bool, cache: bool, yes: bool, json_output: bo
     from kenning.project import find_root, kenning_home
     from kenning.store import LOCK_NAME, project_id_for
 
+    if shared_project is not None:
+        from kenning.shared import remove
+
+        settings = config.load()
+        rows = remove(settings, shared_project)
+        if json_output:
+            click.echo(json.dumps({"type": "remove_index", "shared": shared_project,
+                                   "uri": settings["shared.uri"], "chunks": rows}))
+        else:
+            click.echo(f"Removed {shared_project} ({rows} chunks) from {settings['shared.uri']}.")
+        return
     root = None if all_ else find_root(path)
     dirs = _project_dirs(None if root is None else project_id_for(root, config.load()))
     cache_dir = kenning_home() / "cache"

@@ -172,8 +172,21 @@ def status(result: dict[str, Any]) -> Rendered:
                          f"{proj.get('chunks')} chunks · {proj.get('chunks_embedded')} embedded")
         if proj.get("progress"):
             lines.append(f"  progress: {json.dumps(proj['progress'])}")
+        if proj.get("published"):
+            lines.append("  " + _published(proj["published"]))
         lines += ["  " + _problem(p) for p in proj.get("problems") or []]
     return Rendered("\n".join(lines), result)
+
+
+def _published(pub: dict[str, Any]) -> str:
+    if pub.get("problem"):
+        return "shared index: " + _problem(pub["problem"])
+    if not pub.get("generation"):
+        return "shared index: not published"
+    ahead = pub.get("local_generations_ahead") or 0
+    return (f"shared index: generation {pub['generation']} ({pub.get('state')}) published "
+            f"{pub.get('published_at')} · local snapshot "
+            + (f"{ahead} generations ahead" if ahead else "as published"))
 
 
 def reindex(result: dict[str, Any]) -> Rendered:

@@ -123,7 +123,9 @@ def build_server(service: Service) -> MCPServer:
         return int(settings["mcp.max_tokens"])
 
     ProjectArg = Annotated[str | None, Field(
-        description="A served project's id or a path inside its root; all projects if omitted.")]
+        description="A served project's id or a path inside its root; all projects if omitted. "
+        "code_search also takes the id of any project published to the shared index when "
+        "search.backend is shared or both.")]
 
     def code_search(
         query: Annotated[str, Field(description="What you are looking for, in plain words or "
@@ -194,7 +196,7 @@ def build_server(service: Service) -> MCPServer:
     server.add_tool(code_reindex, description=REINDEX, annotations=ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=True,
         open_world_hint=False))
-    if many:
+    if many or service.settings["search.backend"] != "local":  # the shared index holds many
         server.add_tool(find_repositories, description=REPOSITORIES, annotations=READ_ONLY)
     return server
 

@@ -78,6 +78,10 @@ class Service:
         Filters(None, language, kind)  # refuse an unknown language or kind before any work
         if project is None and path_filter and Path(path_filter).expanduser().is_absolute():
             project = path_filter  # an absolute filter names the project it lies in
+        if project is not None and self._published_only(project):
+            return search(query, [], settings=self._shared_settings(), limit=limit,
+                          path_filter=path_filter, language=language, kind=kind, refresh=False,
+                          embedder=self._query_embedder(), shared_projects=[project])
         targets = self.registry.select(project)
         warnings: list[str] = []
         if project is None:
@@ -111,6 +115,17 @@ class Service:
                         embedder=embedder)
         result["warnings"] = warnings + list(result.get("warnings") or [])
         return result
+
+    def _published_only(self, project: str) -> bool:
+        """A project id this server does not serve, searched in the shared index."""
+        return (self.settings["search.backend"] != "local" and not Path(project).is_absolute()
+                and all(project not in (p.id, p.name) for p in self.registry.projects))
+
+    def _shared_settings(self) -> Settings:
+        from dataclasses import replace
+
+        return replace(self.settings, values={**self.settings.values,
+                                              "search.backend": "shared"})
 
     def get_chunk(self, chunk_id: str) -> dict[str, Any]:
         from kenning.search import get_chunk
@@ -329,6 +344,8 @@ class Service:
             if failure is not None:
                 problems.append({"error": failure.get("error"), "message": failure["message"],
                                  "hint": failure.get("hint")})
+            if self.settings["shared.uri"]:
+                report["published"] = _published_report(self.settings, index, report)
         if served.job is not None and served.job.running:
             report["state"] = "indexing"
             report["progress"] = served.job.progress
@@ -351,6 +368,28 @@ def _snapshot_report(index: Index) -> dict[str, Any]:
                 if snap.created_at else None,
                 "files": snap.files, "chunks": snap.chunks, "chunks_embedded": snap.vectors,
                 "model": snap.descriptor.get("model"), "dims": snap.descriptor.get("dims")}
+
+
+def _published_report(settings: Settings, index: Index,
+                      local: dict[str, Any]) -> dict[str, Any]:
+    """The project's published generation in the shared index, and how far the local snapshot
+    is ahead of the one published."""
+    from kenning.shared import Engine, read_head
+
+    try:
+        with Engine(settings, index.descriptor) as engine:
+            head = read_head(engine, index.project_id) if engine.exists() else None
+    except KenningError as exc:
+        return {"problem": exc.to_dict()}
+    if head is None:
+        return {"generation": 0, "hint": f"`kenning publish {index.root}` publishes it."}
+    published = int(head.get("snapshot_generation") or 0)
+    return {"generation": head.get("generation"), "state": head.get("state"),
+            "snapshot_generation": published, "revision": head.get("revision"),
+            "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                          time.gmtime(head["published_at"]))
+            if head.get("published_at") else None,
+            "local_generations_ahead": max(0, int(local.get("generation") or 0) - published)}
 
 
 def _progress_note(progress: dict[str, Any] | None) -> str:

@@ -433,3 +433,35 @@ class _Plan:
     removed_clusters: list[str]
     digests: dict[str, bytes]  # path -> digest of every file of the snapshot
     cluster_of: dict[str, str]  # path -> cluster, local or (removed files) published
+
+
+def remove(settings: Settings, project: str, *, embedder: Any = None) -> int:
+    """Take ``project`` out of the shared index (the configured model's collection); returns
+    how many chunk rows it had. The head row goes last, so an interrupted removal is still
+    listed and the next removal finishes it; a publish under way makes it SharedBusy."""
+    from kenning.embedding import make_embedder
+    from kenning.errors import UsageError
+    from kenning.store import make_descriptor
+
+    emb = make_embedder(settings) if embedder is None else embedder
+    try:
+        descriptor = make_descriptor(emb)
+    finally:
+        if embedder is None:
+            emb.close()
+    with Engine(settings, descriptor) as engine:
+        if not engine.exists() or read_head(engine, project) is None:
+            raise UsageError(f"{project} is not in {engine.where} (for {descriptor['model']}).",
+                             hint="`kenning search --backend shared` lists what is published.")
+        claim = _Claim(engine, project)
+        claim.take()
+        at_project = f"project == {quote(project)}"
+        rows = engine.query(engine.chunks, at_project, ["id"], "listing its chunks")
+        for i in range(0, len(rows), DELETE_IDS):
+            engine.delete_ids(engine.chunks, [r["id"] for r in rows[i:i + DELETE_IDS]],
+                              "deleting its chunks")
+        claim.check()
+        engine.delete_where(engine.manifest, f'{at_project} and kind != "head"',
+                            "deleting its manifest")
+        engine.delete_ids(engine.manifest, [row_key(project, "head", "")], "deleting its head")
+        return len(rows)
