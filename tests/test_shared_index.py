@@ -23,18 +23,15 @@ from kenning.search.query import analyze
 from kenning.shared import Engine, publish, publishing, read_head, retrieval
 from kenning.shared.engine import row_key
 from kenning.store import Index
+from shared_helpers import MILVUS_URI, require_engine
 
-pytest.importorskip("pymilvus")
-MILVUS_URI = os.environ.get("KENNING_TEST_MILVUS_URI")  # read before the fixtures clear it
-if not MILVUS_URI:
-    pytest.importorskip("milvus_lite")
-
-pytest_plugins = ["index_helpers"]
+require_engine()
+pytest_plugins = ["index_helpers", "shared_helpers"]
 
 
 @pytest.fixture
-def shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> config.Settings:
-    monkeypatch.setenv("KENNING_SHARED_URI", MILVUS_URI or str(tmp_path / "shared.db"))
+def shared(shared_uri: str, monkeypatch: pytest.MonkeyPatch) -> config.Settings:
+    monkeypatch.setenv("KENNING_SHARED_URI", shared_uri)
     return config.load({"embedder.batch_size": "8", "embedder.concurrency": "1"})
 
 
@@ -199,7 +196,8 @@ def test_a_removed_file_disappears_and_dry_run_changes_nothing(shared: config.Se
             ["app/server.py", "app/db.py", "docs/guide.md", "README.md"])
         assert all(r["digest"] for r in files)
         assert "lib" not in {r["key"] for r in engine.query(
-            engine.manifest, 'kind == "cluster"', ["key"], "reading")}
+            engine.manifest, f'project == "{index.project_id}" and kind == "cluster"', ["key"],
+            "reading")}
 
 
 def test_bm25_ranks_the_row_with_the_term_first(shared: config.Settings, model: Any,
@@ -243,8 +241,8 @@ def test_an_interrupted_publish_converges_on_the_next(shared: config.Settings, m
     with Engine(shared, index.descriptor) as engine:
         head = read_head(engine, index.project_id)
         assert head["state"] == "published" and head["generation"] == 2
-        assert not engine.query(engine.manifest, 'kind == "file" and digest == ""', ["key"],
-                                "reading")
+        assert not engine.query(engine.manifest, f'project == "{index.project_id}" and kind == '
+                                '"file" and digest == ""', ["key"], "reading")
 
 
 def test_concurrent_publishers_of_one_project_are_serialised(shared: config.Settings,

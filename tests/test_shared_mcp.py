@@ -13,20 +13,17 @@ from index_helpers import FILES, make_repo
 from kenning import config
 from kenning.shared import publish
 from kenning.store import Index
+from shared_helpers import require_engine
 from test_mcp_server import serve
 from test_shared_search import OTHER
 
-pytest.importorskip("pymilvus")
-MILVUS_URI = os.environ.get("KENNING_TEST_MILVUS_URI")  # read before the fixtures clear it
-if not MILVUS_URI:
-    pytest.importorskip("milvus_lite")
-
-pytest_plugins = ["index_helpers"]
+require_engine()
+pytest_plugins = ["index_helpers", "shared_helpers"]
 
 
-def test_mcp_tools_reach_the_published_projects(tmp_path: Path, model: Any,
+def test_mcp_tools_reach_the_published_projects(tmp_path: Path, model: Any, shared_uri: str,
                                                 monkeypatch: pytest.MonkeyPatch):
-    uri = MILVUS_URI or str(tmp_path / "shared.db")
+    uri = shared_uri
     monkeypatch.setenv("KENNING_SHARED_URI", uri)
     here = make_repo(tmp_path / "here", FILES)
     other = make_repo(tmp_path / "other", OTHER)

@@ -5,7 +5,6 @@ or else from the engine, and an unreachable engine leaves the local results with
 from __future__ import annotations
 
 import json
-import os
 import socket
 from pathlib import Path
 from typing import Any
@@ -16,13 +15,10 @@ from kenning.errors import UsageError
 from kenning.search import ProjectRef, search
 from kenning.shared import publish
 from kenning.store import Index
+from shared_helpers import require_engine
 
-pytest.importorskip("pymilvus")
-MILVUS_URI = os.environ.get("KENNING_TEST_MILVUS_URI")  # read before the fixtures clear it
-if not MILVUS_URI:
-    pytest.importorskip("milvus_lite")
-
-pytest_plugins = ["index_helpers"]
+require_engine()
+pytest_plugins = ["index_helpers", "shared_helpers"]
 
 OTHER = {"billing/invoice.py": '''def render_invoice(order) -> str:
     """Format an order as a printable invoice with taxes and totals."""
@@ -37,11 +33,11 @@ def _settings(backend: str, uri: str) -> config.Settings:
 
 
 @pytest.fixture
-def two(tmp_path: Path, model: Any) -> Any:
+def two(tmp_path: Path, model: Any, shared_uri: str) -> Any:
     """The fixture repository here, and another project published from elsewhere."""
     from index_helpers import make_repo
 
-    uri = MILVUS_URI or str(tmp_path / "shared.db")
+    uri = shared_uri
     here = make_repo(tmp_path / "here")
     other = make_repo(tmp_path / "other", OTHER)
     publish(other, _settings("local", uri), embedder=model)

@@ -59,10 +59,22 @@ def row_key(*parts: object) -> str:
     return hashlib.blake2b(joined.encode(), digest_size=16).hexdigest()
 
 
-def _auth_failure(exc: Exception) -> bool:
+def _failure(exc: Exception) -> str:
+    """``auth``, ``unreachable`` or ``other``: from a gRPC status where there is one, else
+    from the words of pymilvus's message (its error codes differ between versions)."""
+    code = getattr(exc, "code", None)
+    status = getattr(code() if callable(code) else None, "name", "")
+    if status in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
+        return "auth"
+    if status in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+        return "unreachable"
     text = str(exc).lower()
-    return any(word in text for word in ("auth", "credential", "token", "password",
-                                         "permission denied", "unauthenticated"))
+    if any(word in text for word in ("auth", "credential", "password", "api key",
+                                     "permission denied", "unauthenticated")):
+        return "auth"
+    if "fail connecting" in text or "unavailable" in text:
+        return "unreachable"
+    return "other"
 
 
 class Engine:
@@ -105,20 +117,23 @@ class Engine:
         """Engine failures as one sentence: SharedAuthError for a refused token, else
         SharedIndexError (unreachable, or a call that failed)."""
         pymilvus = require_pymilvus()
+        import grpc  # pymilvus's transport; a few of its errors reach callers unwrapped
+
         try:
             yield
-        except pymilvus.exceptions.MilvusException as exc:
+        except (pymilvus.exceptions.MilvusException, grpc.RpcError) as exc:
             raise self._error(doing, exc) from None
 
     def _error(self, doing: str, exc: Exception) -> SharedIndexError:
-        if _auth_failure(exc):
+        failure = _failure(exc)
+        if failure == "auth":
             return SharedAuthError(
                 f"{self.where} refused the credentials while {doing}.",
                 hint=f"Put a valid token (user:password or an API key) in ${self.token_env}.")
-        message = getattr(exc, "message", None) or str(exc)
-        if "Fail connecting" in message or "unavailable" in message.lower():
+        if failure == "unreachable":
             return SharedIndexError(f"Cannot reach {self.where} while {doing}.",
                                     hint="Check shared.uri and that the server is running.")
+        message = getattr(exc, "message", None) or str(exc)
         return SharedIndexError(f"{self.where} failed while {doing}: {message}.")
 
     @property

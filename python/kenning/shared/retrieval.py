@@ -33,6 +33,7 @@ from kenning.shared.engine import Engine, one_of, quote
 from kenning.tokens import code_tokens
 
 SHORTLIST = 300  # Hamming candidates rescored per query, as locally
+TOPK_MAX = 16_384  # Milvus's cap on one search's limit
 META = ["project", "path", "content_hash", "ordinal", "start_line", "end_line", "start_byte",
         "end_byte", "language", "kind", "symbol", "signature"]
 _GLOB = re.compile(r"[*?\[]")
@@ -276,7 +277,8 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
         lambda: defaultdict(list))
     cosine: dict[int, float] = {}
     if "lexical" in branches:
-        for row, score in bm25(engine, query, depths["lexical"] * len(heads), expr):
+        for row, score in bm25(engine, query, min(TOPK_MAX, depths["lexical"] * len(heads)),
+                               expr):
             per_project[row["project"]]["lexical"].append((key(row), score))
     if "symbol" in branches:
         for row, grade in symbol_rows(engine, query, depths["symbol"] * len(heads), expr):
