@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> None:
 
     work = Path(args.work or tempfile.mkdtemp(prefix="kenning-shared-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(work / "home", ignore_errors=True)  # indexes of an earlier run
     os.environ["KENNING_HOME"] = str(work / "home")
     os.environ["KENNING_CONFIG"] = str(work / "config.toml")
     uri = args.uri or str(work / "shared.db")

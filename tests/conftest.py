@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from embed_server import embed_server, local_model  # noqa: F401 - fixtures for every test file
 
-# index_helpers is both imported by test modules and loaded as a fixture plugin
-pytest.register_assert_rewrite("index_helpers")
+# index_helpers and shared_helpers are both imported by test modules and loaded as fixture plugins
+pytest.register_assert_rewrite("index_helpers", "shared_helpers")
 
 
 @pytest.fixture(autouse=True)
