@@ -296,3 +296,12 @@ def test_publish_cli_prints_json_and_a_summary(shared: config.Settings, repo: Pa
     assert "generation 1" in summary(final) and "5 added, 0 changed, 0 removed" in summary(final)
     final.update(nothing_changed=True)
     assert summary(final).startswith("Nothing changed since generation 1")
+
+
+def test_publish_without_a_shared_index_says_so_before_indexing(model: Any, repo: Path):
+    from kenning.errors import ConfigError, IndexMissing
+
+    with pytest.raises(ConfigError, match="No shared index is configured"):
+        publish(repo, config.load(), embedder=model)
+    with pytest.raises(IndexMissing):
+        Index.open(repo, config.load(), embedder=model)

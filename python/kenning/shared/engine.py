@@ -77,26 +77,30 @@ def _failure(exc: Exception) -> str:
     return "other"
 
 
+def configured_uri(settings: Settings) -> tuple[str, bool]:
+    """``shared.uri``, checked, and whether it names an embedded (milvus-lite) file."""
+    uri = settings["shared.uri"]
+    if not uri:
+        raise ConfigError("No shared index is configured.",
+                          hint="Set one: `kenning config set shared.uri http://host:19530` "
+                          "(or a local .db file for a trial).")
+    uri = str(uri)
+    if uri.startswith(("http://", "https://", "tcp://", "unix:")):
+        return uri, False
+    path = Path(uri).expanduser()
+    if path.suffix != ".db":
+        raise ConfigError(f"shared.uri {uri!r} is neither an http(s):// server nor a local .db "
+                          "file.", hint="Use http://host:19530, https://..., or a path ending "
+                          "in .db.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return str(path.resolve()), True
+
+
 class Engine:
     """A client of the shared index for one embedding descriptor."""
 
     def __init__(self, settings: Settings, descriptor: dict[str, Any]) -> None:
-        uri = settings["shared.uri"]
-        if not uri:
-            raise ConfigError("No shared index is configured.",
-                              hint="Set one: `kenning config set shared.uri http://host:19530` "
-                              "(or a local .db file for a trial).")
-        self.uri = str(uri)
-        self.lite = not self.uri.startswith(("http://", "https://", "tcp://", "unix:"))
-        if self.lite:
-            path = Path(self.uri).expanduser()
-            if path.suffix != ".db":
-                raise ConfigError(f"shared.uri {self.uri!r} is neither an http(s):// server nor "
-                                  "a local .db file.",
-                                  hint="Use http://host:19530, https://..., or a path ending "
-                                  "in .db.")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.uri = str(path.resolve())
+        self.uri, self.lite = configured_uri(settings)
         token_env = str(settings["shared.token_env"] or "")
         self.token = os.environ.get(token_env, "") if token_env else ""
         self.token_env = token_env

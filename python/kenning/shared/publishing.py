@@ -38,6 +38,7 @@ from kenning.shared.engine import (
     SYMBOL_WORDS_MAX,
     TEXT_MAX,
     Engine,
+    configured_uri,
     one_of,
     quote,
     row_key,
@@ -267,7 +268,7 @@ def publish(root: Path, settings: Settings, *, dry_run: bool = False, embedder: 
     from kenning.store import Index
 
     started = time.perf_counter()
-    emit = progress or (lambda event: None)
+    configured_uri(settings)  # a missing or bad shared.uri is said before any indexing
     own = embedder is None
     emb = make_embedder(settings) if own else embedder
     try:
@@ -287,7 +288,8 @@ def publish(root: Path, settings: Settings, *, dry_run: bool = False, embedder: 
                               "published.", hint=f"Run `kenning index {index.root}` first.")
         result = PublishResult(index.project_id, str(index.root), engine.uri, dry_run=dry_run,
                                snapshot_generation=snap.generation, revision=snap.revision)
-        run = _Publish(engine, snap, index.root, index.project_id, result, emit)
+        run = _Publish(engine, snap, index.root, index.project_id, result,
+                       progress or (lambda event: None))
         run.go(dry_run)
     result.seconds = round(time.perf_counter() - started, 3)
     return result
