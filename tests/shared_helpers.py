@@ -22,8 +22,11 @@ def require_engine() -> None:
 
 @pytest.fixture
 def shared_uri(tmp_path: Path) -> Iterator[str]:
+    from kenning.shared.engine import release_all
+
     if not MILVUS_URI:
         yield str(tmp_path / "shared.db")
+        release_all()  # stop the test's embedded engine
         return
     yield MILVUS_URI
     from kenning import config
@@ -40,3 +43,4 @@ def shared_uri(tmp_path: Path) -> Iterator[str]:
         if str(json.loads(head["info"]).get("root", "")).startswith(str(tmp_path)):
             remove(settings, head["project"], embedder=embedder)
     embedder.close()
+    release_all()

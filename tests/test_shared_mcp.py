@@ -12,6 +12,7 @@ import pytest
 from index_helpers import FILES, make_repo
 from kenning import config
 from kenning.shared import publish
+from kenning.shared.engine import release_all
 from kenning.store import Index
 from shared_helpers import require_engine
 from test_mcp_server import serve
@@ -35,6 +36,7 @@ def test_mcp_tools_reach_the_published_projects(tmp_path: Path, model: Any, shar
     env = {name: os.environ[name] for name in ("KENNING_HOME", "KENNING_CONFIG", "PYTHONPATH")
            if name in os.environ}
     env.update(KENNING_SHARED_URI=uri, KENNING_SEARCH_BACKEND="both")
+    release_all()  # an embedded engine's file is for one process at a time
     with serve(env, here, tmp_path / "mcp.log") as client:
         found = client.ok("code_search", query="printable invoice with taxes",
                           project=other_id).structured_content

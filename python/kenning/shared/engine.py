@@ -7,16 +7,19 @@ chunk's text and metadata, kenning's own code tokens for the engine's BM25), and
 their digests, and one head row with the published generation).
 
 ``shared.uri`` is an ``http(s)://`` server (Standalone or Distributed), or a local ``.db`` file,
-which pymilvus serves with milvus-lite: one process at a time, ``BIN_FLAT`` only, no partition
-key, no nullable fields. The same code serves both; the differences are named in ``lite``.
+which pymilvus serves with milvus-lite: one process at a time (a process keeps the file until
+it exits or calls ``release_all``), ``BIN_FLAT`` only, no partition key, no nullable fields.
+The same code serves both; the differences are named in ``lite``.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +36,7 @@ TIMEOUT = 10.0  # seconds per engine call; a server that does not answer is repo
 TEXT_MAX = 65_535
 PATH_MAX = 4_096
 SYMBOL_WORDS_MAX = 64  # tokens of a symbol name kept for the symbol branch
+SERVER_SCHEMES = ("http://", "https://", "tcp://", "unix:")  # else a milvus-lite file
 MANIFEST_DIM = 8  # Milvus wants a vector field in every collection; the manifest's is unused
 
 
@@ -85,7 +89,7 @@ def configured_uri(settings: Settings) -> tuple[str, bool]:
                           hint="Set one: `kenning config set shared.uri http://host:19530` "
                           "(or a local .db file for a trial).")
     uri = str(uri)
-    if uri.startswith(("http://", "https://", "tcp://", "unix:")):
+    if uri.startswith(SERVER_SCHEMES):
         return uri, False
     path = Path(uri).expanduser()
     if path.suffix != ".db":
@@ -143,25 +147,23 @@ class Engine:
     @property
     def client(self) -> Any:
         if self._client is None:
-            pymilvus = require_pymilvus()
-            if self.lite and not os.environ.get("RUST_LOG"):
-                os.environ["RUST_LOG"] = "error"  # the embedded engine logs every commit at info
-            with self.calls("connecting"):
-                self._client = pymilvus.MilvusClient(uri=self.uri, token=self.token,
-                                                     timeout=TIMEOUT)
+            key = (self.uri, self.token)
+            with _clients_lock:
+                self._client = _clients.get(key)
+                if self._client is None:
+                    pymilvus = require_pymilvus()
+                    if self.lite and not os.environ.get("RUST_LOG"):
+                        os.environ["RUST_LOG"] = "error"  # the embedded engine logs every commit
+                    with self.calls("connecting"):
+                        self._client = pymilvus.MilvusClient(uri=self.uri, token=self.token,
+                                                             timeout=TIMEOUT)
+                    _clients[key] = self._client
         return self._client
 
     def close(self) -> None:
-        """Drop the connection; an embedded engine is stopped, which frees its file for
-        other processes."""
-        client, self._client = self._client, None
-        if client is None:
-            return
-        client.close()
-        if self.lite:
-            from milvus_lite.server_manager import server_manager_instance
-
-            server_manager_instance.release_server(self.uri)
+        """Let go of the connection; it stays open for the process's next Engine (opening one,
+        and for milvus-lite loading the collection, costs far more than a search)."""
+        self._client = None
 
     def __enter__(self) -> Engine:
         return self
@@ -275,6 +277,26 @@ class Engine:
     def delete_where(self, collection: str, expr: str, doing: str) -> None:
         with self.calls(doing):
             self.client.delete(collection, filter=expr)
+
+
+# connections by (uri, token), kept for the life of the process
+_clients: dict[tuple[str, str], Any] = {}
+_clients_lock = threading.Lock()
+
+
+@atexit.register
+def release_all() -> None:
+    """Close every kept connection and stop the embedded engines this process started, which
+    frees their files for other processes."""
+    with _clients_lock:
+        kept = list(_clients.items())
+        _clients.clear()
+    for (uri, _), client in kept:
+        client.close()
+        if not uri.startswith(SERVER_SCHEMES):
+            from milvus_lite.server_manager import server_manager_instance
+
+            server_manager_instance.release_server(uri)
 
 
 def quote(value: str) -> str:
