@@ -420,6 +420,7 @@ class _Publish:
         _write_head(engine, project, {
             "generation": result.generation, "state": "published",
             "snapshot_generation": self.snap.generation, "revision": self.snap.revision,
+            "index_token": self.snap.token,
             "branch": self.snap.branch, "files": len(plan.digests), "chunks": self.snap.chunks,
             "published_at": time.time(), "root": str(self.root),
             "center": (base64.b64encode(center.astype("<f4").tobytes()).decode()

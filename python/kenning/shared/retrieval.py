@@ -30,6 +30,7 @@ from kenning.search.fusion import fuse
 from kenning.search.query import Query
 from kenning.search.ranking import Candidate, rank
 from kenning.shared.engine import Engine, one_of, quote
+from kenning.store.ids import LEGACY_TOKEN, ChunkId
 from kenning.tokens import code_tokens
 
 SHORTLIST = 300  # Hamming candidates rescored per query, as locally
@@ -135,6 +136,10 @@ class Published:
     snapshot_generation: int
     center: np.ndarray | None
     revision: str | None
+    index_token: str  # of the published local index: its chunk ids are the published ones
+
+    def chunk_id(self, ordinal: int) -> str:
+        return str(ChunkId(self.project, self.index_token, self.snapshot_generation, ordinal))
 
 
 def published(engine: Engine, projects: Sequence[str] | None = None) -> dict[str, Published]:
@@ -152,7 +157,8 @@ def published(engine: Engine, projects: Sequence[str] | None = None) -> dict[str
         center = (np.frombuffer(base64.b64decode(head["center"]), "<f4").astype(np.float32)
                   if head.get("center") else None)
         out[row["project"]] = Published(row["project"], int(head["snapshot_generation"]), center,
-                                        head.get("revision"))
+                                        head.get("revision"),
+                                        str(head.get("index_token") or LEGACY_TOKEN))
     return out
 
 
@@ -299,11 +305,10 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
         head = sorted(fused, key=lambda cid: -fused[cid])[:depths["rank"]]
         cands = [_candidate(cid, rows[cid], fused[cid]) for cid in head]
         ranked = rank(cands, query, _later_parts(engine, cands, rows, query))[:limit]
-        generation = heads[project].snapshot_generation
         for c in ranked:
             row = rows[c.id]
             results.append({
-                "id": f"{project}:{generation}:{row['ordinal']}", "project": project,
+                "id": heads[project].chunk_id(row["ordinal"]), "project": project,
                 "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
                 "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
                 "symbol": c.symbol, "score": round(c.score, 6), "content": "", "stale": False,
