@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> None:
     fixed = FixedQueries(embedder, QUERIES)
     print(f"engine {uri}; source {args.source}")
     print("| chunks | first publish s | MB sent | one-file edit publish s | rows sent / deleted"
-          " | local p50 / p90 ms | shared p50 / p90 ms | top-10 overlap |")
+          " | local p50 / p90 ms | shared p50 / p90 ms | top-10 overlap (distinct hits) |")
     print("|---|---|---|---|---|---|---|---|")
     for size in [int(s) for s in args.sizes.split(",")]:
         target = _project(work, size, Path(args.source).resolve(), settings, embedder)
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> None:
         shared_settings = config.load({"shared.uri": uri, "search.backend": "shared"})
         shared = _latency(shared_settings, ref, fixed, args.runs)
         overlap = statistics.mean(
-            len(set(local[2][q]) & set(shared[2][q])) / max(1, len(local[2][q]))
+            len(set(local[2][q]) & set(shared[2][q])) / max(1, len(set(local[2][q])))
             for q in QUERIES)
         print(f"| {first.chunks_sent} | {first.seconds:.1f} | {first.bytes_sent / 1e6:.1f} | "
               f"{edit.seconds:.2f} | {edit.chunks_sent} / {edit.rows_deleted} | "
