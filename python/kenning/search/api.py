@@ -408,7 +408,7 @@ def _search_shared(refs: list[ProjectRef], ctx: _Context,
             return retrieval.search(
                 engine, ctx.query, ctx.query_vector, ctx.filters, projects=ctx.shared_projects,
                 exclude=exclude, branches=ctx.branches, limit=ctx.limit, floor=ctx.floor,
-                floor_min_terms=FLOOR_MIN_TERMS,
+                floor_min_terms=dense.FLOOR_MIN_TERMS,
                 depths={"dense": DENSE_DEPTH, "lexical": LEXICAL_DEPTH, "symbol": SYMBOL_DEPTH,
                         "rank": RANK_DEPTH},
                 roots={ref.id: ref.root for ref in refs})

@@ -260,7 +260,7 @@ class _Snippets:
 
 def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filters: Filters, *,
            projects: Sequence[str] | None, exclude: Collection[str] = (),
-           branches: frozenset[str], limit: int, floor: float,
+           branches: frozenset[str], limit: int, floor: float | None,
            floor_min_terms: int, depths: dict[str, int],
            roots: dict[str, Path]) -> list[dict[str, Any]]:
     """Ranked results of the published projects (``projects``, or all), fused and ranked per
@@ -298,7 +298,7 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
     for project, rankings in per_project.items():
         ranked_lists = {b: r[:depths[b]] for b, r in rankings.items()}
         fused = fuse(ranked_lists, query)
-        if query_vector is not None and len(query.terms) >= floor_min_terms:
+        if floor is not None and query_vector is not None and len(query.terms) >= floor_min_terms:
             symbol_hits = {cid for cid, _ in ranked_lists.get("symbol", ())}
             fused = {cid: s for cid, s in fused.items()
                      if cid in symbol_hits or cosine.get(cid, floor) >= floor}
