@@ -8,6 +8,13 @@ break). The engine is milvus-lite unless ``--uri`` names a server.
 
     python benchmarks/shared_index.py --source /tmp/evalkit/corpora/requests-2.32.3 \\
         --sizes 10000,100000 [--uri http://localhost:19530] [--work /tmp/kenning-shared-bench]
+
+``--quality QUERIES`` measures instead what a searcher loses by going shared: each corpus of the
+docstring dev set (``/work/shared/eval``) is indexed and published, and every query is searched
+locally and from the engine; span and file MRR@10 of both.
+
+    python benchmarks/shared_index.py --quality /work/shared/eval/dev/queries.jsonl \\
+        --corpora-dir /tmp/evalkit/corpora [--sample 40]
 """
 
 from __future__ import annotations
@@ -73,6 +80,62 @@ def _latency(settings: Any, ref: Any, fixed: Any, runs: int) -> tuple[float, flo
     return statistics.median(times), times[int(0.9 * (len(times) - 1))], tops
 
 
+def _ranks(hits: list[dict[str, Any]], target: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(span rank, file rank) of the target among the hits, 1-based."""
+    span = file = None
+    for rank, h in enumerate(hits, 1):
+        if h["path"] == target["path"]:
+            file = file or rank
+            if span is None and not (h["end_line"] < target["start_line"]
+                                     or h["start_line"] > target["end_line"]):
+                span = rank
+    return span, file
+
+
+def quality(args: argparse.Namespace) -> None:
+    import json
+    import random
+
+    from kenning import config
+    from kenning.embedding import make_embedder
+    from kenning.search import ProjectRef, search
+    from kenning.shared import publish
+    from kenning.store import Index
+
+    work = Path(args.work or tempfile.mkdtemp(prefix="kenning-shared-quality-"))
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("KENNING_HOME", "/tmp/kenning-eval-home")  # indexes reused
+    os.environ["KENNING_CONFIG"] = str(work / "config.toml")
+    uri = args.uri or str(work / "quality.db")
+    local_settings = config.load({"shared.uri": uri})
+    shared_settings = config.load({"shared.uri": uri, "search.backend": "shared"})
+    embedder = make_embedder(local_settings)
+    queries = [json.loads(line) for line in Path(args.quality).read_text().splitlines() if line]
+    ranks: dict[str, list[tuple[int | None, int | None]]] = {"local": [], "shared": []}
+    for package in sorted({q["package"] for q in queries}):
+        items = [q for q in queries if q["package"] == package]
+        if args.sample and len(items) > args.sample:
+            items = random.Random(0).sample(items, args.sample)
+        root = Path(args.corpora_dir) / package
+        publish(root, local_settings, embedder=embedder)
+        pid = Index.open(root, local_settings, embedder=embedder).project_id
+        ref = ProjectRef(pid, root)
+        for q in items:
+            for name, settings in (("local", local_settings), ("shared", shared_settings)):
+                out = search(q["query"], [ref], settings=settings, limit=10, refresh=False,
+                             embedder=embedder, shared_projects=[pid])
+                ranks[name].append(_ranks(out["results"], q))
+    print("| backend | queries | span MRR@10 | file MRR@10 | span R@10 |")
+    print("|---|---|---|---|---|")
+    for name, rows in ranks.items():
+        def mrr(i: int, rows: list[Any] = rows) -> float:
+            return sum(1 / r[i] for r in rows if r[i]) / len(rows)
+
+        recall = sum(1 for r in rows if r[0]) / len(rows)
+        print(f"| {name} | {len(rows)} | {mrr(0):.3f} | {mrr(1):.3f} | {recall:.3f} |")
+    embedder.close()
+
+
 def run(args: argparse.Namespace) -> None:
     from kenning import config
     from kenning.embedding import make_embedder
@@ -124,12 +187,21 @@ def run(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--source", required=True, help="a small corpus to replicate")
+    parser.add_argument("--source", help="a small corpus to replicate")
+    parser.add_argument("--quality", metavar="QUERIES", help="docstring dev queries (jsonl)")
+    parser.add_argument("--corpora-dir", default="/tmp/evalkit/corpora")
+    parser.add_argument("--sample", type=int, default=0, help="queries per corpus (0: all)")
     parser.add_argument("--sizes", default="10000")
     parser.add_argument("--uri", help="a Milvus server (default: milvus-lite in --work)")
     parser.add_argument("--work", help="folder for the projects and the engine file (kept)")
     parser.add_argument("--runs", type=int, default=3, help="passes over the queries")
-    run(parser.parse_args())
+    args = parser.parse_args()
+    if args.quality:
+        quality(args)
+    elif args.source:
+        run(args)
+    else:
+        parser.error("give --source (speed) or --quality (quality)")
 
 
 if __name__ == "__main__":
