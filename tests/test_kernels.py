@@ -157,6 +157,14 @@ def test_filtered_search_still_returns_k_hits(k: Kernels) -> None:
     assert sorted(ids[0].tolist()) == [5, 17, 400, 1999]
 
 
+def test_a_mask_and_row_ids_together_are_refused(k: Kernels) -> None:
+    # the backends take the two filters as separate arguments; the checks never pass both
+    db = random_bits(np.random.default_rng(8), 6, 8)
+    mask, ids = np.ones(6, dtype=bool), np.arange(3, dtype=np.int64)
+    with pytest.raises(ValueError, match="takes a mask or row ids, not both"):
+        k._impl["hamming_topk"](db[:1], db, 2, mask, ids)
+
+
 @pytest.mark.parametrize("allowed", [np.zeros(50, dtype=bool), np.array([], dtype=np.int64)])
 def test_everything_filtered_out_gives_empty_hits(k: Kernels, allowed: np.ndarray) -> None:
     db = random_bits(np.random.default_rng(4), 50, 16)

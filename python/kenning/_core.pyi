@@ -1,12 +1,22 @@
 """The Rust core. Call it through ``kenning.kernels``, which checks arguments for both backends."""
 
 import os
-from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-__all__: Final[list[str]]
+__all__ = [
+    "binarize",
+    "diff",
+    "hamming_topk",
+    "hash_files",
+    "hash_many",
+    "kernels",
+    "quantize_int8",
+    "rescore",
+    "walk",
+    "walk_changes",
+]
 
 def binarize(
     x: npt.NDArray[np.float32],

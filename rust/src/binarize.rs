@@ -136,6 +136,11 @@ mod x86 {
 
     /// Sixteen floats per compare into a mask register; 64 bits are gathered into one word
     /// before their bytes are bit-reversed and stored. The last partial vector is a masked load.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512F; `x` holds whole rows of `dims` floats, `c` holds `dims`
+    /// floats and `out` a packed row per row of `x`.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn pack_rows_avx512(
         x: &[f32],
@@ -143,70 +148,90 @@ mod x86 {
         dims: usize,
         out: &mut [u8],
     ) -> bool {
-        pack_rows_with(|row, c, out| pack_row_avx512(row, c, out), x, c, dims, out)
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe { pack_rows_with(|row, c, out| pack_row_avx512(row, c, out), x, c, dims, out) }
     }
 
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512F, and `center` must be at least as long as `row`.
     #[target_feature(enable = "avx512f")]
     #[inline]
     unsafe fn pack_row_avx512(row: &[f32], center: &[f32], out: &mut [u8]) -> bool {
-        let (n, v, c) = (row.len(), row.as_ptr(), center.as_ptr());
-        let mut unordered: __mmask16 = 0;
-        let mut i = 0;
-        while i + 64 <= n {
-            let mut bits = 0u64;
-            for part in 0..4 {
-                let x = _mm512_loadu_ps(v.add(i + 16 * part));
-                let gt = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, _mm512_loadu_ps(c.add(i + 16 * part)));
-                unordered |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
-                bits |= u64::from(gt) << (16 * part);
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe {
+            let (n, v, c) = (row.len(), row.as_ptr(), center.as_ptr());
+            let mut unordered: __mmask16 = 0;
+            let mut i = 0;
+            while i + 64 <= n {
+                let mut bits = 0u64;
+                for part in 0..4 {
+                    let x = _mm512_loadu_ps(v.add(i + 16 * part));
+                    let gt =
+                        _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, _mm512_loadu_ps(c.add(i + 16 * part)));
+                    unordered |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+                    bits |= u64::from(gt) << (16 * part);
+                }
+                out[i / 8..i / 8 + 8].copy_from_slice(&msb_first(bits).to_le_bytes());
+                i += 64;
             }
-            out[i / 8..i / 8 + 8].copy_from_slice(&msb_first(bits).to_le_bytes());
-            i += 64;
+            while i < n {
+                let take = (n - i).min(16);
+                let lanes: __mmask16 = ((1u32 << take) - 1) as u16;
+                let x = _mm512_maskz_loadu_ps(lanes, v.add(i));
+                let gt = _mm512_mask_cmp_ps_mask::<_CMP_GT_OQ>(
+                    lanes,
+                    x,
+                    _mm512_maskz_loadu_ps(lanes, c.add(i)),
+                );
+                unordered |= _mm512_mask_cmp_ps_mask::<_CMP_UNORD_Q>(lanes, x, x);
+                let bytes = msb_first(u64::from(gt)).to_le_bytes();
+                let len = take.div_ceil(8);
+                out[i / 8..i / 8 + len].copy_from_slice(&bytes[..len]);
+                i += 16;
+            }
+            unordered != 0
         }
-        while i < n {
-            let take = (n - i).min(16);
-            let lanes: __mmask16 = ((1u32 << take) - 1) as u16;
-            let x = _mm512_maskz_loadu_ps(lanes, v.add(i));
-            let gt = _mm512_mask_cmp_ps_mask::<_CMP_GT_OQ>(
-                lanes,
-                x,
-                _mm512_maskz_loadu_ps(lanes, c.add(i)),
-            );
-            unordered |= _mm512_mask_cmp_ps_mask::<_CMP_UNORD_Q>(lanes, x, x);
-            let bytes = msb_first(u64::from(gt)).to_le_bytes();
-            let len = take.div_ceil(8);
-            out[i / 8..i / 8 + len].copy_from_slice(&bytes[..len]);
-            i += 16;
-        }
-        unordered != 0
     }
 
     /// Eight floats per compare, `movemask` to eight bits, eight of them gathered into one word
     /// before their bytes are bit-reversed and stored.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX2; `x` holds whole rows of `dims` floats, `c` holds `dims` floats
+    /// and `out` a packed row per row of `x`.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn pack_rows_avx2(x: &[f32], c: &[f32], dims: usize, out: &mut [u8]) -> bool {
-        pack_rows_with(|row, c, out| pack_row_avx2(row, c, out), x, c, dims, out)
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe { pack_rows_with(|row, c, out| pack_row_avx2(row, c, out), x, c, dims, out) }
     }
 
+    /// # Safety
+    ///
+    /// The CPU must support AVX2, and `center` must be at least as long as `row`.
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn pack_row_avx2(row: &[f32], center: &[f32], out: &mut [u8]) -> bool {
-        let (n, v, c) = (row.len(), row.as_ptr(), center.as_ptr());
-        let mut unordered = _mm256_setzero_ps();
-        let mut i = 0;
-        while i + 64 <= n {
-            let mut bits = 0u64;
-            for part in 0..8 {
-                let x = _mm256_loadu_ps(v.add(i + 8 * part));
-                let gt = _mm256_cmp_ps::<_CMP_GT_OQ>(x, _mm256_loadu_ps(c.add(i + 8 * part)));
-                unordered = _mm256_or_ps(unordered, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x));
-                bits |= u64::from(_mm256_movemask_ps(gt) as u8) << (8 * part);
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe {
+            let (n, v, c) = (row.len(), row.as_ptr(), center.as_ptr());
+            let mut unordered = _mm256_setzero_ps();
+            let mut i = 0;
+            while i + 64 <= n {
+                let mut bits = 0u64;
+                for part in 0..8 {
+                    let x = _mm256_loadu_ps(v.add(i + 8 * part));
+                    let gt = _mm256_cmp_ps::<_CMP_GT_OQ>(x, _mm256_loadu_ps(c.add(i + 8 * part)));
+                    unordered = _mm256_or_ps(unordered, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x));
+                    bits |= u64::from(_mm256_movemask_ps(gt) as u8) << (8 * part);
+                }
+                out[i / 8..i / 8 + 8].copy_from_slice(&msb_first(bits).to_le_bytes());
+                i += 64;
             }
-            out[i / 8..i / 8 + 8].copy_from_slice(&msb_first(bits).to_le_bytes());
-            i += 64;
+            let tail = pack_row(&row[i..], &center[i..], &mut out[i / 8..]);
+            _mm256_movemask_ps(unordered) != 0 || tail
         }
-        let tail = pack_row(&row[i..], &center[i..], &mut out[i / 8..]);
-        _mm256_movemask_ps(unordered) != 0 || tail
     }
 }
 

@@ -43,9 +43,16 @@ pub enum Filter<'a> {
     Ids(&'a [usize]),
 }
 
-/// A popcount implementation; `Scalar` is the portable reference the others are tested against.
+/// A popcount implementation this CPU can run. The type is opaque: only `available`, `best`,
+/// `from_name` and `SCALAR` make one, so holding a `Kernel` proves that its CPU features were
+/// detected, which is what makes the dispatch to `#[target_feature]` code sound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kernel {
+pub struct Kernel(Isa);
+
+/// The instruction sets behind `Kernel`; `Scalar` is the portable reference the others are
+/// tested against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Isa {
     Scalar,
     #[cfg(target_arch = "x86_64")]
     Popcnt,
@@ -58,17 +65,20 @@ pub enum Kernel {
 }
 
 impl Kernel {
+    /// The portable kernel, which every CPU runs.
+    pub const SCALAR: Kernel = Kernel(Isa::Scalar);
+
     pub fn name(self) -> &'static str {
-        match self {
-            Kernel::Scalar => "scalar",
+        match self.0 {
+            Isa::Scalar => "scalar",
             #[cfg(target_arch = "x86_64")]
-            Kernel::Popcnt => "popcnt",
+            Isa::Popcnt => "popcnt",
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => "avx2",
+            Isa::Avx2 => "avx2",
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => "avx512",
+            Isa::Avx512 => "avx512",
             #[cfg(target_arch = "aarch64")]
-            Kernel::Neon => "neon",
+            Isa::Neon => "neon",
         }
     }
 
@@ -81,20 +91,20 @@ impl Kernel {
                 && is_x86_feature_detected!("avx512bw")
                 && is_x86_feature_detected!("avx512vpopcntdq")
             {
-                kernels.push(Kernel::Avx512);
+                kernels.push(Kernel(Isa::Avx512));
             }
             if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt") {
-                kernels.push(Kernel::Avx2);
+                kernels.push(Kernel(Isa::Avx2));
             }
             if is_x86_feature_detected!("popcnt") {
-                kernels.push(Kernel::Popcnt);
+                kernels.push(Kernel(Isa::Popcnt));
             }
         }
         #[cfg(target_arch = "aarch64")]
         if std::arch::is_aarch64_feature_detected!("neon") {
-            kernels.push(Kernel::Neon);
+            kernels.push(Kernel(Isa::Neon));
         }
-        kernels.push(Kernel::Scalar);
+        kernels.push(Kernel(Isa::Scalar));
         kernels
     }
 
@@ -121,17 +131,17 @@ impl Kernel {
     fn distances(self, query: &[u8], rows: &[u8], width: usize, out: &mut [u32]) {
         // the SIMD kernels read through raw pointers: this check makes that sound
         assert!(rows.len() >= out.len() * width && query.len() == width);
-        match self {
-            Kernel::Scalar => distances_with(dist_scalar, query, rows, width, out),
-            // SAFETY: `available()` only offers a kernel whose CPU features were detected.
+        match self.0 {
+            Isa::Scalar => distances_with(dist_scalar, query, rows, width, out),
+            // SAFETY: a `Kernel` is only made for an instruction set this CPU was found to run.
             #[cfg(target_arch = "x86_64")]
-            Kernel::Popcnt => unsafe { x86::distances_popcnt(query, rows, width, out) },
+            Isa::Popcnt => unsafe { x86::distances_popcnt(query, rows, width, out) },
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => unsafe { x86::distances_avx2(query, rows, width, out) },
+            Isa::Avx2 => unsafe { x86::distances_avx2(query, rows, width, out) },
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => unsafe { x86::distances_avx512(query, rows, width, out) },
+            Isa::Avx512 => unsafe { x86::distances_avx512(query, rows, width, out) },
             #[cfg(target_arch = "aarch64")]
-            Kernel::Neon => unsafe { arm::distances_neon(query, rows, width, out) },
+            Isa::Neon => unsafe { arm::distances_neon(query, rows, width, out) },
         }
     }
 
@@ -145,10 +155,10 @@ impl Kernel {
         } = shape;
         // the SIMD kernels read through raw pointers: this check makes that sound
         assert!(rows.len() >= n * width && queries.len() == nq * width && out.len() == nq * n);
-        match self {
-            // SAFETY: `available()` only offers a kernel whose CPU features were detected.
+        match self.0 {
+            // SAFETY: a `Kernel` is only made for an instruction set this CPU was found to run.
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => unsafe { x86::distances_batch_avx512(queries, rows, shape, out) },
+            Isa::Avx512 => unsafe { x86::distances_batch_avx512(queries, rows, shape, out) },
             _ => {
                 for (q, out) in out.chunks_exact_mut(n.max(1)).enumerate().take(nq) {
                     self.distances(&queries[q * width..(q + 1) * width], rows, width, out);
@@ -159,17 +169,17 @@ impl Kernel {
 
     /// `out[j]` = distance from `query` to row `ids[j]` of `db`.
     fn distances_at(self, query: &[u8], db: &[u8], width: usize, ids: &[usize], out: &mut [u32]) {
-        match self {
-            Kernel::Scalar => distances_at_with(dist_scalar, query, db, width, ids, out),
+        match self.0 {
+            Isa::Scalar => distances_at_with(dist_scalar, query, db, width, ids, out),
             // SAFETY: as in `distances`.
             #[cfg(target_arch = "x86_64")]
-            Kernel::Popcnt => unsafe { x86::distances_at_popcnt(query, db, width, ids, out) },
+            Isa::Popcnt => unsafe { x86::distances_at_popcnt(query, db, width, ids, out) },
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => unsafe { x86::distances_at_avx2(query, db, width, ids, out) },
+            Isa::Avx2 => unsafe { x86::distances_at_avx2(query, db, width, ids, out) },
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => unsafe { x86::distances_at_avx512(query, db, width, ids, out) },
+            Isa::Avx512 => unsafe { x86::distances_at_avx512(query, db, width, ids, out) },
             #[cfg(target_arch = "aarch64")]
-            Kernel::Neon => unsafe { arm::distances_at_neon(query, db, width, ids, out) },
+            Isa::Neon => unsafe { arm::distances_at_neon(query, db, width, ids, out) },
         }
     }
 }
@@ -225,11 +235,17 @@ mod x86 {
     use super::{dist_scalar, distances_at_with, distances_with, Shape, TopK, EVENT_BLOCK};
     use std::arch::x86_64::*;
 
+    /// # Safety
+    ///
+    /// The CPU must support POPCNT.
     #[target_feature(enable = "popcnt")]
     pub(super) unsafe fn distances_popcnt(q: &[u8], rows: &[u8], w: usize, out: &mut [u32]) {
         distances_with(dist_scalar, q, rows, w, out)
     }
 
+    /// # Safety
+    ///
+    /// The CPU must support POPCNT.
     #[target_feature(enable = "popcnt")]
     pub(super) unsafe fn distances_at_popcnt(
         q: &[u8],
@@ -242,46 +258,60 @@ mod x86 {
     }
 
     /// Nibble lookup (pshufb) popcount, bytes summed with `sad_epu8` (Mula et al.).
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX2 and POPCNT, and `b` must be at least as long as `a`.
     #[target_feature(enable = "avx2,popcnt")]
     #[inline]
     unsafe fn dist_avx2(a: &[u8], b: &[u8]) -> u32 {
-        let lut = _mm256_setr_epi8(
-            0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2,
-            3, 3, 4,
-        );
-        let nibble = _mm256_set1_epi8(0x0f);
-        let zero = _mm256_setzero_si256();
-        let vectors = a.len() / 32;
-        let mut sums = zero;
-        let mut i = 0;
-        while i < vectors {
-            // at most 31 vectors of per-byte counts (<= 8 each) fit in a u8 lane
-            let end = vectors.min(i + 31);
-            let mut counts = zero;
-            while i < end {
-                let x = _mm256_xor_si256(
-                    _mm256_loadu_si256(a.as_ptr().add(32 * i).cast()),
-                    _mm256_loadu_si256(b.as_ptr().add(32 * i).cast()),
-                );
-                let lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(x, nibble));
-                let hi =
-                    _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(x, 4), nibble));
-                counts = _mm256_add_epi8(counts, _mm256_add_epi8(lo, hi));
-                i += 1;
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe {
+            let lut = _mm256_setr_epi8(
+                0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3,
+                2, 3, 3, 4,
+            );
+            let nibble = _mm256_set1_epi8(0x0f);
+            let zero = _mm256_setzero_si256();
+            let vectors = a.len() / 32;
+            let mut sums = zero;
+            let mut i = 0;
+            while i < vectors {
+                // at most 31 vectors of per-byte counts (<= 8 each) fit in a u8 lane
+                let end = vectors.min(i + 31);
+                let mut counts = zero;
+                while i < end {
+                    let x = _mm256_xor_si256(
+                        _mm256_loadu_si256(a.as_ptr().add(32 * i).cast()),
+                        _mm256_loadu_si256(b.as_ptr().add(32 * i).cast()),
+                    );
+                    let lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(x, nibble));
+                    let hi =
+                        _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(x, 4), nibble));
+                    counts = _mm256_add_epi8(counts, _mm256_add_epi8(lo, hi));
+                    i += 1;
+                }
+                sums = _mm256_add_epi64(sums, _mm256_sad_epu8(counts, zero));
             }
-            sums = _mm256_add_epi64(sums, _mm256_sad_epu8(counts, zero));
+            let mut lanes = [0u64; 4];
+            _mm256_storeu_si256(lanes.as_mut_ptr().cast(), sums);
+            let done = vectors * 32;
+            lanes.iter().sum::<u64>() as u32 + dist_scalar(&a[done..], &b[done..])
         }
-        let mut lanes = [0u64; 4];
-        _mm256_storeu_si256(lanes.as_mut_ptr().cast(), sums);
-        let done = vectors * 32;
-        lanes.iter().sum::<u64>() as u32 + dist_scalar(&a[done..], &b[done..])
     }
 
+    /// # Safety
+    ///
+    /// The CPU must support AVX2 and POPCNT.
     #[target_feature(enable = "avx2,popcnt")]
     pub(super) unsafe fn distances_avx2(q: &[u8], rows: &[u8], w: usize, out: &mut [u32]) {
-        distances_with(|a, b| dist_avx2(a, b), q, rows, w, out)
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe { distances_with(|a, b| dist_avx2(a, b), q, rows, w, out) }
     }
 
+    /// # Safety
+    ///
+    /// The CPU must support AVX2 and POPCNT.
     #[target_feature(enable = "avx2,popcnt")]
     pub(super) unsafe fn distances_at_avx2(
         q: &[u8],
@@ -290,11 +320,17 @@ mod x86 {
         ids: &[usize],
         out: &mut [u32],
     ) {
-        distances_at_with(|a, b| dist_avx2(a, b), q, db, w, ids, out)
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe { distances_at_with(|a, b| dist_avx2(a, b), q, db, w, ids, out) }
     }
 
     /// Lane sums of VPOPCNTQ over `a ^ b`: `vectors` 64-byte vectors, then `rest` bytes by a
     /// masked load. `VECTORS > 0` fixes the count at compile time so the loop unrolls.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512F, AVX-512BW and AVX-512 VPOPCNTDQ, and `a` and `b` must each
+    /// be valid for reads of `64 * vectors` bytes plus the bytes set in `rest`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
     #[inline]
     unsafe fn xor_popcnt_lanes<const VECTORS: usize>(
@@ -303,23 +339,26 @@ mod x86 {
         vectors: usize,
         rest: __mmask64,
     ) -> __m512i {
-        let vectors = if VECTORS > 0 { VECTORS } else { vectors };
-        let mut sums = _mm512_setzero_si512();
-        for i in 0..vectors {
-            let x = _mm512_xor_si512(
-                _mm512_loadu_si512(a.add(64 * i).cast()),
-                _mm512_loadu_si512(b.add(64 * i).cast()),
-            );
-            sums = _mm512_add_epi64(sums, _mm512_popcnt_epi64(x));
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe {
+            let vectors = if VECTORS > 0 { VECTORS } else { vectors };
+            let mut sums = _mm512_setzero_si512();
+            for i in 0..vectors {
+                let x = _mm512_xor_si512(
+                    _mm512_loadu_si512(a.add(64 * i).cast()),
+                    _mm512_loadu_si512(b.add(64 * i).cast()),
+                );
+                sums = _mm512_add_epi64(sums, _mm512_popcnt_epi64(x));
+            }
+            if rest != 0 {
+                let x = _mm512_xor_si512(
+                    _mm512_maskz_loadu_epi8(rest, a.add(64 * vectors).cast()),
+                    _mm512_maskz_loadu_epi8(rest, b.add(64 * vectors).cast()),
+                );
+                sums = _mm512_add_epi64(sums, _mm512_popcnt_epi64(x));
+            }
+            sums
         }
-        if rest != 0 {
-            let x = _mm512_xor_si512(
-                _mm512_maskz_loadu_epi8(rest, a.add(64 * vectors).cast()),
-                _mm512_maskz_loadu_epi8(rest, b.add(64 * vectors).cast()),
-            );
-            sums = _mm512_add_epi64(sums, _mm512_popcnt_epi64(x));
-        }
-        sums
     }
 
     /// The masked-load mask of the bytes after the last whole 64-byte vector.
@@ -327,15 +366,27 @@ mod x86 {
         (1u64 << (width % 64)) - 1
     }
 
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512F, AVX-512BW and AVX-512 VPOPCNTDQ, and `b` must be at least as
+    /// long as `a`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
     #[inline]
     unsafe fn dist_avx512(a: &[u8], b: &[u8]) -> u32 {
-        let lanes = xor_popcnt_lanes::<0>(a.as_ptr(), b.as_ptr(), a.len() / 64, tail_mask(a.len()));
-        _mm512_reduce_add_epi64(lanes) as u32
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe {
+            let lanes =
+                xor_popcnt_lanes::<0>(a.as_ptr(), b.as_ptr(), a.len() / 64, tail_mask(a.len()));
+            _mm512_reduce_add_epi64(lanes) as u32
+        }
     }
 
     /// Horizontal sums of 8 vectors at once (a transpose-and-add tree: 21 instructions where 8
     /// separate reductions take 56), as 8 u32.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512F.
     #[target_feature(enable = "avx512f")]
     #[inline]
     unsafe fn reduce8(v: [__m512i; 8]) -> __m256i {
@@ -357,6 +408,11 @@ mod x86 {
     }
 
     /// Eight rows per step, reduced together by `reduce8`.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512F, AVX-512BW and AVX-512 VPOPCNTDQ; `q` holds `w` bytes and
+    /// `rows` at least `out.len() * w`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
     unsafe fn distances_fixed<const VECTORS: usize>(
         q: &[u8],
@@ -364,28 +420,36 @@ mod x86 {
         w: usize,
         out: &mut [u32],
     ) {
-        let (vectors, rest) = (w / 64, tail_mask(w));
-        let groups = out.len() / 8;
-        for g in 0..groups {
-            let base = rows.as_ptr().add(8 * g * w);
-            let mut lanes = [_mm512_setzero_si512(); 8];
-            for (r, lane) in lanes.iter_mut().enumerate() {
-                *lane = xor_popcnt_lanes::<VECTORS>(q.as_ptr(), base.add(r * w), vectors, rest);
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe {
+            let (vectors, rest) = (w / 64, tail_mask(w));
+            let groups = out.len() / 8;
+            for g in 0..groups {
+                let base = rows.as_ptr().add(8 * g * w);
+                let mut lanes = [_mm512_setzero_si512(); 8];
+                for (r, lane) in lanes.iter_mut().enumerate() {
+                    *lane = xor_popcnt_lanes::<VECTORS>(q.as_ptr(), base.add(r * w), vectors, rest);
+                }
+                _mm256_storeu_si256(out.as_mut_ptr().add(8 * g).cast(), reduce8(lanes));
             }
-            _mm256_storeu_si256(out.as_mut_ptr().add(8 * g).cast(), reduce8(lanes));
+            let done = groups * 8;
+            distances_with(
+                |a, b| dist_avx512(a, b),
+                q,
+                &rows[done * w..],
+                w,
+                &mut out[done..],
+            )
         }
-        let done = groups * 8;
-        distances_with(
-            |a, b| dist_avx512(a, b),
-            q,
-            &rows[done * w..],
-            w,
-            &mut out[done..],
-        )
     }
 
     /// Groups of 8 rows are loaded once (into L1) and compared with every query before the
     /// next group, so a batch of queries costs compute, not memory bandwidth.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512F, AVX-512BW and AVX-512 VPOPCNTDQ; `queries`, `rows` and `out`
+    /// hold whole rows of `shape` (`out` is `queries x rows`).
     #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
     unsafe fn batch_fixed<const VECTORS: usize>(
         queries: &[u8],
@@ -393,32 +457,39 @@ mod x86 {
         shape: Shape,
         out: &mut [u32],
     ) {
-        let Shape {
-            queries: nq,
-            rows: n,
-            width: w,
-        } = shape;
-        let (vectors, rest) = (w / 64, tail_mask(w));
-        let groups = n / 8;
-        for g in 0..groups {
-            let base = rows.as_ptr().add(8 * g * w);
-            for q in 0..nq {
-                let query = queries.as_ptr().add(q * w);
-                let mut lanes = [_mm512_setzero_si512(); 8];
-                for (r, lane) in lanes.iter_mut().enumerate() {
-                    *lane = xor_popcnt_lanes::<VECTORS>(query, base.add(r * w), vectors, rest);
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe {
+            let Shape {
+                queries: nq,
+                rows: n,
+                width: w,
+            } = shape;
+            let (vectors, rest) = (w / 64, tail_mask(w));
+            let groups = n / 8;
+            for g in 0..groups {
+                let base = rows.as_ptr().add(8 * g * w);
+                for q in 0..nq {
+                    let query = queries.as_ptr().add(q * w);
+                    let mut lanes = [_mm512_setzero_si512(); 8];
+                    for (r, lane) in lanes.iter_mut().enumerate() {
+                        *lane = xor_popcnt_lanes::<VECTORS>(query, base.add(r * w), vectors, rest);
+                    }
+                    _mm256_storeu_si256(out.as_mut_ptr().add(q * n + 8 * g).cast(), reduce8(lanes));
                 }
-                _mm256_storeu_si256(out.as_mut_ptr().add(q * n + 8 * g).cast(), reduce8(lanes));
             }
-        }
-        for q in 0..nq {
-            let query = &queries[q * w..(q + 1) * w];
-            for r in groups * 8..n {
-                out[q * n + r] = dist_avx512(query, &rows[r * w..(r + 1) * w]);
+            for q in 0..nq {
+                let query = &queries[q * w..(q + 1) * w];
+                for r in groups * 8..n {
+                    out[q * n + r] = dist_avx512(query, &rows[r * w..(r + 1) * w]);
+                }
             }
         }
     }
 
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512F, AVX-512BW and AVX-512 VPOPCNTDQ; `queries`, `rows` and `out`
+    /// hold whole rows of `shape` (`out` is `queries x rows`).
     #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
     pub(super) unsafe fn distances_batch_avx512(
         queries: &[u8],
@@ -426,30 +497,41 @@ mod x86 {
         shape: Shape,
         out: &mut [u32],
     ) {
-        match shape.width / 64 {
-            1 => batch_fixed::<1>(queries, rows, shape, out),
-            2 => batch_fixed::<2>(queries, rows, shape, out),
-            3 => batch_fixed::<3>(queries, rows, shape, out),
-            4 => batch_fixed::<4>(queries, rows, shape, out),
-            5 => batch_fixed::<5>(queries, rows, shape, out),
-            6 => batch_fixed::<6>(queries, rows, shape, out),
-            8 => batch_fixed::<8>(queries, rows, shape, out),
-            _ => batch_fixed::<0>(queries, rows, shape, out),
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe {
+            match shape.width / 64 {
+                1 => batch_fixed::<1>(queries, rows, shape, out),
+                2 => batch_fixed::<2>(queries, rows, shape, out),
+                3 => batch_fixed::<3>(queries, rows, shape, out),
+                4 => batch_fixed::<4>(queries, rows, shape, out),
+                5 => batch_fixed::<5>(queries, rows, shape, out),
+                6 => batch_fixed::<6>(queries, rows, shape, out),
+                8 => batch_fixed::<8>(queries, rows, shape, out),
+                _ => batch_fixed::<0>(queries, rows, shape, out),
+            }
         }
     }
 
     /// Common widths (up to 4096 bits) get a fully unrolled loop.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512F, AVX-512BW and AVX-512 VPOPCNTDQ; `q` holds `w` bytes and
+    /// `rows` at least `out.len() * w`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
     pub(super) unsafe fn distances_avx512(q: &[u8], rows: &[u8], w: usize, out: &mut [u32]) {
-        match w / 64 {
-            1 => distances_fixed::<1>(q, rows, w, out),
-            2 => distances_fixed::<2>(q, rows, w, out),
-            3 => distances_fixed::<3>(q, rows, w, out),
-            4 => distances_fixed::<4>(q, rows, w, out),
-            5 => distances_fixed::<5>(q, rows, w, out),
-            6 => distances_fixed::<6>(q, rows, w, out),
-            8 => distances_fixed::<8>(q, rows, w, out),
-            _ => distances_fixed::<0>(q, rows, w, out),
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe {
+            match w / 64 {
+                1 => distances_fixed::<1>(q, rows, w, out),
+                2 => distances_fixed::<2>(q, rows, w, out),
+                3 => distances_fixed::<3>(q, rows, w, out),
+                4 => distances_fixed::<4>(q, rows, w, out),
+                5 => distances_fixed::<5>(q, rows, w, out),
+                6 => distances_fixed::<6>(q, rows, w, out),
+                8 => distances_fixed::<8>(q, rows, w, out),
+                _ => distances_fixed::<0>(q, rows, w, out),
+            }
         }
     }
 
@@ -484,6 +566,11 @@ mod x86 {
     /// horizontal sums. A row that beats some query's current worst is noted without a branch
     /// (`Events`) and reaches the top-k after its block, so the scan loop never leaves its
     /// registers. `WORDS > 0` fixes the whole words per row.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512F and AVX-512 VPOPCNTDQ, and `row_at(i)` must be a row of `db`
+    /// for every `i < count` (the lanes and events are checked here).
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f,avx512vpopcntdq")]
     unsafe fn scan_lanes<const WORDS: usize, const G: usize>(
@@ -496,70 +583,81 @@ mod x86 {
         tops: &mut [TopK],
         events: &mut Events,
     ) {
-        let full = if WORDS > 0 { WORDS } else { width / 8 };
-        let words = width.div_ceil(8);
-        let tail = words > full;
-        // the raw accesses below stay inside `lanes`, each row of `db` and `events`
-        assert!(width > 0 && lanes.len() == G * words * 8 && tops.len() <= 8 * G);
-        events.reserve(G);
-        let lane =
-            |g: usize, j: usize| _mm512_loadu_si512(lanes.as_ptr().add((g * words + j) * 8).cast());
-        let mut worst = [_mm512_setzero_si512(); G];
-        let mut start = 0;
-        while start < count {
-            let end = count.min(start + EVENT_BLOCK);
-            for (g, worst) in worst.iter_mut().enumerate() {
-                *worst = thresholds(tops, g);
-            }
-            let mut noted = 0;
-            for i in start..end {
-                let row = row_at(i);
-                let bytes = &db[row * width..(row + 1) * width];
-                let at = |j: usize| {
-                    _mm512_set1_epi64(bytes.as_ptr().add(8 * j).cast::<i64>().read_unaligned())
-                };
-                let mut acc = [_mm512_setzero_si512(); G];
-                for j in 0..full {
-                    let w = at(j);
-                    for (g, acc) in acc.iter_mut().enumerate() {
-                        let x = _mm512_xor_si512(w, lane(g, j));
-                        *acc = _mm512_add_epi64(*acc, _mm512_popcnt_epi64(x));
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe {
+            let full = if WORDS > 0 { WORDS } else { width / 8 };
+            let words = width.div_ceil(8);
+            let tail = words > full;
+            // the raw accesses below stay inside `lanes`, each row of `db` and `events`
+            assert!(width > 0 && lanes.len() == G * words * 8 && tops.len() <= 8 * G);
+            events.reserve(G);
+            let lane = |g: usize, j: usize| {
+                _mm512_loadu_si512(lanes.as_ptr().add((g * words + j) * 8).cast())
+            };
+            let mut worst = [_mm512_setzero_si512(); G];
+            let mut start = 0;
+            while start < count {
+                let end = count.min(start + EVENT_BLOCK);
+                for (g, worst) in worst.iter_mut().enumerate() {
+                    *worst = thresholds(tops, g);
+                }
+                let mut noted = 0;
+                for i in start..end {
+                    let row = row_at(i);
+                    let bytes = &db[row * width..(row + 1) * width];
+                    let at = |j: usize| {
+                        _mm512_set1_epi64(bytes.as_ptr().add(8 * j).cast::<i64>().read_unaligned())
+                    };
+                    let mut acc = [_mm512_setzero_si512(); G];
+                    for j in 0..full {
+                        let w = at(j);
+                        for (g, acc) in acc.iter_mut().enumerate() {
+                            let x = _mm512_xor_si512(w, lane(g, j));
+                            *acc = _mm512_add_epi64(*acc, _mm512_popcnt_epi64(x));
+                        }
                     }
-                }
-                if tail {
-                    let w = _mm512_set1_epi64(word(bytes, full) as i64);
-                    for (g, acc) in acc.iter_mut().enumerate() {
-                        let x = _mm512_xor_si512(w, lane(g, full));
-                        *acc = _mm512_add_epi64(*acc, _mm512_popcnt_epi64(x));
+                    if tail {
+                        let w = _mm512_set1_epi64(word(bytes, full) as i64);
+                        for (g, acc) in acc.iter_mut().enumerate() {
+                            let x = _mm512_xor_si512(w, lane(g, full));
+                            *acc = _mm512_add_epi64(*acc, _mm512_popcnt_epi64(x));
+                        }
                     }
+                    // written at slot `noted` every time; kept only when some lane improved
+                    let mut any = 0;
+                    for (g, acc) in acc.iter().enumerate() {
+                        let better = _mm512_cmplt_epu64_mask(*acc, worst[g]);
+                        let slot = noted * G + g;
+                        _mm512_storeu_si512(events.dists.as_mut_ptr().add(8 * slot).cast(), *acc);
+                        *events.better.as_mut_ptr().add(slot) = better;
+                        any |= better;
+                    }
+                    *events.rows.as_mut_ptr().add(noted) = row;
+                    noted += usize::from(any != 0);
                 }
-                // written at slot `noted` every time; kept only when some lane improved
-                let mut any = 0;
-                for (g, acc) in acc.iter().enumerate() {
-                    let better = _mm512_cmplt_epu64_mask(*acc, worst[g]);
-                    let slot = noted * G + g;
-                    _mm512_storeu_si512(events.dists.as_mut_ptr().add(8 * slot).cast(), *acc);
-                    *events.better.as_mut_ptr().add(slot) = better;
-                    any |= better;
-                }
-                *events.rows.as_mut_ptr().add(noted) = row;
-                noted += usize::from(any != 0);
+                events.push_to(noted, G, mask, tops);
+                start = end;
             }
-            events.push_to(noted, G, mask, tops);
-            start = end;
         }
     }
 
     /// The current worst kept distance of queries `8 * g..8 * g + 8`, lane-wise; 0 (nothing
     /// passes) past the last query.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512F.
     #[target_feature(enable = "avx512f")]
     #[inline]
     unsafe fn thresholds(tops: &[TopK], g: usize) -> __m512i {
-        let mut worst = [0u64; 8];
-        for (w, top) in worst.iter_mut().zip(tops.iter().skip(8 * g)) {
-            *w = u64::from(top.worst);
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe {
+            let mut worst = [0u64; 8];
+            for (w, top) in worst.iter_mut().zip(tops.iter().skip(8 * g)) {
+                *w = u64::from(top.worst);
+            }
+            _mm512_loadu_si512(worst.as_ptr().cast())
         }
-        _mm512_loadu_si512(worst.as_ptr().cast())
     }
 
     /// Rows noted by `scan_lanes` in one block: their distances to every query of the pass
@@ -603,6 +701,11 @@ mod x86 {
     }
 
     /// `scan_lanes` for up to 16 queries, with the common widths (384 to 2560 bits) unrolled.
+    ///
+    /// # Safety
+    ///
+    /// As for `scan_lanes`: the CPU must support AVX-512F and AVX-512 VPOPCNTDQ, and `row_at(i)`
+    /// must be a row of `db` for every `i < count`.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f,avx512vpopcntdq")]
     pub(super) unsafe fn scan_group(
@@ -615,26 +718,46 @@ mod x86 {
         tops: &mut [TopK],
         events: &mut Events,
     ) {
-        macro_rules! widths {
-            ($g:literal) => {
-                match width / 8 {
-                    6 => scan_lanes::<6, $g>(lanes, db, width, count, row_at, mask, tops, events),
-                    8 => scan_lanes::<8, $g>(lanes, db, width, count, row_at, mask, tops, events),
-                    12 => scan_lanes::<12, $g>(lanes, db, width, count, row_at, mask, tops, events),
-                    16 => scan_lanes::<16, $g>(lanes, db, width, count, row_at, mask, tops, events),
-                    32 => scan_lanes::<32, $g>(lanes, db, width, count, row_at, mask, tops, events),
-                    40 => scan_lanes::<40, $g>(lanes, db, width, count, row_at, mask, tops, events),
-                    _ => scan_lanes::<0, $g>(lanes, db, width, count, row_at, mask, tops, events),
-                }
-            };
-        }
-        if tops.len() > 8 {
-            widths!(2)
-        } else {
-            widths!(1)
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe {
+            macro_rules! widths {
+                ($g:literal) => {
+                    match width / 8 {
+                        6 => {
+                            scan_lanes::<6, $g>(lanes, db, width, count, row_at, mask, tops, events)
+                        }
+                        8 => {
+                            scan_lanes::<8, $g>(lanes, db, width, count, row_at, mask, tops, events)
+                        }
+                        12 => scan_lanes::<12, $g>(
+                            lanes, db, width, count, row_at, mask, tops, events,
+                        ),
+                        16 => scan_lanes::<16, $g>(
+                            lanes, db, width, count, row_at, mask, tops, events,
+                        ),
+                        32 => scan_lanes::<32, $g>(
+                            lanes, db, width, count, row_at, mask, tops, events,
+                        ),
+                        40 => scan_lanes::<40, $g>(
+                            lanes, db, width, count, row_at, mask, tops, events,
+                        ),
+                        _ => {
+                            scan_lanes::<0, $g>(lanes, db, width, count, row_at, mask, tops, events)
+                        }
+                    }
+                };
+            }
+            if tops.len() > 8 {
+                widths!(2)
+            } else {
+                widths!(1)
+            }
         }
     }
 
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512F, AVX-512BW and AVX-512 VPOPCNTDQ.
     #[target_feature(enable = "avx512f,avx512bw,avx512vpopcntdq")]
     pub(super) unsafe fn distances_at_avx512(
         q: &[u8],
@@ -643,7 +766,8 @@ mod x86 {
         ids: &[usize],
         out: &mut [u32],
     ) {
-        distances_at_with(|a, b| dist_avx512(a, b), q, db, w, ids, out)
+        // SAFETY: the caller upholds this function's contract (see `# Safety`).
+        unsafe { distances_at_with(|a, b| dist_avx512(a, b), q, db, w, ids, out) }
     }
 }
 
@@ -653,6 +777,10 @@ mod arm {
     use std::arch::aarch64::*;
 
     /// CNT per byte, summed across up to 31 vectors before the lanes are added up.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support NEON, and `b` must be at least as long as `a`.
     #[target_feature(enable = "neon")]
     #[inline]
     unsafe fn dist_neon(a: &[u8], b: &[u8]) -> u32 {
@@ -676,11 +804,17 @@ mod arm {
         total + dist_reference(&a[done..], &b[done..])
     }
 
+    /// # Safety
+    ///
+    /// The CPU must support NEON.
     #[target_feature(enable = "neon")]
     pub(super) unsafe fn distances_neon(q: &[u8], rows: &[u8], w: usize, out: &mut [u32]) {
         distances_with(|a, b| dist_neon(a, b), q, rows, w, out)
     }
 
+    /// # Safety
+    ///
+    /// The CPU must support NEON.
     #[target_feature(enable = "neon")]
     pub(super) unsafe fn distances_at_neon(
         q: &[u8],
@@ -881,7 +1015,7 @@ fn scan(
     let (width, nq) = (shape.width, shape.queries);
     let mut tops: Vec<TopK> = (0..nq).map(|_| TopK::new(k)).collect();
     #[cfg(target_arch = "x86_64")]
-    if kernel == Kernel::Avx512 && nq >= LANE_MIN_QUERIES && width > 0 {
+    if kernel.0 == Isa::Avx512 && nq >= LANE_MIN_QUERIES && width > 0 {
         scan_lanes(queries, db, width, filter, range, &mut tops);
         return tops;
     }
@@ -1147,7 +1281,7 @@ mod tests {
                 ] {
                     for k in [1, 30] {
                         let want = brute(&queries, &db, width, k, allowed);
-                        for kernel in [Kernel::best(), Kernel::Scalar] {
+                        for kernel in [Kernel::best(), Kernel::SCALAR] {
                             let got = topk(&queries, &db, shape, k, filter, kernel, 1).unwrap();
                             assert_eq!(got, want, "{kernel:?} width {width} nq {nq} k {k}");
                         }
@@ -1189,7 +1323,7 @@ mod tests {
     #[test]
     fn bad_input_is_an_error_not_a_panic() {
         let db = bytes(64 * 10, 3);
-        let (q, scalar) = (&db[..64], Kernel::Scalar);
+        let (q, scalar) = (&db[..64], Kernel::SCALAR);
         assert!(topk(&db[..10], &db, ONE_BY_TEN, 5, Filter::All, scalar, 1).is_err());
         assert!(topk(q, &db[..70], ONE_BY_TEN, 5, Filter::All, scalar, 1).is_err());
         assert!(topk(q, &db, ONE_BY_TEN, 5, Filter::Mask(&[true]), scalar, 1).is_err());

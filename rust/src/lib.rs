@@ -2,6 +2,8 @@
 //! BLAKE3 content hashing, manifest diffing and the file walk. The modules are plain Rust; `py`
 //! holds every Python binding.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 pub mod binarize;
 pub mod diff;
 pub mod error;

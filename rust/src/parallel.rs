@@ -35,8 +35,16 @@ mod tests {
     }
 
     #[test]
-    fn small_jobs_get_one_thread() {
+    fn threads_grow_with_the_work_up_to_the_cores() {
+        let cores = thread::available_parallelism().map_or(1, NonZeroUsize::get);
         assert_eq!(threads_for(10, 1000), 1);
-        assert!(threads_for(1_000_000, 1) >= 1);
+        assert_eq!(threads_for(0, 1000), 1);
+        assert_eq!(threads_for(2, 1), 2.min(cores));
+        assert_eq!(
+            threads_for(5, 0),
+            5.min(cores),
+            "a zero minimum counts as one"
+        );
+        assert_eq!(threads_for(1_000_000, 1), cores);
     }
 }

@@ -13,6 +13,9 @@ use crate::error::CoreError;
 use crate::hamming::{Filter, Kernel, Shape};
 use crate::{binarize as bin, diff as manifest, hash, quantize as quant, walk as tree};
 
+/// The error for a scan given both filters, worded as in the NumPy twin.
+const BOTH_FILTERS: &str = "hamming_topk takes a mask or row ids, not both";
+
 /// Work (in bytes touched) above which the GIL is released while the kernel runs.
 const DETACH_BYTES: usize = 1 << 16;
 
@@ -26,6 +29,15 @@ impl From<CoreError> for PyErr {
 }
 
 /// Runs `f` with the GIL released when the job is big enough to be worth it.
+///
+/// Why the NumPy buffers that `f` borrows may be read without the GIL: each comes from a
+/// `PyReadonlyArray`, which stays alive (holding a reference to the array, so the buffer cannot
+/// be freed or resized) until the binding returns, after `f`; and rust-numpy registers it as a
+/// shared borrow, so no other Rust code can take a mutable view of the same memory meanwhile.
+/// What that cannot stop is Python code in another thread writing into the same array during
+/// the call; NumPy's own C loops share that limit when they release the GIL. The kernels read
+/// only integers and floats, for which every bit pattern is valid, so such a race can make a
+/// result stale but cannot break an invariant of the scan.
 fn run<T: Send>(py: Python<'_>, bytes: usize, f: impl FnOnce() -> T + Send) -> T {
     if bytes >= DETACH_BYTES {
         py.detach(f)
@@ -165,7 +177,10 @@ fn hamming_topk<'py>(
         ),
     };
     let filter = match (mask, &ids) {
-        (Some(mask), _) => Filter::Mask(mask),
+        (Some(_), Some(_)) => {
+            return Err(CoreError::Value(BOTH_FILTERS.to_owned()).into());
+        }
+        (Some(mask), None) => Filter::Mask(mask),
         (None, Some(ids)) => Filter::Ids(ids),
         (None, None) => Filter::All,
     };

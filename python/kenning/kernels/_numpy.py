@@ -61,6 +61,8 @@ def _distances(query: np.ndarray, block: np.ndarray) -> np.ndarray:
 def hamming_topk(
     queries: np.ndarray, db: np.ndarray, k: int, mask: np.ndarray | None, ids: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
+    if mask is not None and ids is not None:
+        raise ValueError("hamming_topk takes a mask or row ids, not both")
     n, width = db.shape
     rows = np.flatnonzero(mask) if mask is not None else ids
     m = n if rows is None else rows.shape[0]
