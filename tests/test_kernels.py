@@ -157,6 +157,16 @@ def test_filtered_search_still_returns_k_hits(k: Kernels) -> None:
     assert sorted(ids[0].tolist()) == [5, 17, 400, 1999]
 
 
+def test_sorted_row_ids_in_a_strided_view_filter_like_their_mask(k: Kernels) -> None:
+    rng = np.random.default_rng(9)
+    db = random_bits(rng, 300, 16)
+    row_ids = np.arange(300, dtype=np.int64)[::3]  # sorted and unique, not contiguous
+    ids, dists = k.hamming_topk(db[:2], db, 7, allowed=row_ids)
+    want = brute_topk(db[:2], db, 7, np.isin(np.arange(300), row_ids))
+    np.testing.assert_array_equal(ids, want[0])
+    np.testing.assert_array_equal(dists, want[1])
+
+
 def test_a_mask_and_row_ids_together_are_refused(k: Kernels) -> None:
     # the backends take the two filters as separate arguments; the checks never pass both
     db = random_bits(np.random.default_rng(8), 6, 8)

@@ -83,4 +83,6 @@ def allowed_rows(allowed: Any, n: int) -> tuple[np.ndarray | None, np.ndarray | 
     if allowed.size and (int(allowed.min()) < 0 or int(allowed.max()) >= n):
         bad = int(allowed.min()) if int(allowed.min()) < 0 else int(allowed.max())
         raise ValueError(f"allowed row id {bad} is out of range for {n} rows")
-    return None, np.unique(allowed).astype(np.int64, copy=False)
+    ids = np.ascontiguousarray(allowed, dtype=np.int64)
+    # ids already sorted and unique (the usual case) skip the sort of np.unique
+    return None, ids if bool((ids[1:] > ids[:-1]).all()) else np.unique(ids)

@@ -45,11 +45,17 @@ ANN_FILE = graph.NAME  # the HNSW graph's file at vector epoch 0 (``graph.path``
 
 def allowed_vectors(conn: sqlite3.Connection, rows: int, where: str,
                     params: list[object]) -> np.ndarray:
-    """Vector ids of the chunks that pass a filter: the scan's ``allowed`` set."""
-    sql = ("SELECT DISTINCT v.vector_id FROM chunks c JOIN vectors v "
+    """The scan's ``allowed`` mask: one flag per vector row, set for the vectors of the chunks
+    that pass a filter. A mask costs the scan nothing, where row ids would have to be sorted
+    and deduplicated (vectors are shared by chunks) on every search."""
+    # one text of ids instead of a Python object per row: a third of the time at 35k rows
+    sql = ("SELECT group_concat(v.vector_id) FROM chunks c JOIN vectors v "
            f"ON v.content_hash = c.content_hash WHERE v.vector_id < ? AND {where}")
-    ids = [row[0] for row in conn.execute(sql, [rows, *params])]
-    return np.asarray(sorted(ids), dtype=np.int64)
+    ids = conn.execute(sql, [rows, *params]).fetchone()[0]
+    mask = np.zeros(rows, dtype=bool)
+    if ids:
+        mask[np.fromstring(ids, dtype=np.int64, sep=",")] = True
+    return mask
 
 
 def _shortlist(snap: Snapshot, bits: np.ndarray, k: int, allowed: np.ndarray | None,
@@ -68,9 +74,10 @@ def _shortlist(snap: Snapshot, bits: np.ndarray, k: int, allowed: np.ndarray | N
 def search(snap: Snapshot, query_vector: np.ndarray, *, shortlist: int = SHORTLIST,
            allowed: np.ndarray | None = None,
            ann_dir: Path | None = None) -> list[tuple[int, float]]:
-    """``(vector id, rescored cosine)`` best first. ``ann_dir`` (the index folder, given when
+    """``(vector id, rescored cosine)`` best first, among the rows ``allowed`` (a bool mask over
+    the vector rows, from ``allowed_vectors``) when given. ``ann_dir`` (the index folder, given when
     ``index.vector_search`` asks for the graph) lets the shortlist come from its HNSW graph."""
-    if snap.vector_rows == 0 or (allowed is not None and len(allowed) == 0):
+    if snap.vector_rows == 0 or (allowed is not None and not allowed.any()):
         return []
     bits = kernels.binarize(query_vector[None, :], snap.center)
     candidates = _shortlist(snap, bits, shortlist, allowed, ann_dir)
