@@ -22,11 +22,10 @@ def indexed_paths(index: Index) -> set[str]:
 def stored_stats(index: Index) -> tuple[bytes | None, dict[str, tuple[int, int]]]:
     """The stat blob (None when dropped) and the files table's own (size, mtime_ns)."""
     with index.snapshot() as snap:
-        row = snap.conn.execute("SELECT value FROM meta WHERE key = ?",
-                                (db.FILE_STATS_KEY,)).fetchone()
+        blob = db.read_file_stats(snap.conn)
         table = {p: (s, m) for p, s, m in snap.conn.execute(
             "SELECT path, size, mtime_ns FROM files")}
-    return (None if row is None else bytes(row[0])), table
+    return blob, table
 
 
 def parse(blob: bytes) -> dict[str, tuple[int, int]]:
@@ -140,4 +139,48 @@ def test_a_name_that_is_not_utf8_does_not_stop_a_refresh(repo, settings, model):
     (repo / os.fsdecode(b"odd\xff.py")).write_text("def odd():\n    return 1\n")
     result = refresh(repo, settings, embedder=model)
     assert result.files == 5 and result.status == "complete"
+    assert refresh(repo, settings, embedder=model).nothing_changed
+
+
+def cluster_digests(index: Index) -> dict[str, bytes]:
+    with index.snapshot() as snap:
+        return dict(snap.conn.execute("SELECT cluster, digest FROM clusters").fetchall())
+
+
+def test_an_edit_redigests_only_its_own_cluster(repo, settings, model):
+    """A refresh reads and rewrites only the clusters that hold new, changed or removed files:
+    a digest planted in another cluster stays as it was."""
+    refresh(repo, settings, embedder=model)
+    index = Index.open(repo, settings, embedder=model)
+    before = cluster_digests(index)
+    conn = sqlite3.connect(index.dir / db.DB_NAME)
+    with conn:
+        conn.execute("UPDATE clusters SET digest = ? WHERE cluster = 'lib'", (b"planted",))
+    conn.close()
+    (repo / "app" / "db.py").write_text("def connect():\n    return 2\n")
+    result = refresh(repo, settings, embedder=model)
+    assert result.files_changed == 1
+    after = cluster_digests(index)
+    assert after["lib"] == b"planted" and after["app"] != before["app"]
+    assert {c: d for c, d in after.items() if c not in ("app", "lib")} == {
+        c: d for c, d in before.items() if c not in ("app", "lib")}
+
+
+def test_the_stat_blobs_follow_clusters_that_come_and_go(repo, settings, model):
+    refresh(repo, settings, embedder=model)
+    index = Index.open(repo, settings, embedder=model)
+    (repo / "lib" / "util.js").unlink()  # the last file of its cluster
+    (repo / "new" / "deep").mkdir(parents=True)
+    (repo / "new" / "deep" / "a.py").write_text("def a():\n    return 1\n")
+    (repo / "top.py").write_text("def top():\n    return 1\n")
+    result = refresh(repo, settings, embedder=model)
+    assert (result.files_removed, result.files_added) == (1, 2)
+    blob, table = stored_stats(index)
+    assert blob is not None and parse(blob) == table
+    digests = cluster_digests(index)
+    assert "lib" not in digests and "new/deep" in digests
+    with index.snapshot() as snap:
+        shards = {r[0] for r in snap.conn.execute(
+            "SELECT key FROM meta WHERE key LIKE 'file_stats:%'")}
+    assert shards == {db.FILE_STATS_SHARD + c for c in digests}
     assert refresh(repo, settings, embedder=model).nothing_changed

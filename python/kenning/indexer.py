@@ -3,8 +3,10 @@
 1. Walk and stat pass in one (``sources.changes``, against the stat data stored beside the files
    table): only new files and files whose size or mtime differ are read and hashed, so a
    refresh of an unchanged tree builds no per-file object at all.
-2. Clusters (one per directory) get a digest over their files' digests; ``kernels.diff`` of the
-   cluster manifests narrows the file diff to the directories that changed.
+2. Clusters (one per directory) get a digest over their files' digests. Only the clusters that
+   hold new, changed or removed files are loaded and re-digested; ``kernels.diff`` of their
+   manifests narrows the file diff to the directories that changed, and the stored stat data
+   is rewritten for those clusters alone, so an edit costs work in proportion to its folders.
 3. Changed files are re-chunked; each chunk is keyed by a hash of its text, and only hashes
    without a vector are embedded, so renames, reverts, branch switches and duplicates cost no
    embedding at all.
@@ -209,7 +211,7 @@ class _Refresh:
         head, branch = git_state(self.index.root)
         result.revision, result.branch = head, branch
         if found.files or found.removed:
-            self.apply(writer.files(), found.files, found.removed, latest, full=full)
+            self.apply(found.files, found.removed, latest, full=full)
         elif latest is not None and (latest["git_head"], latest["git_branch"]) != (head, branch):
             writer.update_revision(head, branch)
         if embed and (result.content_changed or latest is None or latest["status"] != "complete"):
@@ -230,9 +232,13 @@ class _Refresh:
             result.files, result.chunks = final["files"], final["chunks"]
             result.vectors_missing = final["chunks"] - final["vectors"]
 
-    def apply(self, stored: dict[str, FileRow], candidates: list[SourceFile], removed: list[str],
+    def apply(self, candidates: list[SourceFile], removed: list[str],
               latest: dict[str, Any] | None, *, full: bool) -> None:
         result, writer = self.result, self.writer
+        # only the clusters of new, changed and removed files can have changed: their rows are
+        # loaded and their digests rebuilt, the rest of the tree is not read
+        near = None if full else {_cluster(p) for p in (*(f.path for f in candidates), *removed)}
+        stored = writer.files(near)
         hashed = kernels.hash_files([str(f.abs_path) for f in candidates])
         unreadable = {f.path for f, d in zip(candidates, hashed, strict=True) if d is None}
         digests = {p: row.digest for p, row in stored.items()}
@@ -243,7 +249,7 @@ class _Refresh:
             digests.pop(path, None)
         self.lap("hash")
 
-        old_clusters = writer.clusters()
+        old_clusters = writer.clusters(near)
         new_clusters = _cluster_digests(digests)
         _, changed_c, added_c, removed_c = kernels.diff(old_clusters, new_clusters)
         dirty = set(changed_c) | set(added_c) | set(removed_c)

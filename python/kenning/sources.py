@@ -336,7 +336,7 @@ def _rust_rows(root: str, stats: WalkStats) -> Iterable[_Row]:
 
 
 def _parse_known(blob: bytes) -> dict[str, tuple[int, int]]:
-    """The Python reading of the stat blob ``kenning.store.db.FILE_STATS_SQL`` makes."""
+    """The Python reading of the stat blob ``kenning.store.db.read_file_stats`` returns."""
     if not blob:
         return {}
     fields = blob.split(b"\0")
@@ -468,7 +468,7 @@ def changes(
     backend: str | None = None,
 ) -> Changes:
     """What a refresh must index and drop, given ``known``, the stat data of the files indexed
-    before (the blob of ``kenning.store.db.FILE_STATS_SQL``). A file whose size and mtime match
+    before (the blob of ``kenning.store.db.read_file_stats``). A file whose size and mtime match
     was text when indexed and is not read again, so a refresh of an unchanged tree is a stat
     pass that builds no record at all. ``every`` lists unchanged files too (a full refresh).
     Names that are not UTF-8 cannot be stored and are skipped (reason ``name``).

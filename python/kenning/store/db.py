@@ -27,16 +27,58 @@ REBUILD_HINT = ("If the disk is fine, the index may be damaged: `kenning index -
 REPAIR_HINT = "Run `kenning index --full` to rebuild it (vectors that are intact are kept)."
 
 
-# The stat data of the files table (all a refresh of an unchanged tree needs), kept as one blob
-# in meta: ``path\0size\0mtime_ns`` records joined by ``\0``. Any write to the files table, by
-# this version or any other, drops the blob; the writer rebuilds it in the same transaction.
-FILE_STATS_KEY = "file_stats"
-FILE_STATS_SQL = ("SELECT CAST(group_concat(path || char(0) || size || char(0) || mtime_ns, "
-                  "char(0)) AS BLOB) FROM files")
+# The stat data of the files table (all a refresh of an unchanged tree needs), kept in meta as
+# one blob per cluster (key ``file_stats:<cluster>``) of ``path\0size\0mtime_ns`` records
+# joined by ``\0``, so a refresh rewrites the blobs of the clusters it wrote and no others.
+# ``file_stats_complete`` says that the blobs cover the files table: any write to the files
+# table, by this version or any other, drops it (and the single blob of earlier versions) through
+# triggers; the writer restores it in the same transaction once the blobs are up to date.
+FILE_STATS_KEY = "file_stats_complete"
+FILE_STATS_SHARD = "file_stats:"
+_SHARDS = ("file_stats:", "file_stats;")  # the key range of the blobs (';' follows ':')
+_STAT_RECORDS = ("CAST(group_concat(path || char(0) || size || char(0) || mtime_ns, char(0)) "
+                 "AS BLOB)")
 _FILE_STATS_TRIGGERS = {
-    f"files_{event.lower()}_drops_stats": f"CREATE TRIGGER IF NOT EXISTS files_{event.lower()}"
-    f"_drops_stats AFTER {event} ON files BEGIN DELETE FROM meta WHERE key = "
-    f"'{FILE_STATS_KEY}'; END;" for event in ("INSERT", "UPDATE", "DELETE")}
+    f"files_{event.lower()}_drops_stat_shards": f"CREATE TRIGGER IF NOT EXISTS "
+    f"files_{event.lower()}_drops_stat_shards AFTER {event} ON files BEGIN DELETE FROM meta "
+    f"WHERE key IN ('{FILE_STATS_KEY}', 'file_stats'); END;"
+    for event in ("INSERT", "UPDATE", "DELETE")}
+
+
+def in_cluster(cluster: str) -> tuple[str, tuple[str, ...]]:
+    """A WHERE clause (and its arguments) for the files of one cluster. They lie in one range
+    of the path key ('/' + 1 is '0'), so the primary key finds them; the root's, the paths
+    without a slash, take a scan."""
+    if not cluster:
+        return "cluster = ''", ()
+    return "path > ? AND path < ? AND cluster = ?", (f"{cluster}/", f"{cluster}0", cluster)
+
+
+def read_file_stats(conn: sqlite3.Connection) -> bytes | None:
+    """The stat records of every file as one blob, or None when they may be out of step with
+    the files table (a write elsewhere, an index from before them)."""
+    if conn.execute("SELECT 1 FROM meta WHERE key = ?", (FILE_STATS_KEY,)).fetchone() is None:
+        return None
+    return b"\0".join(bytes(row[0]) for row in conn.execute(
+        "SELECT value FROM meta WHERE key >= ? AND key < ?", _SHARDS))
+
+
+def write_file_stats(conn: sqlite3.Connection, clusters: set[str] | None) -> None:
+    """Rebuild the stat blobs of ``clusters`` (all when None) from the files table and mark the
+    blobs complete; inside the caller's transaction."""
+    if clusters is None:
+        conn.execute("DELETE FROM meta WHERE key >= ? AND key < ?", _SHARDS)
+        rows = conn.execute(f"SELECT cluster, {_STAT_RECORDS} FROM files GROUP BY cluster")
+        conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)",
+                         [(FILE_STATS_SHARD + cluster, blob) for cluster, blob in rows])
+    for cluster in clusters or ():
+        where, args = in_cluster(cluster)
+        blob = conn.execute(f"SELECT {_STAT_RECORDS} FROM files WHERE {where}", args).fetchone()[0]
+        if blob:
+            set_meta(conn, FILE_STATS_SHARD + cluster, bytes(blob))
+        else:
+            conn.execute("DELETE FROM meta WHERE key = ?", (FILE_STATS_SHARD + cluster,))
+    set_meta(conn, FILE_STATS_KEY, "1")
 
 
 def damaged(directory: Path, what: str) -> IndexDamaged:

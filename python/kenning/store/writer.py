@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -120,32 +120,44 @@ class IndexWriter:
 
     # -- reading the writer's own state -------------------------------------------------------
 
-    def files(self) -> dict[str, FileRow]:
-        return {r[0]: FileRow(*r) for r in self.conn.execute(
-            "SELECT path, size, mtime_ns, digest, cluster, language FROM files")}
+    def files(self, clusters: Collection[str] | None = None) -> dict[str, FileRow]:
+        """The file rows, all or those of ``clusters``."""
+        sql = "SELECT path, size, mtime_ns, digest, cluster, language FROM files"
+        if clusters is None:
+            return {r[0]: FileRow(*r) for r in self.conn.execute(sql)}
+        rows: dict[str, FileRow] = {}
+        for cluster in clusters:
+            where, args = db.in_cluster(cluster)
+            rows.update((r[0], FileRow(*r)) for r in self.conn.execute(f"{sql} WHERE {where}",
+                                                                       args))
+        return rows
 
     def file_stats(self) -> bytes:
-        """The stat data of every file as one blob (``db.FILE_STATS_SQL`` describes it): read
-        in one row instead of one Python object per file. Rebuilt here if missing."""
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?",
-                                (db.FILE_STATS_KEY,)).fetchone()
-        if row is not None:
-            return bytes(row[0])
+        """The stat data of every file as one blob (``db.read_file_stats`` describes it): read
+        in a few rows instead of one Python object per file. Rebuilt here if missing."""
+        stats = db.read_file_stats(self.conn)
+        if stats is not None:
+            return stats
         try:
             self.conn.execute("BEGIN IMMEDIATE")
-            stats = self._store_file_stats()
+            db.write_file_stats(self.conn, None)
             self.conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise self._failed(exc) from exc
-        return stats
+        return db.read_file_stats(self.conn) or b""
 
-    def _store_file_stats(self) -> bytes:
-        stats = bytes(self.conn.execute(db.FILE_STATS_SQL).fetchone()[0] or b"")
-        db.set_meta(self.conn, db.FILE_STATS_KEY, stats)
-        return stats
-
-    def clusters(self) -> dict[str, bytes]:
-        return dict(self.conn.execute("SELECT cluster, digest FROM clusters").fetchall())
+    def clusters(self, names: Collection[str] | None = None) -> dict[str, bytes]:
+        """Cluster digests, all or those of ``names``."""
+        if names is None:
+            return dict(self.conn.execute("SELECT cluster, digest FROM clusters").fetchall())
+        found: dict[str, bytes] = {}
+        wanted = list(names)
+        for i in range(0, len(wanted), 500):
+            part = wanted[i:i + 500]
+            marks = ",".join("?" * len(part))
+            found.update(self.conn.execute(
+                f"SELECT cluster, digest FROM clusters WHERE cluster IN ({marks})", part))
+        return found
 
     def latest(self) -> dict[str, Any] | None:
         row = self.conn.execute(
@@ -180,6 +192,11 @@ class IndexWriter:
         generation = snapshot["generation"] if snapshot else 0
         try:
             self.conn.execute("BEGIN IMMEDIATE")
+            # the stat blobs to rewrite: the written clusters' when the others are in step
+            in_step = self.conn.execute("SELECT 1 FROM meta WHERE key = ?",
+                                        (db.FILE_STATS_KEY,)).fetchone() is not None
+            written = ({f.cluster for f in (*replaced, *touched)} | self._clusters_of(removed)
+                       if in_step else None)
             stale = [*removed, *(f.path for f in replaced)]
             for i in range(0, len(stale), 500):
                 part = stale[i:i + 500]
@@ -209,11 +226,20 @@ class IndexWriter:
                                   list(clusters.items()))
             if snapshot is not None:
                 self._insert_snapshot(snapshot)
-            self._store_file_stats()
+            db.write_file_stats(self.conn, written)
             crash_point("files-written")
             self.conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise self._failed(exc) from exc
+
+    def _clusters_of(self, paths: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for i in range(0, len(paths), 500):
+            part = list(paths[i:i + 500])
+            found.update(r[0] for r in self.conn.execute(
+                f"SELECT DISTINCT cluster FROM files WHERE path IN ({','.join('?' * len(part))})",
+                part))
+        return found
 
     def _failed(self, exc: sqlite3.Error) -> IndexError_:
         """Roll back what SQLite has not already; the last commit stays as it was."""
