@@ -25,7 +25,6 @@ class LanguageSpec:
     keyword_kinds: frozenset[str] = frozenset()
 
 
-C_DOC = ("//", "/*", "*")
 HASH_DOC = ("#",)
 
 _JS_DECLS = {

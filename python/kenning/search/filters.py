@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,8 +131,3 @@ class Filters:
     @property
     def active(self) -> bool:
         return bool(self.path_filter or self.language or self.kind)
-
-
-def allowed_chunk_ids(conn: sqlite3.Connection, where: str, params: list[object]) -> set[int]:
-    return {row[0] for row in conn.execute(f"SELECT c.id FROM chunks c WHERE {where}", params)}
-
