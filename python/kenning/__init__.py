@@ -1,5 +1,12 @@
 """kenning: local semantic code search for coding agents and the people who drive them."""
 
+import os
+
+# onnxruntime's telemetry writes a device id and queues usage events under
+# ~/.cache/Microsoft as soon as it is imported; only this switch, set before that import,
+# stops it. Set here, it holds in every kenning process and the processes they start.
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+
 __all__ = ["__version__"]
 
 
