@@ -355,14 +355,14 @@ def test_oversized_result_is_capped(alpha: Client) -> None:
 def test_paths_and_projects_outside_the_roots_are_refused(alpha: Client, world: World) -> None:
     for bad in ["../", "../../etc/passwd", "src/../../beta", "/etc", str(world.beta)]:
         body = alpha.error("code_search", query="retry", path_filter=bad)
-        assert body["error"] == "UsageError" and ("outside" in body["message"]
+        assert body["error"] == "bad_input" and ("outside" in body["message"]
                                                   or "escapes" in body["message"]), body
     body = alpha.error("code_search", query="retry", project=str(world.beta))
-    assert body["error"] == "UsageError" and "outside" in body["message"]
+    assert body["error"] == "bad_input" and "outside" in body["message"]
     body = alpha.error("code_search", query="retry", project="no-such-project")
     assert "Unknown project" in body["message"] and "alpha-" in body["hint"]
     body = alpha.error("code_get_chunk", id="not an id")
-    assert body["error"] == "UsageError" and "not a chunk id" in body["message"]
+    assert body["error"] == "bad_input" and "not a chunk id" in body["message"]
     body = alpha.error("code_get_chunk", id="elsewhere-1234:0a1b2c3d:1:1")
     assert "Unknown project" in body["message"]
     assert alpha.call("code_search", query="retry", limit=0).is_error  # schema bound
@@ -397,7 +397,7 @@ def test_edits_make_old_ids_stale(alpha: Client, world: World) -> None:
         fresh = alpha.ok("code_search", query="parse_cookie").structured_content["results"]
         assert fresh[0]["symbol"] == "parse_cookie"  # the edit is searchable at once
         body = alpha.error("code_get_chunk", id=hit["id"])
-        assert body["error"] == "StaleChunkId" and "no longer in the index" in body["message"]
+        assert body["error"] == "stale_chunk_id" and "no longer in the index" in body["message"]
         assert "Search again" in body["hint"]
     finally:
         target.write_text(original)
@@ -567,7 +567,7 @@ def test_embedder_down_degrades_to_lexical(world: World, local_model: None,
             status = client.ok("code_index_status", project=str(root)).structured_content
             problem = status["embedder"]["problem"]
             assert status["embedder"]["ok"] is False
-            assert problem["error"] == "EmbedderUnavailable" and problem["hint"]
+            assert problem["error"] == "embedder_unavailable" and problem["hint"]
             text = client.ok("code_index_status").content[0].text
             assert "NOT WORKING" in text and "Fix:" in text
 

@@ -17,7 +17,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from kenning.errors import KenningError
+from kenning.errors import INTERNAL_ERROR, KenningError
 from kenning.mcpserver import render
 from kenning.mcpserver.service import (
     Service,
@@ -102,7 +102,7 @@ def _error(name: str, exc: Exception) -> CallToolResult:
         return _failure(exc.to_dict())
     # a bug must reach the agent as an error, not end the session
     log.error("tool %s failed", name, exc_info=exc)
-    return _failure({"error": "InternalError", "message": f"{name} failed: {exc!r}.",
+    return _failure({"error": INTERNAL_ERROR, "message": f"{name} failed: {exc!r}.",
                      "hint": "This is a bug in kenning; code_index_status may say more."})
 
 

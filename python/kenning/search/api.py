@@ -313,8 +313,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
                     "matches. Vectors come with the first `kenning index` that reaches it.")
             result = _run(refs, ctx, refresh=refresh and bool(settings["search.refresh"]))
     except KenningError as exc:
-        usage_log.record("error", command="search", error=type(exc).__name__,
-                         message=exc.message)
+        usage_log.record("error", command="search", error=exc.code, message=exc.message)
         raise
     for root in ctx.deferred:
         assert defer_vectors is not None  # only then are roots deferred
