@@ -30,7 +30,6 @@ new class inherits its parent's code until it sets its own (documented in docs/m
 
 from __future__ import annotations
 
-
 INTERNAL_ERROR = "internal_error"
 
 
