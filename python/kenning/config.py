@@ -320,10 +320,21 @@ def load(overrides: Mapping[str, Any] | None = None, *, path: Path | None = None
         spec = _check_key(name)
         if value is not None:
             values[name], origins[name] = _parse(spec, value, "the command line"), "flag"
+    return Settings(values, origins, tuple(_projects(tree, path)))
+
+
+def _projects(tree: Mapping[str, Any], path: Path) -> list[Mapping[str, Any]]:
+    """The ``[[projects]]`` tables of a config, refused if one's id could not name a folder."""
+    from kenning.project import ID_RULE, is_valid_id
+
     projects = tree.get("projects", [])
-    if not isinstance(projects, list) or not all(isinstance(p, dict) for p in projects):
-        raise ConfigError("`projects` in the config file must be a list of [[projects]] tables.")
-    return Settings(values, origins, tuple(projects))
+    if not isinstance(projects, list) or not all(isinstance(p, Mapping) for p in projects):
+        raise ConfigError(f"`projects` in {path} must be a list of [[projects]] tables.")
+    for entry in projects:
+        if "id" in entry and not is_valid_id(entry["id"]):
+            raise ConfigError(f"The project id {entry['id']!r} in {path} is not valid: use "
+                              f"{ID_RULE}.", hint='For example id = "api".')
+    return projects
 
 
 def set_value(key: str, raw: str, *, path: Path | None = None) -> Any:
@@ -389,6 +400,7 @@ def _editable(path: Path) -> Any:
 def _write(doc: Any, path: Path) -> None:
     import tomlkit
 
+    _projects(doc, path)  # never write a config that could not be read back
     tmp = path.with_suffix(".toml.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

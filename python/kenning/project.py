@@ -69,6 +69,16 @@ def _remote_slug(url: str) -> str:
     return url.removesuffix(".git").strip("/").lower()
 
 
+# The characters of derived ids. An id names the index folder, so an explicit one keeps to
+# them too: no separators, no "." or "..", nothing a glob or a shell would read.
+ID_RULE = "lower-case letters, digits, '.', '_' and '-' (not only dots), at most 200 of them"
+_VALID_ID = re.compile(r"(?!\.+\Z)[a-z0-9._-]{1,200}")
+
+
+def is_valid_id(pid: object) -> bool:
+    return isinstance(pid, str) and _VALID_ID.fullmatch(pid) is not None
+
+
 def project_id(root: Path) -> str:
     remote = _git_remote(root)
     base = _remote_slug(remote) if remote else root.name.lower()
@@ -105,4 +115,6 @@ def descriptor_slug(descriptor: Mapping[str, Any]) -> str:
 
 
 def index_dir(descriptor: Mapping[str, Any], pid: str) -> Path:
+    if not is_valid_id(pid):  # config ids are checked on load; this guards every other way in
+        raise UsageError(f"{pid!r} is not a valid project id: use {ID_RULE}.")
     return kenning_home() / "indices" / descriptor_slug(descriptor) / pid
