@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kenning.mcpserver.budget import Budget, head_lines
-from kenning.mcpserver.untrusted import clean_label, new_nonce, wrap
+from kenning.mcpserver.untrusted import clean_label, escape_label, new_nonce, wrap
 
 # Kept free in every budget for the sentence that says what was left out.
 NOTICE_TOKENS = 80
@@ -25,6 +25,18 @@ SNIPPET_SHARE = 0.85
 class Rendered:
     text: str
     structured: dict[str, Any]
+
+
+def _escaped(item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` with its path and symbol as ``escape_label`` makes them, for the JSON."""
+    out = {**item, "path": escape_label(str(item["path"]))}
+    if item.get("symbol"):
+        out["symbol"] = escape_label(str(item["symbol"]))
+    return out
+
+
+def _warnings(result: dict[str, Any]) -> list[str]:
+    return [escape_label(str(w)) for w in result.get("warnings") or []]
 
 
 def _origin(hit: dict[str, Any]) -> str:
@@ -62,7 +74,7 @@ def search_result(result: dict[str, Any], *, detail: str, max_tokens: int,
     snippets = detail == "snippets"
     for rank, hit in enumerate(hits, 1):
         text = _location(hit, rank, show_project)
-        entry = {**hit, "content": None}
+        entry = {**_escaped(hit), "content": None}
         downgraded = False
         if snippets and hit.get("content") is not None:
             body = wrap(hit["content"], origin=_origin(hit), nonce=nonce)
@@ -86,8 +98,8 @@ def search_result(result: dict[str, Any], *, detail: str, max_tokens: int,
         budget.spend(text + "\n")
         blocks.append(text)
         shown.append(entry)
-    structured = {**result, "results": shown, "detail": detail, "nonce": nonce,
-                  "max_tokens": max_tokens}
+    structured = {**result, "results": shown, "warnings": _warnings(result), "detail": detail,
+                  "nonce": nonce, "max_tokens": max_tokens}
     notice = _left_out(as_locations, dropped, max_tokens)
     if notice:
         structured["left_out"] = {"as_locations": as_locations, "dropped": dropped,
@@ -130,7 +142,7 @@ def chunk(result: dict[str, Any], *, max_tokens: int) -> Rendered:
     budget.spend("\n".join(header) + "\n" * 3 + wrap("", origin=_origin(result), nonce=nonce))
     part, cut = head_lines(text, budget.left)
     body = wrap(part, origin=_origin(result), nonce=nonce)
-    structured = {k: v for k, v in result.items() if k != "stale"}
+    structured = {k: v for k, v in _escaped(result).items() if k != "stale"}
     structured.update(type="chunk", content=body, body_may_be_stale=stale, nonce=nonce)
     lines = [*header, body]
     if cut:
@@ -151,7 +163,10 @@ def repositories(result: dict[str, Any]) -> Rendered:
     if result["without_hits"]:
         lines.append("No relevant hits: " + ", ".join(result["without_hits"]))
     lines.append('Then search one with code_search(query, project="<id>").')
-    return Rendered("\n".join(lines), result)
+    repos = [{**repo, "top_paths": [escape_label(p) for p in repo["top_paths"]]}
+             for repo in result["repositories"]]
+    return Rendered("\n".join(lines), {**result, "repositories": repos,
+                                       "warnings": _warnings(result)})
 
 
 def status(result: dict[str, Any]) -> Rendered:

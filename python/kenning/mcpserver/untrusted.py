@@ -4,7 +4,10 @@ Every source fragment a tool returns sits between ``<untrusted-content id="NONCE
 ``</untrusted-content id="NONCE">``. The nonce is fresh and cryptographically random for each
 tool call, so a file cannot contain the real closing tag; any ``untrusted-content`` tag a file
 does contain (forged openers, nonce-less closers) is defused by escaping its ``<``, so the
-wrapper is the only such tag the reader ever sees.
+wrapper is the only such tag the reader ever sees. A forged tag is found after normalising
+what a reader would not see or tell apart: invisible format characters (soft hyphen,
+zero-width and joiner characters, invisible operators), look-alike dashes and compatibility
+forms such as a full-width ``＜``.
 """
 
 from __future__ import annotations
@@ -12,13 +15,40 @@ from __future__ import annotations
 import html
 import re
 import secrets
+import unicodedata
 from collections.abc import Iterable
 
+from kenning.display import visible
+
 TAG = "untrusted-content"
-# whitespace and the invisible format characters a forged tag could hide behind
-_GAP = r"[\s\u200b-\u200f\u2060\ufeff]*"
-_FORGED_TAG = re.compile(rf"<({_GAP}/?{_GAP}untrusted-content)", re.IGNORECASE)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# after normalising: "<", an optional "/", the tag name, with any spacing or dash between
+_FORGED_TAG = re.compile(r"<\s*/?\s*untrusted[\s_-]*content", re.IGNORECASE)
+# default-ignorable characters outside the format category (Cf), which is dropped whole
+_IGNORABLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f"
+                        "\uffa0\U000e0000-\U000e0fff]")
+_DASHES = {"\u2043", "\u2212"}  # dash look-alikes outside the dash category (Pd)
+
+
+def _normalised(char: str) -> str:
+    """What a reader takes ``char`` for: nothing if invisible, "-" for any dash."""
+    if unicodedata.category(char) == "Cf" or _IGNORABLE.match(char):
+        return ""
+    if unicodedata.category(char) == "Pd" or char in _DASHES:
+        return "-"
+    return unicodedata.normalize("NFKC", char)
+
+
+def _forged_openers(text: str) -> list[int]:
+    """Offsets in ``text`` of the character that opens each forged tag."""
+    if text.isascii():
+        return [m.start() for m in _FORGED_TAG.finditer(text)]
+    folded: list[str] = []
+    origin: list[int] = []  # offset in ``text`` of each character of ``folded``
+    for offset, char in enumerate(text):
+        shown = _normalised(char)
+        folded.append(shown)
+        origin += [offset] * len(shown)
+    return [origin[m.start()] for m in _FORGED_TAG.finditer("".join(folded))]
 
 
 def new_nonce(fragments: Iterable[str] = ()) -> str:
@@ -32,12 +62,25 @@ def new_nonce(fragments: Iterable[str] = ()) -> str:
 
 def defuse(text: str) -> str:
     """``text`` with every ``<untrusted-content`` / ``</untrusted-content`` tag made inert."""
-    return _FORGED_TAG.sub(r"&lt;\1", text)
+    openers = _forged_openers(text)
+    if not openers:
+        return text
+    parts, start = [], 0
+    for offset in openers:
+        parts += [text[start:offset], "&lt;"]
+        start = offset + 1
+    return "".join(parts) + text[start:]
+
+
+def escape_label(text: str) -> str:
+    """A path or symbol as an agent may read it anywhere: one line with every control
+    character spelled out, and no live tag."""
+    return defuse(visible(text))
 
 
 def clean_label(text: str, limit: int = 200) -> str:
-    """A path or symbol safe to print outside the wrapper: one line, no tags, bounded length."""
-    line = defuse(_CONTROL.sub(" ", text.replace("\n", " ").replace("\r", " ")))
+    """``escape_label`` cut to ``limit`` characters, for the text rendering."""
+    line = escape_label(text)
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
