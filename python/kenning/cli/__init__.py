@@ -100,9 +100,12 @@ def main(argv: list[str] | None = None) -> Any:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except KenningError as exc:
-        click.echo(f"Error: {exc.message}", err=True)
+        from kenning.display import visible
+
+        # messages quote paths and names from repositories: nothing in them may act
+        click.echo(f"Error: {visible(exc.message, multiline=True)}", err=True)
         if exc.hint:
-            click.echo(f"Hint: {exc.hint}", err=True)
+            click.echo(f"Hint: {visible(exc.hint, multiline=True)}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)

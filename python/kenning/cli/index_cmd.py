@@ -12,6 +12,7 @@ import click
 
 from kenning import config as cfg
 from kenning import project
+from kenning.display import visible
 
 
 @click.command()
@@ -48,13 +49,14 @@ def index(path: Path, json_output: bool, quiet: bool, dry_run: bool, wait: bool,
         click.echo(f"The index was damaged ({'; '.join(result.repaired)}); it was rebuilt, "
                    f"keeping {result.vectors_kept} intact vectors.")
     if result.busy:
-        click.echo(f"Indexing of {root} is in progress in another process; "
-                   "pass --wait to wait for it.")
+        message = (f"Indexing of {root} is in progress in another process; pass --wait to "
+                   "wait for it.")
     elif result.nothing_changed:
-        click.echo(f"Nothing changed in {root}: the index is up to date "
-                   f"({result.files} files, {result.chunks} chunks).")
+        message = (f"Nothing changed in {root}: the index is up to date ({result.files} "
+                   f"files, {result.chunks} chunks).")
     else:
-        click.echo(_summary(result))
+        message = _summary(result)
+    click.echo(visible(message, multiline=True))  # folder names may hold escapes
 
 
 def _summary(result: Any) -> str:
@@ -190,15 +192,18 @@ def _print_dry_run(report: dict[str, Any], json_output: bool, quiet: bool) -> No
     if quiet:
         return
     from rich.table import Table
+    from rich.text import Text
 
     from kenning.cli.output import console
 
     out = console()
     if not report["files"]:
-        click.echo(f"Nothing to index in {report['root']}: it holds no file kenning would read.")
+        click.echo(visible(f"Nothing to index in {report['root']}: it holds no file kenning "
+                           "would read."))
     else:
-        click.echo(f"Would index {report['files']} files ({report['bytes'] / 1e6:.1f} MB) in "
-                   f"{report['chunks']} chunks from {report['root']}; nothing was embedded.")
+        click.echo(visible(f"Would index {report['files']} files ({report['bytes'] / 1e6:.1f} "
+                           f"MB) in {report['chunks']} chunks from {report['root']}; nothing "
+                           "was embedded."))
         langs = Table("language", "files", "chunks", "MB", title="By language")
         for name, stats in report["languages"].items():
             langs.add_row(name, str(stats["files"]), str(stats["chunks"]),
@@ -210,13 +215,13 @@ def _print_dry_run(report: dict[str, Any], json_output: bool, quiet: bool) -> No
                 continue
             table = Table("path", "KB", title=title)
             for row in report[key]:
-                table.add_row(row["path"], f"{row['bytes'] / 1024:.0f}")
+                table.add_row(Text(visible(row["path"])), f"{row['bytes'] / 1024:.0f}")
             out.print(table)
     if report["skipped_paths"]:
         click.echo("Skipped (folders end in /):")
     for reason, paths in report["skipped_paths"].items():
         more = len(paths) - SKIPPED_SHOWN
-        click.echo(f"  {reason:<10} " + ", ".join(paths[:SKIPPED_SHOWN]) +
+        click.echo(f"  {reason:<10} " + visible(", ".join(paths[:SKIPPED_SHOWN])) +
                    (f" and {more} more (--json-output lists all)" if more > 0 else ""))
     click.echo("Exclude what should not be searched with a .kenningignore file "
                "(gitignore syntax).")

@@ -145,29 +145,36 @@ def _load_local_model(settings: Any) -> threading.Thread | None:
 
 
 def _print(result: dict[str, Any], max_lines: int, *, several: bool) -> None:
+    """Results for people. Repository text (paths, symbols, snippets, warnings quoting them)
+    is shown as plain text, never read as rich markup, with control characters spelled out."""
     from rich.syntax import Syntax
+    from rich.text import Text
 
     from kenning.cli.output import console
+    from kenning.display import visible
 
     out, err = console(), console(stderr=True)
     for warning in result["warnings"]:
-        err.print(f"[yellow]Warning:[/yellow] {warning}", markup=True)
+        err.print(Text.assemble(("Warning:", "yellow"), " ", visible(warning, multiline=True)))
     if not result["results"]:
         err.print("No relevant results.")
         return
     for hit in result["results"]:
         where = f"{hit['project']}/" if several else ""
-        lines_ = f"{hit['start_line']}-{hit['end_line']}"
-        title = f"[bold cyan]{where}{hit['path']}[/]:[green]{lines_}[/]"
-        symbol = f"  [magenta]{hit['symbol']}[/]" if hit["symbol"] else ""
-        stale = "  [red](changed since indexed)[/]" if hit["stale"] else ""
-        out.print(f"{title}{symbol}  [dim]{hit['kind']} · {hit['score']:.4f}[/]{stale}")
+        line = Text.assemble((visible(where + hit["path"]), "bold cyan"), ":",
+                             (f"{hit['start_line']}-{hit['end_line']}", "green"))
+        if hit["symbol"]:
+            line.append_text(Text.assemble("  ", (visible(hit["symbol"]), "magenta")))
+        line.append(f"  {hit['kind']} · {hit['score']:.4f}", "dim")
+        if hit["stale"]:
+            line.append("  (changed since indexed)", "red")
+        out.print(line)
         if max_lines:
             lines = hit["content"].splitlines()
-            shown = "\n".join(lines[:max_lines])
+            shown = visible("\n".join(lines[:max_lines]), multiline=True)
             lexer = Syntax.guess_lexer(hit["path"], code=shown)
             out.print(Syntax(shown, lexer, line_numbers=True, start_line=hit["start_line"],
                              word_wrap=False, theme="ansi_dark", background_color="default"))
             if len(lines) > max_lines:
-                out.print(f"[dim]  … {len(lines) - max_lines} more lines[/]")
+                out.print(Text(f"  … {len(lines) - max_lines} more lines", "dim"))
         out.print()

@@ -113,6 +113,7 @@ def status(path: Path, show_paths: bool, json_output: bool) -> None:
     the config file, and the setting that chose the model. `--paths` shows where everything
     lives instead.
     """
+    from kenning.display import visible
     from kenning.project import find_root
 
     if show_paths:
@@ -144,7 +145,7 @@ def status(path: Path, show_paths: bool, json_output: bool) -> None:
         "health     " + ("healthy" if info["healthy"] else "; ".join(info["problems"])),
         f"indexer    {_indexer_line(info)}",
     ]
-    click.echo("\n".join(lines))
+    click.echo(visible("\n".join(lines), multiline=True))  # folder names may hold escapes
 
 
 def _project_dirs(pid: str | None) -> list[Path]:
