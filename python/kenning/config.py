@@ -159,6 +159,8 @@ KEYS: dict[str, Key] = {
             "vectors above which search uses usearch HNSW"),
         Key("index.vector_search", "auto", _choice("auto", "exact", "ann"),
             "auto (HNSW above index.ann_threshold vectors), exact (always scan) or ann (HNSW)"),
+        Key("index.force_root", False, _bool,
+            "index a home folder, / or a large folder without a project marker"),
         Key("search.limit", 10, _integer(1, 1000), "results per search"),
         Key("search.refresh", True, _bool, "refresh the index before each search"),
         Key("search.timeout", 30.0, _seconds(0, zero=False),

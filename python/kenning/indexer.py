@@ -32,7 +32,7 @@ from kenning import indexing_state, kernels, project, usage_log
 from kenning.config import Settings
 from kenning.embedding import document_text, make_embedder
 from kenning.embedding.profiles import HEADER_RESERVE_TOKENS
-from kenning.errors import EmbedderError, IndexBusy, KenningError, UsageError
+from kenning.errors import EmbedderError, IndexBusy, IndexMissing, KenningError, UsageError
 from kenning.records import Chunk, SourceFile
 from kenning.sources import WalkStats, changes, walk
 from kenning.store import Index
@@ -104,7 +104,12 @@ def refresh(root: Path, settings: Settings, *, embedder: Any = None, full: bool 
         if embedder is None:
             embedder = make_embedder(settings)
             stack.callback(embedder.close)
-        index = Index.open(root, settings, embedder=embedder, create=True)
+        try:
+            index = Index.open(root, settings, embedder=embedder)
+            project.check_root(root, force=settings["index.force_root"], first_index=False)
+        except IndexMissing:
+            project.check_root(root, force=settings["index.force_root"], first_index=True)
+            index = Index.open(root, settings, embedder=embedder, create=True)
         emit = progress or (lambda event: None)
         result = RefreshResult(str(root), index.project_id, str(index.dir))
         try:
@@ -431,6 +436,7 @@ def dry_run(root: Path, settings: Settings, *, embedder: Any = None,
     language, and the largest files and folders (to fix ignore rules before spending time)."""
     started = time.perf_counter()
     root = _existing_dir(root)
+    project.check_root(root, force=settings["index.force_root"], first_index=True)
     if embedder is None:
         embedder = make_embedder(settings)
         try:

@@ -87,6 +87,51 @@ def project_id(root: Path) -> str:
     return f"{base}-{digest}"
 
 
+# Files or folders at the top of a project. A first index of a root with none of them is
+# refused above MARKERLESS_LIMIT files: such a root is usually a parent of projects, or a
+# download or home folder, not the project meant.
+PROJECT_MARKERS = (
+    ".git", ".hg", ".svn", ".jj", ".kenningignore", "pyproject.toml", "setup.py", "setup.cfg",
+    "requirements.txt", "Cargo.toml", "package.json", "deno.json", "go.mod", "pom.xml",
+    "build.gradle", "build.gradle.kts", "settings.gradle", "CMakeLists.txt", "Makefile",
+    "meson.build", "Gemfile", "composer.json", "mix.exs", "Package.swift", "pubspec.yaml",
+)
+MARKERLESS_LIMIT = 20_000
+FORCE_HINT = ("Run kenning in a project folder (for the MCP server: --project PATH or "
+              "[[projects]] in the config), or insist with --force-root or `kenning config set "
+              "index.force_root true`.")
+
+
+def check_root(root: Path, *, force: bool, first_index: bool) -> None:
+    """Refuse to index a home folder or a filesystem root, and on a first index a root without
+    a project marker that holds more than MARKERLESS_LIMIT files; ``force`` allows them all."""
+    if force:
+        return
+    if root in (Path.home().resolve(), Path(root.anchor)):
+        what = "your home folder" if root == Path.home().resolve() else "a filesystem root"
+        raise UsageError(f"{root} is {what}, not a project: indexing it would read every file "
+                         "below it.", hint=FORCE_HINT)
+    if first_index and not any((root / name).exists() for name in PROJECT_MARKERS) \
+            and _more_files_than(root, MARKERLESS_LIMIT):
+        raise UsageError(f"{root} holds more than {MARKERLESS_LIMIT:,} files and no project "
+                         "marker (.git, pyproject.toml, package.json, go.mod, ...).",
+                         hint=FORCE_HINT)
+
+
+def _more_files_than(root: Path, limit: int) -> bool:
+    """Whether ``root`` holds more than ``limit`` files outside the always-excluded folders;
+    stops counting there."""
+    from kenning.sources import DEFAULT_EXCLUDED_DIRS
+
+    count = 0
+    for _folder, folders, files in os.walk(root):  # symlinks are not followed
+        folders[:] = [f for f in folders if f not in DEFAULT_EXCLUDED_DIRS]
+        count += len(files)
+        if count > limit:
+            return True
+    return False
+
+
 def kenning_home() -> Path:
     override = os.environ.get("KENNING_HOME")
     if override:

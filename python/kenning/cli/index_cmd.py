@@ -24,8 +24,10 @@ from kenning.display import visible
 @click.option("--wait", is_flag=True, help="If another process is indexing, wait for it.")
 @click.option("--full", is_flag=True,
               help="Re-read and re-chunk every file (vectors are still reused by content).")
+@click.option("--force-root", is_flag=True,
+              help="Index even a home folder, / or a large folder without a project marker.")
 def index(path: Path, json_output: bool, quiet: bool, dry_run: bool, wait: bool,
-          full: bool) -> None:
+          full: bool, force_root: bool) -> None:
     """Index the project at PATH (default: here).
 
     PATH is lifted to the root of its git work tree. Only what changed since the last run is
@@ -35,7 +37,7 @@ def index(path: Path, json_output: bool, quiet: bool, dry_run: bool, wait: bool,
     from kenning import indexer
 
     root = project.find_root(path)
-    settings = cfg.load()
+    settings = cfg.load({"index.force_root": "true" if force_root else None})
     if dry_run:
         with _Reporter(json_output, quiet) as reporter:
             report = indexer.dry_run(root, settings, progress=reporter)

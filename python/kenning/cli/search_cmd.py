@@ -33,9 +33,12 @@ import click
 @click.option("--backend", type=click.Choice(["local", "shared", "both"]),
               help="Where to search (default: search.backend): the indexes here, the shared "
               "index, or this checkout here and every other project from the shared index.")
+@click.option("--force-root", is_flag=True,
+              help="Index even a home folder, / or a large folder without a project marker.")
 def search(query: str, path: Path | None, path_filter: str | None, language: str | None,
            kind: str | None, limit: int | None, projects: tuple[str, ...], no_refresh: bool,
-           max_snippet_lines: int, json_output: bool, backend: str | None) -> None:
+           max_snippet_lines: int, json_output: bool, backend: str | None,
+           force_root: bool) -> None:
     """Find code by meaning, words or symbol.
 
     `kenning search "how are retries handled"`, `kenning search parse_header`. The index is
@@ -47,7 +50,8 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     from kenning.search import resolve_projects
     from kenning.search import search as run_search
 
-    settings = config.load({"search.backend": backend})
+    settings = config.load({"search.backend": backend,
+                            "index.force_root": "true" if force_root else None})
     # with the shared backend, --project names published projects, which need no checkout here
     shared_ids = list(projects) if settings["search.backend"] == "shared" and projects else None
     targets: list[str | Path] = [*([] if shared_ids else projects), *([path] if path else [])]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kenning.config import Settings
 from kenning.errors import KenningError, UsageError
-from kenning.project import find_root
+from kenning.project import check_root, find_root
 
 if TYPE_CHECKING:
     from kenning.search import ProjectRef
@@ -74,6 +74,7 @@ def _resolve(settings: Settings, name: str) -> ProjectRef:
         raise UsageError(f"The root of project {name}, {path}, does not exist.",
                          hint="Restore it, or remove the project from the kenning config.")
     root = find_root(path)
+    check_root(root, force=settings["index.force_root"], first_index=False)
     return ProjectRef(project_id_for(root, settings), root)
 
 
@@ -90,13 +91,10 @@ class Registry:
         else:
             wanted = []
         if not wanted:  # the working directory's project
-            ref = _resolve(settings, str(Path.cwd()))
-            if ref.root in (Path.home().resolve(), Path(ref.root.anchor)):
-                # an agent started outside any project: never index a whole home or disk
-                error = UsageError(f"kenning mcp was started in {ref.root}, which is not a "
-                                   "project.", hint="Start it in a project directory, pass "
-                                   "--project PATH, or list [[projects]] in the kenning config.")
-                self.projects = [Served(str(ref.root), error=error, retry=False)]
+            try:  # an agent started outside any project: never index a whole home or disk
+                ref = _resolve(settings, str(Path.cwd()))
+            except UsageError as error:
+                self.projects = [Served(str(Path.cwd()), error=error, retry=False)]
             else:
                 self.projects = [Served(ref.id, ref=ref)]
             return
