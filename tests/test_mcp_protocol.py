@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import select
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kenning.project import project_id
@@ -27,12 +32,14 @@ def test_error_json_is_golden(server: Client, world: World) -> None:
     result = server.call("code_search", query="retry", project="nope")
     assert result.is_error
     assert json.loads(result.content[0].text) == result.structured_content == {
-        "error": "bad_input", "message": "Unknown project 'nope'.",
+        "error": "bad_input",
+        "message": "Unknown project 'nope': not a served project's id, and outside the "
+                   "projects this server serves.",
         "hint": f"Served projects: {served}."}
     assert server.error("code_get_chunk", id="not an id") == {
         "error": "bad_input", "message": "'not an id' is not a chunk id.",
-        "hint": "Chunk ids look like <project>:<generation>:<ordinal>; use one from a "
-                "code_search result."}
+        "hint": "Chunk ids look like <project>:<index>:<generation>:<ordinal>; take one from "
+                "a search result."}
     assert server.error("code_search", query="  ") == {
         "error": "bad_input", "message": "The query is empty.",
         "hint": "Describe the code you are looking for."}
@@ -59,3 +66,104 @@ def test_disguised_tags_in_names_and_text_are_defused_in_both_renderings(
         assert _tags(_as_read(found["content"]), nonce) == (2, 0)
         for label in (found["path"], found["symbol"] or ""):
             assert _tags(_as_read(label), nonce) == (0, 0) and "\n" not in label
+
+
+class RawSession:
+    """The server process spoken to line by line, as a client that writes bad lines would."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process, self.next_id = process, 100
+
+    def send(self, line: bytes) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(line + b"\n")
+        self.process.stdin.flush()
+        ready, _, _ = select.select([self.process.stdout], [], [], 60)
+        assert ready, f"no reply to {line!r}"
+        reply: dict[str, Any] = json.loads(self.process.stdout.readline())
+        return reply
+
+    def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        self.next_id += 1
+        reply = self.send(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method":
+                                      "tools/call", "params": {"name": tool,
+                                                               "arguments": arguments}}).encode())
+        assert reply["id"] == self.next_id
+        return reply["result"]  # type: ignore[no-any-return]
+
+    def error(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = self.call(tool, **arguments)
+        assert result["isError"], result
+        return result["structuredContent"]  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def raw(world: World, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawSession]:
+    log = (tmp_path_factory.mktemp("logs") / "raw.log").open("w")
+    process = subprocess.Popen([sys.executable, "-m", "kenning", "mcp"], cwd=world.alpha,
+                               env={**os.environ, **world.env()}, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=log)
+    session = RawSession(process)
+    hello = session.send(json.dumps({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}).encode())
+    assert hello["result"]["serverInfo"]["name"] == "kenning"
+    assert process.stdin is not None
+    process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+    yield session
+    process.stdin.close()
+    process.wait(30)
+    assert process.stdout is not None
+    process.stdout.close()
+    log.close()
+
+
+def test_unreadable_lines_get_json_rpc_errors(raw: RawSession) -> None:
+    assert raw.send(b"{not json") == {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32700, "message": "Parse error: the line is not valid JSON."}}
+    assert raw.send(b'{"jsonrpc": "2.0", "id": 7, "method": 5}') == {"jsonrpc": "2.0", "id": None,
+        "error": {"code": -32600, "message": "Invalid request: not a JSON-RPC message."}}
+    assert raw.send(b"[1, 2]")["error"]["code"] == -32600
+    assert not raw.call("code_index_status")["isError"]  # and the session goes on
+
+
+def test_lone_surrogates_are_answered(raw: RawSession) -> None:
+    reply = raw.send(b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": '
+                     b'"code_search", "arguments": {"query": "retry \\ud800 backoff \\udc00"}}}')
+    assert reply["id"] == 9 and not reply["result"]["isError"]
+    assert reply["result"]["structuredContent"]["query"] == "retry \ufffd backoff \ufffd"
+
+
+def test_bad_ids_and_paths_get_structured_errors(raw: RawSession, world: World) -> None:
+    served = project_id(world.alpha.resolve())
+    for chunk_id in [f"{served}:0a1b2c3d:1:{10**30}", f"{served}:0a1b2c3d:{10**30}:1",
+                     f"{served}:0a1b2c3d:1:2\u00b2"]:
+        assert raw.error("code_get_chunk", id=chunk_id)["error"] == "bad_input"
+    for body in [raw.error("code_search", query="x", project="/tmp/a\x00b"),
+                 raw.error("code_search", query="x", path_filter="/tmp/a\x00b"),
+                 raw.error("code_search", query="x", path_filter="src/\x00"),
+                 raw.error("code_index_status", project="a\x00b"),
+                 raw.error("code_reindex", project="../a\x00b"),
+                 raw.error("code_get_chunk", id="/tmp/a\x00b:0a1b2c3d:1:1")]:
+        assert body["error"] == "bad_input" and "NUL" in body["message"], body
+
+
+def test_no_answer_tells_whether_a_path_outside_the_roots_exists(raw: RawSession,
+                                                                   world: World) -> None:
+    existing = ["../beta", "../../" + world.alpha.parent.name, "/etc", "/etc/passwd",
+                str(world.beta), "~", "../beta/img"]
+    missing = ["../no-such-dir", "../../no-such-dir", "/no-such-dir", "/etc/no-such-file",
+               str(world.beta) + "-gone", "~/no-such-dir", "../beta/no-such-dir"]
+    assert (world.alpha / existing[0]).exists() and not (world.alpha / missing[0]).exists()
+
+    def answers(name: str) -> list[dict[str, Any]]:
+        bodies = [raw.error("code_search", query="x", project=name),
+                  raw.error("code_index_status", project=name),
+                  raw.error("code_get_chunk", id=f"{name}:0a1b2c3d:1:1")]
+        return [{**body, "message": body["message"].replace(repr(name), "NAME")}
+                for body in bodies]
+
+    for there, absent in zip(existing, missing, strict=True):
+        assert answers(there) == answers(absent)
+    assert "outside the projects this server serves" in answers("/etc")[0]["message"]

@@ -14,16 +14,19 @@ from kenning.config import Settings
 
 def serve(settings: Settings, projects: Sequence[str] = ()) -> None:
     """Serve ``projects`` (ids or roots; else the config's, else the working directory's)."""
+    import anyio
+
     from kenning.embedding import make_embedder
     from kenning.mcpserver.projects import Registry
     from kenning.mcpserver.server import build_server
     from kenning.mcpserver.service import Service
+    from kenning.mcpserver.transport import serve_stdio
 
     registry = Registry(settings, projects)
     embedder = make_embedder(settings)
     service = Service(settings, registry, embedder)
     try:
-        build_server(service).run("stdio")
+        anyio.run(serve_stdio, build_server(service))
     finally:
         if service.indexing():
             # The client has gone while a worker thread embeds: end now. Tearing the

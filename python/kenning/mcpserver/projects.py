@@ -8,6 +8,7 @@ keep working, and is looked up again on each call in case it reappears.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -55,6 +56,16 @@ class Job:
     @property
     def running(self) -> bool:
         return not self.done.is_set()
+
+
+def _is_path(name: str) -> bool:
+    """Whether a project argument is meant as a path (a bare word is meant as an id)."""
+    return "/" in name or name.startswith(("~", "."))
+
+
+def _lexical(path: str) -> Path:
+    """``path`` made absolute and normalised as text: no symlink or file is looked at."""
+    return Path(os.path.abspath(os.path.expanduser(path)))
 
 
 def _resolve(settings: Settings, name: str) -> ProjectRef:
@@ -133,23 +144,29 @@ class Registry:
         return [p for p in self.projects if p.error is not None]
 
     def select(self, project: str | None) -> list[Served]:
-        """All live projects, or the one ``project`` names (an id, or a path inside a root)."""
+        """All live projects, or the one ``project`` names (an id, or a path inside a root).
+
+        A path is matched by its text alone, never looked up on disk, and anything that names
+        no served project gets the same answer, so no call tells whether a path outside the
+        served roots exists."""
         live = self.live()
         if project is None:
             return live
         for served in self.projects:
             if project in (served.id, served.name):
                 return [self._usable(served)]
-        path = Path(project).expanduser()
-        if path.is_absolute() or path.exists():
-            target = path.resolve()
+        if "\0" in project:
+            raise UsageError(f"The project {project!r} contains a NUL character, which no id "
+                             "or path does.", hint=self._served_hint())
+        if _is_path(project):
+            target = _lexical(project)
             for served in live:
                 assert served.ref is not None
-                if target == served.ref.root or served.ref.root in target.parents:
-                    return [served]
-            raise UsageError(f"{project} is outside the projects this server serves.",
-                             hint=self._served_hint())
-        raise UsageError(f"Unknown project {project!r}.", hint=self._served_hint())
+                for root in {served.ref.root, _lexical(served.name)}:
+                    if target == root or root in target.parents:
+                        return [served]
+        raise UsageError(f"Unknown project {project!r}: not a served project's id, and outside "
+                         "the projects this server serves.", hint=self._served_hint())
 
     def _usable(self, served: Served) -> Served:
         self._retry(served)

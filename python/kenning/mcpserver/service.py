@@ -76,6 +76,9 @@ class Service:
         if not query.strip():
             raise UsageError("The query is empty.", hint="Describe the code you are looking for.")
         Filters(None, language, kind)  # refuse an unknown language or kind before any work
+        if path_filter is not None and "\0" in path_filter:
+            raise UsageError("The path filter contains a NUL character, which no path does.",
+                             hint="Give a path or glob relative to the project root.")
         if project is None and path_filter and Path(path_filter).expanduser().is_absolute():
             project = path_filter  # an absolute filter names the project it lies in
         if project is not None and self._published_only(project):

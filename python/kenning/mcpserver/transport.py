@@ -1,0 +1,114 @@
+"""The stdio transport, with an answer for every line a client sends.
+
+The SDK's stdio reader hands a line it cannot validate to the session as an exception, which
+drops it: the client waits forever for a reply. Here such a line is looked at again. JSON
+with a lone surrogate escape (valid JSON, refused by the SDK's strict parser) is read with
+Python's parser, each lone surrogate becomes U+FFFD and the request is served; anything else
+gets the JSON-RPC error it calls for: -32700 for a line that is not JSON, -32600 for JSON
+that is not a JSON-RPC message (with the request's id when it has one).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v)
+                for k, v in value.items()}
+    return value
+
+
+def _error(code: int, message: str, request_id: Any = None) -> SessionMessage:
+    if not isinstance(request_id, (int, str)) or isinstance(request_id, bool):
+        request_id = None  # the spec's null id: the request's own could not be read
+    return SessionMessage(types.JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)))
+
+
+def reread(exc: Exception) -> SessionMessage:
+    """The message a refused line meant, or the JSON-RPC error reply it deserves."""
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    raw = errors[0].get("input") if errors else None
+    if errors and errors[0]["type"] == "json_invalid" and isinstance(raw, str):
+        try:
+            raw = json.loads(raw)  # takes lone surrogate escapes
+        except ValueError:
+            return _error(types.PARSE_ERROR, "Parse error: the line is not valid JSON.")
+    if not isinstance(raw, dict):
+        return _error(types.INVALID_REQUEST, "Invalid request: not a JSON-RPC message.")
+    data = _without_lone_surrogates(raw)
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(data,
+                                                                            by_name=False))
+    except ValidationError:
+        return _error(types.INVALID_REQUEST, "Invalid request: not a JSON-RPC message.",
+                      data.get("id"))
+
+
+class _Answering:
+    """A read stream that never passes an exception on: it forwards the message a refused
+    line meant, or writes the error reply itself."""
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self._inner, self._write = inner, write
+
+    @property
+    def last_context(self) -> Any:  # the SDK restores the sender's context from it
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item  # type: ignore[no-any-return]
+            message = reread(item)
+            if not isinstance(message.message, types.JSONRPCError):
+                return message
+            await self._write.send(message)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _Answering:
+        return self
+
+    async def __anext__(self) -> SessionMessage:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Answering:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.aclose()
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """``server.run("stdio")``, answering every line."""
+    lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async drives, too
+    async with stdio_server() as (read, write):
+        await lowlevel.run(_Answering(read, write), write,
+                           lowlevel.create_initialization_options())
