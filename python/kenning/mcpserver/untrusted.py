@@ -21,34 +21,47 @@ from collections.abc import Iterable
 from kenning.display import visible
 
 TAG = "untrusted-content"
-# after normalising: "<", an optional "/", the tag name, with any spacing or dash between
-_FORGED_TAG = re.compile(r"<\s*/?\s*untrusted[\s_-]*content", re.IGNORECASE)
-# default-ignorable characters outside the format category (Cf), which is dropped whole
+# default-ignorable characters outside the format category (Cf), which is invisible whole
 _IGNORABLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f"
                         "\uffa0\U000e0000-\U000e0fff]")
 _DASHES = {"\u2043", "\u2212"}  # dash look-alikes outside the dash category (Pd)
 
 
-def _normalised(char: str) -> str:
-    """What a reader takes ``char`` for: nothing if invisible, "-" for any dash."""
-    if unicodedata.category(char) == "Cf" or _IGNORABLE.match(char):
-        return ""
-    if unicodedata.category(char) == "Pd" or char in _DASHES:
-        return "-"
-    return unicodedata.normalize("NFKC", char)
+def _spaced(word: str) -> str:
+    return "\0*".join(word)  # NUL stands for an invisible character after folding
+
+
+# on folded text: "<", an optional "/", the tag name, with any spacing or dash between
+_FORGED_TAG = re.compile(rf"<[\s\0]*/?[\s\0]*{_spaced('untrusted')}[\s\0_-]*{_spaced('content')}",
+                         re.IGNORECASE)
+
+
+class _Fold(dict[int, str]):
+    """A ``str.translate`` table giving what a reader takes each character for, one character
+    for one so offsets survive: NUL for an invisible one, "-" for any dash, the plain form of
+    a compatibility character (a full-width "＜" is "<"). Filled as characters are met."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        category = unicodedata.category(char)
+        if category == "Cf" or _IGNORABLE.match(char):
+            folded = "\0"
+        elif category == "Pd" or char in _DASHES:
+            folded = "-"
+        else:
+            plain = unicodedata.normalize("NFKC", char)
+            folded = plain if len(plain) == 1 else char
+        self[code] = folded
+        return folded
+
+
+_FOLD = _Fold()
 
 
 def _forged_openers(text: str) -> list[int]:
     """Offsets in ``text`` of the character that opens each forged tag."""
-    if text.isascii():
-        return [m.start() for m in _FORGED_TAG.finditer(text)]
-    folded: list[str] = []
-    origin: list[int] = []  # offset in ``text`` of each character of ``folded``
-    for offset, char in enumerate(text):
-        shown = _normalised(char)
-        folded.append(shown)
-        origin += [offset] * len(shown)
-    return [origin[m.start()] for m in _FORGED_TAG.finditer("".join(folded))]
+    folded = text if text.isascii() else text.translate(_FOLD)
+    return [match.start() for match in _FORGED_TAG.finditer(folded)]
 
 
 def new_nonce(fragments: Iterable[str] = ()) -> str:
