@@ -179,7 +179,7 @@ def status(result: dict[str, Any]) -> Rendered:
         lines.append("  searches fall back to lexical and symbol matches until it is fixed.")
     for proj in result["projects"]:
         lines.append(f"{proj['project']}: {proj.get('state')}" +
-                     (f" · {proj['root']}" if proj.get("root") else ""))
+                     (f" · {escape_label(proj['root'])}" if proj.get("root") else ""))
         if proj.get("generation"):
             revision = f" · revision {proj['revision'][:12]}" if proj.get("revision") else ""
             lines.append(f"  generation {proj['generation']}{revision} · indexed "
@@ -234,5 +234,6 @@ def _refresh_summary(r: dict[str, Any]) -> str:
 
 
 def _problem(problem: dict[str, Any]) -> str:
+    """One line for an error; its message may quote paths from a repository."""
     text = f"{problem.get('error')}: {problem.get('message')}"
-    return text + (f" Fix: {problem['hint']}" if problem.get("hint") else "")
+    return escape_label(text + (f" Fix: {problem['hint']}" if problem.get("hint") else ""))
