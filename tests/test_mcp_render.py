@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+import pytest
 from kenning.mcpserver import render
 from kenning.mcpserver.budget import estimate_tokens
 from kenning.mcpserver.untrusted import clean_label, defuse, new_nonce, wrap
