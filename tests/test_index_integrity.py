@@ -270,5 +270,5 @@ def test_the_mcp_status_shows_damage_and_a_failed_index_run(built, repo, model):
         fh.truncate(100)
     project = service.status(None)["projects"][0]
     assert project["state"] == "unreadable"
-    assert project["problems"][0]["error"] == "IndexDamaged"
+    assert project["problems"][0]["error"] == "index_damaged"
     assert "kenning index --full" in project["problems"][0]["hint"]

@@ -142,7 +142,7 @@ class Index:
     def record_failure(self, error: KenningError, command: str) -> None:
         """Keep the last failure of ``command`` where status and search show it (a refresh in
         the background has no one else to tell). Best effort: the disk may be what failed."""
-        entry = {"command": command, "at": time.time(), "error": type(error).__name__,
+        entry = {"command": command, "at": time.time(), "error": error.code,
                  "message": error.message, "hint": error.hint}
         try:
             tmp = self.dir / (FAILURE_NAME + ".tmp")
@@ -163,7 +163,7 @@ class Index:
         """Forget the kept failure after a success; damage only goes with a repair (a refresh
         that touched no damaged part says nothing about it)."""
         kept = self.last_failure()
-        if kept is not None and (damage or kept.get("error") != IndexDamaged.__name__):
+        if kept is not None and (damage or kept.get("error") != IndexDamaged.code):
             (self.dir / FAILURE_NAME).unlink(missing_ok=True)
 
     def _create(self) -> None:
