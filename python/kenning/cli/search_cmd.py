@@ -23,7 +23,7 @@ import click
               "extensions such as py, rs, ts work too).")
 @click.option("--kind", help="code, docs, or a declaration kind (function, class, method, ...).")
 @click.option("-n", "--limit", type=click.IntRange(min=1), default=None,
-              help="How many results (default: search.limit, 10).")
+              help="How many results (default: search.limit, 10; at most 200).")
 @click.option("--project", "projects", multiple=True,
               help="A project root or configured id; repeat to search several at once.")
 @click.option("--no-refresh", is_flag=True, help="Search the last snapshot without refreshing.")

@@ -41,6 +41,10 @@ LEXICAL_DEPTH = 100  # ranked chunks each branch hands to fusion
 DENSE_DEPTH = 100
 SYMBOL_DEPTH = 50
 RANK_DEPTH = 60  # fused candidates the ranking signals consider
+# Results one search returns at most. A larger limit gets this many and a warning. Each branch
+# and the ranking look at least twice the limit deep, as results merge (the windows of one
+# declaration, overlapping chunks) and the relevance floor drops some.
+MAX_LIMIT = 200
 
 
 @dataclass
@@ -160,21 +164,23 @@ def _search_snapshot(index: Index, ctx: _Context, where: str,
                 if ctx.query_vector is not None and "dense" in ctx.branches else None)
         rankings: dict[str, list[tuple[int, float]]] = {}
         cosine: dict[int, float] = {}
+        wide = 2 * ctx.limit
         if "lexical" in ctx.branches:
-            rankings["lexical"] = lexical.search(conn, ctx.query, limit=LEXICAL_DEPTH,
+            rankings["lexical"] = lexical.search(conn, ctx.query, limit=max(LEXICAL_DEPTH, wide),
                                                  where=where, params=params)
         if "symbol" in ctx.branches:
-            rankings["symbol"] = symbols.search(conn, ctx.query, limit=SYMBOL_DEPTH,
+            rankings["symbol"] = symbols.search(conn, ctx.query, limit=max(SYMBOL_DEPTH, wide),
                                                 where=where, params=params)
         if scan is not None:
-            hits = scan.result()[: DENSE_DEPTH + DENSE_DEPTH // 2]  # room for unused vectors
+            depth = max(DENSE_DEPTH, wide)
+            hits = scan.result()[: depth + depth // 2]  # room for unused vectors
             owners = dense.chunks_of(conn, [v for v, _ in hits], where, params)
             ranked: list[tuple[int, float]] = []
             for vector_id, score in hits:
                 for chunk_id in owners.get(vector_id, ()):
                     ranked.append((chunk_id, score))
                     cosine[chunk_id] = score
-            rankings["dense"] = ranked[:DENSE_DEPTH]
+            rankings["dense"] = ranked[:depth]
         fused = fuse(rankings, ctx.query)
         if (ctx.floor is not None and ctx.query_vector is not None
                 and len(ctx.query.terms) >= dense.FLOOR_MIN_TERMS):
@@ -186,7 +192,7 @@ def _search_snapshot(index: Index, ctx: _Context, where: str,
             fused = {cid: s for cid, s in fused.items()
                      if cid in symbol_hits or cosine.get(cid, floor) >= floor}
         # signals re-order the head of the fused list; deeper candidates cannot reach the page
-        head = sorted(fused, key=lambda cid: -fused[cid])[:RANK_DEPTH]
+        head = sorted(fused, key=lambda cid: -fused[cid])[: max(RANK_DEPTH, wide)]
         cands = list(_candidates(conn, head).values())
         for cand in cands:
             cand.score = fused[cand.id]
@@ -294,6 +300,8 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
     try:
         if limit < 1:
             raise UsageError(f"The limit must be at least 1, got {limit}.")
+        capped = limit > MAX_LIMIT
+        limit = min(limit, MAX_LIMIT)
         parsed = analyze(query)
         refs = list(projects) if projects else resolve_projects(settings)
         filters = Filters(path_filter, language, kind)
@@ -311,6 +319,9 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
                     f"Semantic search is off: {emb.error.message.rstrip('.')}, and kenning has "
                     f"not learned the dims of {emb.model} yet, so results are word and symbol "
                     "matches. Vectors come with the first `kenning index` that reaches it.")
+            if capped:
+                ctx.warnings.append(f"At most {MAX_LIMIT} results are returned per search; "
+                                    "narrow the query or the filters to see others.")
             result = _run(refs, ctx, refresh=refresh and bool(settings["search.refresh"]))
     except KenningError as exc:
         usage_log.record("error", command="search", error=exc.code, message=exc.message)
