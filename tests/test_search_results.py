@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,85 @@ def test_a_limit_above_the_maximum_says_so(in_widgets: list[ProjectRef]) -> None
     result = _search(in_widgets, "widget", limit=MAX_LIMIT + 50)
     assert len(result["results"]) == 130  # every match, which is under the maximum
     assert any(f"At most {MAX_LIMIT} results" in w for w in result["warnings"])
+
+
+def _long_python() -> str:
+    steps = "".join(f"    total_{i} = reading.value * {i} + offset_{i}\n" for i in range(45))
+    return ("import functools\n\n\n@functools.lru_cache\ndef calibrate_sensor(reading):\n"
+            '    """Turn a raw sensor reading into degrees."""\n' + steps
+            + "    celsius = (total_44 - 32) * 5 / 9  # fahrenheit to celsius conversion\n"
+            + "    return celsius\n\n\ndef unrelated_helper(x):\n    return x + 1\n")
+
+
+def _long_rust() -> str:
+    steps = "".join(f"    let slot_{i} = table.bucket({i}).probe(key);\n" for i in range(40))
+    return ("/// Finds the slot of a key in the open-addressing table.\n#[inline]\n"
+            "pub fn find_slot(table: &Table, key: u64) -> usize {\n" + steps
+            + "    slot_39.wrapping_add(tombstone_skip(key))\n}\n")
+
+
+@pytest.fixture(scope="module")
+def long_decls(tmp_path_factory: pytest.TempPathFactory) -> list[ProjectRef]:
+    root = tmp_path_factory.mktemp("decls")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KENNING_HOME", str(root / "home"))
+        mp.setenv("KENNING_CONFIG", str(root / "config.toml"))
+        return _indexed(root / "repo", {"sensor.py": _long_python(), "table.rs": _long_rust()})
+
+
+@pytest.fixture
+def in_decls(long_decls: list[ProjectRef], monkeypatch: pytest.MonkeyPatch) -> list[ProjectRef]:
+    home = long_decls[0].root.parent
+    monkeypatch.setenv("KENNING_HOME", str(home / "home"))
+    monkeypatch.setenv("KENNING_CONFIG", str(home / "config.toml"))
+    return long_decls
+
+
+def _parts(refs: list[ProjectRef], symbol: str) -> list[tuple[int, int]]:
+    from kenning.store import Index
+
+    with Index.open(refs[0].root, config.load()).snapshot() as snap:
+        return snap.conn.execute("SELECT start_line, end_line FROM chunks WHERE symbol = ? "
+                                 "ORDER BY start_line", (symbol,)).fetchall()
+
+
+@pytest.mark.parametrize(("query", "path", "symbol", "lines"), [
+    ("convert fahrenheit to celsius", "sensor.py", "calibrate_sensor", (4, 53)),
+    ("calibrate_sensor", "sensor.py", "calibrate_sensor", (4, 53)),
+    ("tombstone_skip wrapping_add", "table.rs", "find_slot", (1, 45)),
+])
+def test_a_declaration_cut_into_chunks_is_one_whole_result(
+        in_decls: list[ProjectRef], query: str, path: str, symbol: str,
+        lines: tuple[int, int]) -> None:
+    parts = _parts(in_decls, symbol)
+    assert len(parts) >= 3 and (parts[0][0], parts[-1][1]) == lines  # doc and attribute lead
+    hits = [h for h in _search(in_decls, query)["results"] if h["path"] == path]
+    assert len([h for h in hits if h["symbol"] == symbol]) == 1  # its windows are one result
+    hit = hits[0]
+    assert hit["symbol"] == symbol and (hit["start_line"], hit["end_line"]) == lines
+    shown = [line for line in hit["content"].splitlines() if not line.startswith("…")]
+    markers = [line for line in hit["content"].splitlines() if line.startswith("…")]
+    assert markers and len(shown) < lines[1] - lines[0] + 1  # the best window, not all of it
+    counted = sum(int(m.split()[1]) for m in markers)
+    assert counted + len(shown) == lines[1] - lines[0] + 1  # the markers say what is left out
+
+
+def test_the_snippet_is_the_window_that_matched(in_decls: list[ProjectRef]) -> None:
+    hit = _search(in_decls, "convert fahrenheit to celsius")["results"][0]
+    assert "fahrenheit to celsius" in hit["content"]
+    assert re.fullmatch(r"… \d+ more lines \(4-\d+\) …", hit["content"].splitlines()[0])
+
+
+def test_get_chunk_returns_the_whole_declaration(in_decls: list[ProjectRef]) -> None:
+    from kenning.search import get_chunk
+
+    hit = _search(in_decls, "convert fahrenheit to celsius")["results"][0]
+    whole = get_chunk(hit["id"], in_decls, settings=config.load())
+    source = (in_decls[0].root / "sensor.py").read_text().splitlines()
+    assert (whole["start_line"], whole["end_line"]) == (4, 53)
+    assert whole["content"] == "\n".join(source[3:53])
+    part = get_chunk(hit["id"], in_decls, settings=config.load(), scope="chunk")
+    assert part["start_line"] > 4 and part["content"] in whole["content"]
+    region = get_chunk(hit["id"], in_decls, settings=config.load(), context_lines=3)
+    assert (region["start_line"], region["end_line"]) == (1, 56)
+    assert region["content"] == "\n".join(source[0:56])

@@ -29,7 +29,7 @@ from kenning.search.filters import Filters
 from kenning.search.fusion import fuse
 from kenning.search.projects import ProjectRef, resolve_projects
 from kenning.search.query import Query, analyze
-from kenning.search.ranking import Candidate, later_parts, rank
+from kenning.search.ranking import Candidate, declarations, later_parts, rank
 from kenning.search.snippets import SnippetReader, file_states
 from kenning.store.ids import ChunkId
 
@@ -45,6 +45,7 @@ RANK_DEPTH = 60  # fused candidates the ranking signals consider
 # and the ranking look at least twice the limit deep, as results merge (the windows of one
 # declaration, overlapping chunks) and the relevance floor drops some.
 MAX_LIMIT = 200
+SCOPES = ("declaration", "chunk")  # what get_chunk returns for a chunk id
 
 
 @dataclass
@@ -196,11 +197,13 @@ def _search_snapshot(index: Index, ctx: _Context, where: str,
         cands = list(_candidates(conn, head).values())
         for cand in cands:
             cand.score = fused[cand.id]
-        ranked_cands = rank(cands, ctx.query, later_parts(conn, cands, ctx.query))[: ctx.limit]
+        ranked_cands = rank(cands, ctx.query, later_parts(conn, cands, ctx.query),
+                            declarations(conn, cands))[: ctx.limit]
         reader = SnippetReader(index.root, file_states(conn, {c.path for c in ranked_cands}))
         results = []
         for c in ranked_cands:
-            content, stale = reader.read(c.path, c.start_byte, c.end_byte)
+            content, stale = (reader.read(c.path, c.start_byte, c.end_byte) if c.window is None
+                              else reader.read_window(c.path, c.start_line, c.end_line, c.window))
             results.append({
                 "id": snap.chunk_id(index.project_id, c.id), "project": index.project_id,
                 "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
@@ -446,10 +449,19 @@ def _check_current(wanted: ChunkId, snap: Snapshot, created: int | None) -> None
 
 
 def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
-              settings: Settings, embedder: Any = None) -> dict[str, Any]:
-    """One chunk by the id a search returned; StaleChunkId if the index moved past it."""
+              settings: Settings, embedder: Any = None, scope: str = "declaration",
+              context_lines: int = 0) -> dict[str, Any]:
+    """The code a search result's id names; StaleChunkId if the index moved past it.
+
+    ``scope`` "declaration" (the default) gives the whole declaration the chunk is part of (a
+    function cut into several chunks comes whole), "chunk" the chunk alone. ``context_lines``
+    adds that many lines of the file above and below: the region around it."""
     from kenning.store import Index
 
+    if scope not in SCOPES:
+        raise UsageError(f"Unknown scope {scope!r}.", hint=f"Use one of: {', '.join(SCOPES)}.")
+    if context_lines < 0:
+        raise UsageError(f"context_lines must be 0 or more, got {context_lines}.")
     wanted = ChunkId.parse(chunk_id)
     project_id = wanted.project
     refs = list(projects) if projects else resolve_projects(settings)
@@ -463,16 +475,24 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
             continue
         with index.snapshot() as snap:
             row = snap.conn.execute(
-                "SELECT path, start_line, end_line, start_byte, end_byte, language, kind, symbol, "
-                "generation FROM chunks WHERE id = ?", (wanted.ordinal,)).fetchone()
-            _check_current(wanted, snap, None if row is None else row[8])
+                "SELECT id, path, start_line, end_line, start_byte, end_byte, language, kind, "
+                "symbol, generation FROM chunks WHERE id = ?", (wanted.ordinal,)).fetchone()
+            _check_current(wanted, snap, None if row is None else row[9])
             assert row is not None  # refused above
-            path = row[0]
-            reader = SnippetReader(index.root, file_states(snap.conn, {path}))
-            content, stale = reader.read(path, row[3], row[4])
-            return {"type": "chunk", "id": str(wanted), "project": project_id, "path": path,
-                    "start_line": row[1], "end_line": row[2], "start_byte": row[3],
-                    "end_byte": row[4], "language": row[5], "kind": row[6], "symbol": row[7],
-                    "content": content, "stale": stale, "revision": snap.revision}
+            found = Candidate(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
+                              row[8], 0.0)
+            extent = declarations(snap.conn, [found]).get(found.id) if scope != "chunk" else None
+            if extent is not None:
+                found.start_byte, found.end_byte, found.start_line, found.end_line = extent
+            reader = SnippetReader(index.root, file_states(snap.conn, {found.path}))
+            if context_lines:
+                reader.widen(found, context_lines)
+            content, stale = reader.read(found.path, found.start_byte, found.end_byte)
+            return {"type": "chunk", "id": str(wanted), "project": project_id, "path": found.path,
+                    "start_line": found.start_line, "end_line": found.end_line,
+                    "start_byte": found.start_byte, "end_byte": found.end_byte,
+                    "language": found.language, "kind": found.kind, "symbol": found.symbol,
+                    "scope": scope, "content": content, "stale": stale,
+                    "revision": snap.revision}
     raise UsageError(f"No project {project_id!r} among the searched projects.",
                      hint="Pass the project's root or configure it.")

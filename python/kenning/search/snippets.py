@@ -1,10 +1,16 @@
-"""Snippets read from the work tree by byte range, flagged ``stale`` when the file changed."""
+"""Snippets read from the work tree by byte range, flagged ``stale`` when the file changed.
+
+A result that spans a whole declaration shows its best-matching window, with a marker line for
+the lines of the declaration it leaves out above and below (``… 15 more lines (143-157) …``).
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 
 def file_states(conn: sqlite3.Connection, paths: set[str]) -> dict[str, tuple[int, int]]:
@@ -46,3 +52,33 @@ class SnippetReader:
     def file_size(self, path: str) -> int:
         data, _ = self._load(path)
         return len(data) if data is not None else 0
+
+    def widen(self, span: Any, lines: int) -> None:
+        """Grow ``span`` (start/end byte and line attributes) by ``lines`` whole lines of its
+        file on each side, within the file."""
+        data, _ = self._load(span.path)
+        if data is None:
+            return
+        starts = [0, *(m.end() for m in re.finditer(b"\n", data))]
+        total = len(starts) - (1 if data.endswith(b"\n") else 0)
+        span.start_line = max(1, span.start_line - lines)
+        span.end_line = min(total, span.end_line + lines)
+        span.start_byte = starts[span.start_line - 1]
+        span.end_byte = starts[span.end_line] - 1 if span.end_line < len(starts) else len(data)
+
+    def read_window(self, path: str, start_line: int, end_line: int,
+                    window: tuple[int, int, int, int]) -> tuple[str, bool]:
+        """The window ``(start byte, end byte, start line, end line)`` of the declaration on
+        lines ``start_line``-``end_line``, with markers for the lines it leaves out."""
+        text, stale = self.read(path, window[0], window[1])
+        above = left_out(start_line, window[2] - 1)
+        below = left_out(window[3] + 1, end_line)
+        return "\n".join(part for part in (above, text, below) if part), stale
+
+
+def left_out(first: int, last: int) -> str:
+    """The marker for lines ``first``-``last`` left out of a snippet ("" when there are none)."""
+    if last < first:
+        return ""
+    count = last - first + 1
+    return f"… {count} more line{'' if count == 1 else 's'} ({first}-{last}) …"
