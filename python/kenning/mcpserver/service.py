@@ -130,13 +130,15 @@ class Service:
         return replace(self.settings, values={**self.settings.values,
                                               "search.backend": "shared"})
 
-    def get_chunk(self, chunk_id: str) -> dict[str, Any]:
+    def get_chunk(self, chunk_id: str, *, scope: str = "declaration",
+                  context_lines: int = 0) -> dict[str, Any]:
         from kenning.search import get_chunk
 
         wanted = ChunkId.parse(chunk_id)
         served = self.registry.select(wanted.project)
         return get_chunk(str(wanted), [p.ref for p in served if p.ref],
-                         settings=self.settings, embedder=self.embedder)
+                         settings=self.settings, embedder=self.embedder, scope=scope,
+                         context_lines=context_lines)
 
     def find_repositories(self, query: str, *, limit: int = 10) -> dict[str, Any]:
         """Served projects ranked by their best hit for ``query``."""
