@@ -137,3 +137,43 @@ def test_get_chunk_returns_the_whole_declaration(in_decls: list[ProjectRef]) -> 
     region = get_chunk(hit["id"], in_decls, settings=config.load(), context_lines=3)
     assert (region["start_line"], region["end_line"]) == (1, 56)
     assert region["content"] == "\n".join(source[0:56])
+
+
+def _cart() -> str:
+    methods = "".join(
+        f"\n    def total_{i}(items)\n"
+        + "".join(f"      subtotal_{j} = items.sum {{ |item| item.price * {j} }}\n"
+                  for j in range(8))
+        + "      subtotal_0\n    end\n" for i in range(4))
+    return ("require 'bigdecimal'\n\nmodule Shop\n  class Cart\n    # Prices are kept in cents.\n"
+            + methods + "  end\nend\n")
+
+
+def test_short_pieces_that_declare_nothing_join_the_declaration_after_them(
+        in_decls: list[ProjectRef]) -> None:
+    from kenning.search.ranking import Candidate
+    from kenning.search.units import units
+    from kenning.store import Index
+
+    root = in_decls[0].root
+    (root / "cart.rb").write_text(_cart())
+    refresh(root, config.load())
+    with Index.open(root, config.load()).snapshot() as snap:
+        rows = snap.conn.execute(
+            "SELECT id, path, start_line, end_line, start_byte, end_byte, language, kind, symbol "
+            "FROM chunks WHERE path = 'cart.rb' ORDER BY start_byte").fetchall()
+        found = units(snap.conn, [Candidate(*row, 0.0) for row in rows])
+    by_line = {row[2]: found.get(row[0]) for row in rows}
+    pieces = [(row[2], row[3], row[7], row[8]) for row in rows]
+    assert pieces[:3] == [(1, 1, "block", None), (3, 3, "module", "Shop"),
+                          (4, 5, "class", "Shop.Cart")]  # what the chunker makes of the file
+    imports, opener, header = by_line[1], by_line[3], by_line[4]
+    assert imports is not None and opener is not None and header is not None
+    # the require line joins the module and class lines, then the class it opens names it
+    assert (imports.span[2], imports.span[3], imports.kind, imports.symbol) == (
+        1, 5, "class", "Shop.Cart")
+    # `module Shop` and `class Cart` are headers of containers whose members follow
+    assert (opener.span[2], opener.span[3], opener.symbol) == (3, 17, "Shop")
+    assert (header.span[2], header.span[3], header.symbol) == (4, 17, "Shop.Cart")
+    assert header.window == header.span  # the header and the member it joined are shown
+    assert all(by_line[row[2]] is None for row in rows[3:])  # whole methods stand alone

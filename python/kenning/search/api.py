@@ -29,8 +29,9 @@ from kenning.search.filters import Filters
 from kenning.search.fusion import fuse
 from kenning.search.projects import ProjectRef, resolve_projects
 from kenning.search.query import Query, analyze
-from kenning.search.ranking import Candidate, declarations, later_parts, rank
+from kenning.search.ranking import Candidate, later_parts, rank
 from kenning.search.snippets import SnippetReader, file_states
+from kenning.search.units import units
 from kenning.store.ids import ChunkId
 
 if TYPE_CHECKING:
@@ -198,7 +199,7 @@ def _search_snapshot(index: Index, ctx: _Context, where: str,
         for cand in cands:
             cand.score = fused[cand.id]
         ranked_cands = rank(cands, ctx.query, later_parts(conn, cands, ctx.query),
-                            declarations(conn, cands))[: ctx.limit]
+                            units(conn, cands))[: ctx.limit]
         reader = SnippetReader(index.root, file_states(conn, {c.path for c in ranked_cands}))
         results = []
         for c in ranked_cands:
@@ -481,9 +482,10 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
             assert row is not None  # refused above
             found = Candidate(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
                               row[8], 0.0)
-            extent = declarations(snap.conn, [found]).get(found.id) if scope != "chunk" else None
-            if extent is not None:
-                found.start_byte, found.end_byte, found.start_line, found.end_line = extent
+            unit = units(snap.conn, [found]).get(found.id) if scope != "chunk" else None
+            if unit is not None:
+                found.start_byte, found.end_byte, found.start_line, found.end_line = unit.span
+                found.kind, found.symbol = unit.kind, unit.symbol
             reader = SnippetReader(index.root, file_states(snap.conn, {found.path}))
             if context_lines:
                 reader.widen(found, context_lines)

@@ -8,8 +8,8 @@
   asks for that kind of code;
 - for a question ("how are retries handled"), a lift for the best chunk of each file in
   proportion to the file's share of the evidence: a mechanism lives where its chunks gather;
-- the chunks of one declaration (a function too big for one chunk is cut into windows) make
-  one result, which spans the whole declaration and keeps its best window for the snippet;
+- one result per unit of meaning (``units``): the chunks of one declaration cut into windows
+  make one result, which spans the declaration and keeps its best window for the snippet;
 - per-file saturation, so one file cannot fill the page;
 - overlapping chunks of one file merged into one result.
 """
@@ -26,6 +26,7 @@ from kenning.search import symbols
 from kenning.search.filters import DOCS_LANGUAGES
 from kenning.search.fusion import K
 from kenning.search.query import Query
+from kenning.search.units import Unit
 from kenning.tokens import split_identifier
 
 DEFINITION_BOOST = 1.5  # the chunk defines a symbol the query names
@@ -78,36 +79,9 @@ class Candidate:
     kind: str
     symbol: str | None
     score: float
-    # The best-matching chunk's (start byte, end byte, start line, end line) once the candidate
-    # spans its whole declaration; None while it is that chunk alone.
+    # What the snippet shows (start byte, end byte, start line, end line) once the candidate
+    # spans its whole unit; None while it is its chunk alone.
     window: tuple[int, int, int, int] | None = None
-
-
-# A declaration's (start byte, end byte, start line, end line) in its file.
-Extent = tuple[int, int, int, int]
-
-
-def declarations(conn: sqlite3.Connection, candidates: list[Candidate]) -> dict[int, Extent]:
-    """Candidate id -> the extent of the declaration it is one part of, for declarations cut
-    into several chunks. The parts of one declaration are consecutive chunks of its file with
-    its kind, symbol and signature (an overload or a member in between has others); code
-    between declarations has no symbol and is never joined."""
-    wanted = {c.id for c in candidates if c.symbol}
-    found: dict[int, Extent] = {}
-    for path in sorted({c.path for c in candidates if c.id in wanted}):
-        rows = conn.execute(
-            "SELECT id, start_byte, end_byte, start_line, end_line, kind, symbol, signature "
-            "FROM chunks WHERE path = ? ORDER BY start_byte", (path,)).fetchall()
-        run: list[tuple] = []
-        for row in [*rows, None]:
-            if run and (row is None or row[5:] != run[0][5:] or row[6] is None):
-                if len(run) > 1 and wanted.intersection(r[0] for r in run):
-                    extent = (run[0][1], run[-1][2], run[0][3], run[-1][4])
-                    found.update((r[0], extent) for r in run if r[0] in wanted)
-                run = []
-            if row is not None and row[6] is not None:
-                run.append(row)
-    return found
 
 
 @lru_cache(maxsize=8192)  # per path: the same files come back search after search
@@ -216,22 +190,22 @@ def lift_files_with_evidence(candidates: list[Candidate]) -> None:
         cand.score += unit * totals[path]
 
 
-def merge_declarations(ranked: list[Candidate], extents: dict[int, Extent]) -> list[Candidate]:
-    """One result per declaration: its best chunk, spread over the declaration's extent, with
-    the chunk kept as the snippet's window; its other chunks are dropped."""
+def merge_units(ranked: list[Candidate], found: dict[int, Unit]) -> list[Candidate]:
+    """One result per unit: its best chunk, spread over the unit, with its window kept for the
+    snippet; the unit's other chunks are dropped."""
     kept: list[Candidate] = []
     seen: set[tuple[str, int]] = set()
     for cand in ranked:
-        extent = extents.get(cand.id)
-        if extent is None:
+        unit = found.get(cand.id)
+        if unit is None:
             kept.append(cand)
             continue
-        key = (cand.path, extent[0])
+        key = (cand.path, unit.span[0])
         if key in seen:
             continue
         seen.add(key)
-        cand.window = (cand.start_byte, cand.end_byte, cand.start_line, cand.end_line)
-        cand.start_byte, cand.end_byte, cand.start_line, cand.end_line = extent
+        cand.start_byte, cand.end_byte, cand.start_line, cand.end_line = unit.span
+        cand.window, cand.kind, cand.symbol = unit.window, unit.kind, unit.symbol
         kept.append(cand)
     return kept
 
@@ -271,14 +245,13 @@ def saturate(ranked: list[Candidate]) -> list[Candidate]:
 
 
 def rank(candidates: list[Candidate], query: Query, parts: AbstractSet[int] = frozenset(),
-         extents: dict[int, Extent] | None = None) -> list[Candidate]:
+         found: dict[int, Unit] | None = None) -> list[Candidate]:
     """Candidates (fused scores) re-scored by the signals, best first; changes them in place.
-    ``parts`` are the ids ``later_parts`` found among them, ``extents`` what ``declarations``
-    found."""
+    ``parts`` are the ids ``later_parts`` found among them, ``found`` their ``units``."""
     asked = _Asked.of(query)
     if query.question:
         lift_files_with_evidence(candidates)
     for cand in candidates:
         cand.score = adjust(cand, asked, parts)
     candidates.sort(key=lambda c: (-c.score, c.path, c.start_line))
-    return saturate(merge_overlaps(merge_declarations(candidates, extents or {})))
+    return saturate(merge_overlaps(merge_units(candidates, found or {})))

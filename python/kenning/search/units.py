@@ -1,0 +1,102 @@
+"""What one result spans: a unit of meaning, made of one or more chunks of its file.
+
+- The chunks of one declaration cut into several (a function too long for the model's context)
+  are one unit: the whole declaration. They are consecutive chunks of the file with the same
+  kind, symbol and signature; an overload or a member in between has others.
+- A short piece that declares nothing of its own (imports, a lone comment, the ``module Foo``
+  or ``class Foo`` line that opens a container whose members are chunks of their own) joins
+  the unit that follows it, or the one before it at the end of a file.
+
+A unit keeps as its window, the snippet shown, the chunk that matched, together with what that
+chunk joined (up to the first chunk of the unit after it).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+SHORT_LINES = 3  # a piece this short that declares nothing is no result of its own
+
+# (id, start byte, end byte, start line, end line, kind, symbol, signature) of a chunk
+Row = tuple[int, int, int, int, int, str, "str | None", "str | None"]
+# (start byte, end byte, start line, end line)
+Span = tuple[int, int, int, int]
+
+
+class Located(Protocol):
+    id: int
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    span: Span  # the whole unit
+    window: Span  # what the snippet shows
+    kind: str
+    symbol: str | None
+
+
+def units(conn: sqlite3.Connection, chunks: Iterable[Located]) -> dict[int, Unit]:
+    """Chunk id -> the unit it belongs to, for chunks that are not a unit on their own."""
+    chunks = list(chunks)
+    wanted = {c.id for c in chunks}
+    found: dict[int, Unit] = {}
+    for path in sorted({c.path for c in chunks}):
+        rows: list[Row] = conn.execute(
+            "SELECT id, start_byte, end_byte, start_line, end_line, kind, symbol, signature "
+            "FROM chunks WHERE path = ? ORDER BY start_byte", (path,)).fetchall()
+        runs = _declarations(rows)
+        for i, run in enumerate(runs):
+            for row in run:
+                if row[0] in wanted and (unit := _unit(runs, i, row)) is not None:
+                    found[row[0]] = unit
+    return found
+
+
+def _declarations(rows: Sequence[Row]) -> list[list[Row]]:
+    """The file's chunks in runs: the parts of one declaration together, anything else alone."""
+    runs: list[list[Row]] = []
+    for row in rows:
+        if runs and row[6] is not None and row[5:] == runs[-1][0][5:]:
+            runs[-1].append(row)
+        else:
+            runs.append([row])
+    return runs
+
+
+def _unit(runs: list[list[Row]], i: int, row: Row) -> Unit | None:
+    lo = hi = i
+    while _short_filler(runs, lo, hi):
+        if hi + 1 < len(runs):
+            hi += 1
+        elif lo > 0:
+            lo -= 1
+        else:
+            break
+    if lo == hi and len(runs[i]) == 1:
+        return None
+    first, last = runs[lo][0], runs[hi][-1]
+    start = runs[lo][-1] if lo < i else row  # the window reaches into the joined unit
+    end = runs[hi][0] if hi > i else row
+    kind, symbol = row[5], row[6]
+    if symbol is None and (lo, hi) != (i, i):  # code between declarations: named by its unit
+        joined = runs[hi][0] if hi > i else runs[lo][0]
+        kind, symbol = joined[5], joined[6]
+    return Unit((first[1], last[2], first[3], last[4]), (start[1], end[2], start[3], end[4]),
+                kind, symbol)
+
+
+def _short_filler(runs: list[list[Row]], lo: int, hi: int) -> bool:
+    """Whether runs ``lo``-``hi`` are short and declare nothing whole of their own."""
+    if runs[hi][-1][4] - runs[lo][0][3] + 1 > SHORT_LINES:
+        return False
+    if lo != hi:
+        return True
+    symbol = runs[lo][0][6]
+    if symbol is None:
+        return True
+    following = runs[lo + 1][0][6] if lo + 1 < len(runs) else None
+    return following is not None and following.startswith(symbol + ".")  # a member follows
