@@ -21,7 +21,8 @@ import click
               "(relative to the project root).")
 @click.option("--lang", "language", help="Only this language (python, rust, markdown, ...; "
               "extensions such as py, rs, ts work too).")
-@click.option("--kind", help="code, docs, or a declaration kind (function, class, method, ...).")
+@click.option("--kind", help="code (the implementation), test, docs, example, generated, "
+              "completion, or a declaration kind (function, class, method, ...).")
 @click.option("-n", "--limit", type=click.IntRange(min=1), default=None,
               help="How many results (default: search.limit, 10; at most 200).")
 @click.option("--project", "projects", multiple=True,

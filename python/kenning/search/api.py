@@ -24,7 +24,7 @@ from kenning.errors import (
     StaleChunkId,
     UsageError,
 )
-from kenning.search import dense, lexical, symbols
+from kenning.search import classes, dense, lexical, symbols
 from kenning.search.filters import Filters
 from kenning.search.fusion import fuse
 from kenning.search.projects import ProjectRef, resolve_projects
@@ -160,6 +160,7 @@ def _search_snapshot(index: Index, ctx: _Context, where: str,
                                    hint=f"Run `kenning index {index.root}`.")
             ctx.warnings.append(f"{index.root} has no files to index.")
             return [], snap.revision
+        classes.register(conn)  # the --kind filter's classes
         if snap.status == "partial" and snap.chunks and not isinstance(ctx.embedder, WordsOnly):
             ctx.warnings.append(_partial_warning(index, snap, ctx))
         scan = (_start_vector_scan(index, snap, ctx.query_vector, ctx.settings, where, params)

@@ -18,6 +18,7 @@ from kenning.chunking import DOCS_LANGUAGES
 from kenning.chunking.languages import KIND_KEYWORDS
 from kenning.chunking.languages import LANGUAGES as GRAMMARS
 from kenning.errors import UsageError
+from kenning.search.classes import CLASSES
 from kenning.sources import LANGUAGES, detect_language
 
 __all__ = ["DOCS_LANGUAGES", "KINDS", "LANGUAGES", "Filters", "normalize_path_filter"]
@@ -27,7 +28,8 @@ __all__ = ["DOCS_LANGUAGES", "KINDS", "LANGUAGES", "Filters", "normalize_path_fi
 CHUNK_KINDS = frozenset({*(kind for spec in GRAMMARS.values() for kind in spec.decls.values()),
                          *KIND_KEYWORDS.values(), "method", "block", "module", "section",
                          "window"})
-KINDS = CHUNK_KINDS | {"code", "docs"}  # code and docs: by language, see ``bind``
+# code, docs, test ...: classes of files and regions (classes.py), see ``bind``
+KINDS = CHUNK_KINDS | {"code", *CLASSES}
 # Names people use beyond a file extension (``detect_language`` maps those: py, rs, c++ ...).
 _LANGUAGE_ALIASES = {"golang": "go", "c#": "csharp", "python3": "python", "shell": "bash",
                      "terraform": "hcl", "objective-c": "objc", "docker": "dockerfile",
@@ -58,7 +60,7 @@ def canonical_kind(value: str) -> str:
             name = name[: -len(plural)]
     if name not in KINDS:
         raise UsageError(f"Unknown kind {value!r}.",
-                         hint=f"Use code, docs or a declaration kind: "
+                         hint=f"Use code, {', '.join(CLASSES)} or a declaration kind: "
                               f"{', '.join(sorted(CHUNK_KINDS))}.")
     return name
 
@@ -114,18 +116,13 @@ class Filters:
         if self.language:
             clauses.append("c.language = ?")
             params.append(self.language)
-        if self.kind:
-            kind = self.kind
-            marks = ",".join("?" * len(DOCS_LANGUAGES))
-            if kind == "code":
-                clauses.append(f"(c.language IS NULL OR c.language NOT IN ({marks}))")
-                params += sorted(DOCS_LANGUAGES)
-            elif kind == "docs":
-                clauses.append(f"c.language IN ({marks})")
-                params += sorted(DOCS_LANGUAGES)
-            else:
-                clauses.append("c.kind = ?")
-                params.append(kind)
+        if self.kind in ("code", *CLASSES):
+            # needs classes.register on the connection
+            clauses.append("kenning_class(c.path, c.language, c.symbol) = ?")
+            params.append(self.kind)
+        elif self.kind:
+            clauses.append("c.kind = ?")
+            params.append(self.kind)
         return " AND ".join(clauses), params
 
     @property

@@ -47,7 +47,11 @@ ASKS_FOR = {
     "changelog": frozenset({"changelog", "changes", "history", "release", "released", "version",
                             "news"}),
     "compat": frozenset({"compat", "compatibility", "legacy", "deprecated", "polyfill", "shim"}),
+    "completion": frozenset({"completion", "completions", "autocomplete", "autocompletion",
+                             "zsh", "fish"}),
 }
+# Phrases asking how to use something: examples and docs answer them as well as code.
+_USAGE = re.compile(r"\bhow (?:do (?:i|you|we) |to |can (?:i|you) )use\b|\busage\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,8 @@ def analyze(text: str) -> Query:
         terms = list(dict.fromkeys(t for t in code_tokens(text) if len(t) > 1))
     lowered = set(code_tokens(text)) | {p for w in words for p in split_identifier(w)}
     asks = frozenset(cat for cat, keys in ASKS_FOR.items() if lowered & keys)
+    if _USAGE.search(text):
+        asks |= {"example", "docs"}
     identifier_like = bool(identifiers) and len(identifiers) * 2 >= len(words)
     question = words[0].lower() in QUESTION_WORDS
     return Query(text, tuple(terms), tuple(dict.fromkeys(identifiers)), identifier_like, asks,

@@ -4,8 +4,9 @@
   not for the later parts of a declaration split over several chunks;
 - a fusion vote for chunks of files whose name the query says (``UpsertStatement.kt`` for
   "upsert statement builders"): a file's name is the one-line summary its authors chose;
-- penalties for tests, examples, vendored, generated and compatibility code, unless the query
-  asks for that kind of code;
+- penalties for tests, docs, examples, vendored, generated and compatibility code, shell
+  completions, and copies in a version folder whose current counterpart also matched, unless
+  the query asks for that kind of code (classes.py);
 - for a question ("how are retries handled"), a lift for the best chunk of each file in
   proportion to the file's share of the evidence: a mechanism lives where its chunks gather;
 - one result per unit of meaning (``units``): the chunks of one declaration cut into windows
@@ -16,14 +17,13 @@
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
 
 from kenning.search import symbols
-from kenning.search.filters import DOCS_LANGUAGES
+from kenning.search.classes import categories, superseded
 from kenning.search.fusion import K
 from kenning.search.query import Query
 from kenning.search.units import Unit
@@ -47,24 +47,9 @@ FILE_NAME_VOTE_IDENTIFIER = 1.5
 _GENERIC_STEMS = frozenset({"mod", "index", "init", "__init__", "main", "lib"})
 _INFLECTIONS = ("ing", "es", "ed", "s")
 
-# category -> a path pattern; the multiplier a chunk of that category gets unless asked for
-_CATEGORY_PATTERNS = {
-    "test": re.compile(
-        r"(^|/)(tests?|testing|__tests__|spec|specs|test_?utils|testdata|fixtures?)(/|$)"
-        r"|(^|/)(test_[^/]*|[^/]*_test\.[^/]+|[^/]*_tests\.[^/]+|[^/]*\.(test|spec)\.[^/]+"
-        r"|[^/]*Tests?\.[^/]+|conftest\.py)$"),
-    "example": re.compile(r"(^|/)(examples?|samples?|demos?|docs_src|tutorials?|benchmarks?)(/|$)"),
-    "vendored": re.compile(r"(^|/)(vendor|vendored|third_party|thirdparty|node_modules|external"
-                           r"|extern|deps)(/|$)"),
-    "generated": re.compile(r"(^|/)(generated|gen|__generated__)(/|$)|_pb2(_grpc)?\.py$"
-                            r"|\.pb\.(go|cc|h)$|\.min\.(js|css)$|\.generated\.[^/]+$|_generated\.[^/]+$"),
-    "changelog": re.compile(r"(^|/)(changes|changelog|history|news|releases?|release-notes)"
-                            r"(\.[a-z]+)?$", re.IGNORECASE),
-    "compat": re.compile(r"(^|/)(compat|legacy|polyfills?|shims?|deprecated)(/|$)"
-                         r"|(^|/)[^/]*(_compat|compat)\.[^/]+$"),
-}
-PENALTY = {"test": 0.45, "example": 0.6, "vendored": 0.5, "generated": 0.5, "compat": 0.6,
-           "changelog": 0.4, "docs": 0.6}
+# the multiplier a chunk of each category (classes.py) gets unless the query asks for it
+PENALTY = {"test": 0.3, "example": 0.6, "vendored": 0.5, "generated": 0.5, "compat": 0.6,
+           "changelog": 0.4, "docs": 0.35, "completion": 0.5}
 
 
 @dataclass(slots=True)
@@ -82,15 +67,6 @@ class Candidate:
     # What the snippet shows (start byte, end byte, start line, end line) once the candidate
     # spans its whole unit; None while it is its chunk alone.
     window: tuple[int, int, int, int] | None = None
-
-
-@lru_cache(maxsize=8192)  # per path: the same files come back search after search
-def categories(path: str, language: str | None = None) -> tuple[str, ...]:
-    """The penalised categories of a chunk: by path, and prose (docs) by language."""
-    found = [name for name, pattern in _CATEGORY_PATTERNS.items() if pattern.search(path)]
-    if language in DOCS_LANGUAGES:
-        found.append("docs")
-    return tuple(found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +109,10 @@ def later_parts(conn: sqlite3.Connection, candidates: list[Candidate], query: Qu
     return parts
 
 
-def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int]) -> float:
-    """The candidate's score after the symbol and file-name signals and the penalties."""
+def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int],
+           old: AbstractSet[str] = frozenset()) -> float:
+    """The candidate's score after the symbol and file-name signals and the penalties; ``old``
+    are the paths superseded by a current counterpart."""
     score = candidate.score
     if candidate.symbol and candidate.id not in parts:
         grade = _grade(candidate, asked)
@@ -150,9 +128,11 @@ def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int]) -> floa
     if words:
         said = sum(1 for w in words if w in asked.terms or _stem(w) in asked.terms)
         score += asked.file_vote * said / len(words) / (K + 1)
-    for category in categories(candidate.path, candidate.language):
+    for category in categories(candidate.path, candidate.language, candidate.symbol):
         if category not in asked.query.asks_for:
             score *= PENALTY[category]
+    if candidate.path in old:
+        score *= PENALTY["compat"]
     return score
 
 
@@ -251,7 +231,9 @@ def rank(candidates: list[Candidate], query: Query, parts: AbstractSet[int] = fr
     asked = _Asked.of(query)
     if query.question:
         lift_files_with_evidence(candidates)
+    old = (superseded((c.path for c in candidates), query.text)
+           if "compat" not in query.asks_for else set())
     for cand in candidates:
-        cand.score = adjust(cand, asked, parts)
+        cand.score = adjust(cand, asked, parts, old)
     candidates.sort(key=lambda c: (-c.score, c.path, c.start_line))
     return saturate(merge_overlaps(merge_units(candidates, found or {})))

@@ -1,0 +1,95 @@
+"""What a file or region is, beyond being code: test code, documentation, generated text, shell
+completion scripts, examples, vendored or legacy copies.
+
+Paths say most of it (``tests/``, ``*_test.go``, ``*.spec.ts``, ``*Test.java``, ``docs/``,
+``Cargo.lock``); the language says prose (Markdown, reStructuredText, man pages); the symbol
+says inline test code (a Rust ``#[cfg(test)] mod tests`` qualifies its members ``tests.*``).
+Ranking puts these below the implementation unless the query asks for them, and ``--kind``
+filters by them inside retrieval (an SQL function, ``kenning_class``).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable
+from functools import lru_cache
+
+from kenning.chunking import DOCS_LANGUAGES
+
+# category -> a path pattern
+_PATTERNS = {
+    "test": re.compile(
+        r"(^|/)(tests?|testing|__tests__|spec|specs|test_?utils|testdata|fixtures?)(/|$)"
+        r"|(^|/)(test_[^/]*|[^/]*_test\.[^/]+|[^/]*_tests\.[^/]+|[^/]*\.(test|spec)\.[^/]+"
+        r"|[^/]*_spec\.[^/]+|[^/]*Tests?\.[^/]+|conftest\.py)$"),
+    "example": re.compile(r"(^|/)[_.]?(examples?|samples?|demos?|docs_src|tutorials?"
+                          r"|benchmarks?|benches)(/|$)"),
+    "vendored": re.compile(r"(^|/)(vendor|vendored|third_party|thirdparty|node_modules|external"
+                           r"|extern|deps)(/|$)"),
+    "generated": re.compile(
+        r"(^|/)(generated|gen|__generated__)(/|$)|_pb2(_grpc)?\.py$"
+        r"|\.pb\.(go|cc|h)$|\.min\.(js|css)$|\.generated\.[^/]+$|_generated\.[^/]+$"
+        # lock files and API dumps: written by tools, read by tools
+        r"|\.lock$|(^|/)(go\.sum|package-lock\.json|npm-shrinkwrap\.json|pnpm-lock\.yaml)$"
+        r"|(^|/)godoc[^/]*\.txt$"),
+    "changelog": re.compile(r"(^|/)(changes|changelog|history|news|releases?|release-notes)"
+                            r"(\.[a-z]+)?$", re.IGNORECASE),
+    "compat": re.compile(r"(^|/)(compat|legacy|polyfills?|shims?|deprecated|obsolete)(/|$)"
+                         r"|(^|/)[^/]*(compat|legacy)\.[^/]+$"),
+    # man pages (roff sources `fd.1`, `man/`), besides the prose languages
+    "docs": re.compile(r"(^|/)man[1-9]?/|(^|/)[^/.]+\.[1-9](\.in)?$"),
+    "completion": re.compile(r"(^|/)(completions?|autocomplete)(/|$)|(^|/)_[\w-]+$"
+                             r"|[^/]*[-_.]completions?(\.[a-z]+)?$"),
+}
+_VERSION_DIR = re.compile(r"(^|/)v(\d+)/")
+# Symbol components that mark test code inside a source file (`mod tests` and its members).
+_TEST_SCOPES = frozenset({"test", "tests"})
+_QUALIFIER = re.compile(r"\.|::")
+
+# The class a --kind filter selects: the first category of a chunk in this order, else "code".
+CLASSES = ("generated", "docs", "test", "completion", "example")
+_CLASS_OF = {"changelog": "generated"}
+
+
+@lru_cache(maxsize=16384)  # per path and symbol: the same ones come back search after search
+def categories(path: str, language: str | None = None,
+               symbol: str | None = None) -> tuple[str, ...]:
+    """The categories of a chunk (none for the implementation itself)."""
+    found = [name for name, pattern in _PATTERNS.items() if pattern.search(path)]
+    if language in DOCS_LANGUAGES and "docs" not in found:
+        found.append("docs")
+    if symbol and "test" not in found and _TEST_SCOPES.intersection(_QUALIFIER.split(symbol)):
+        found.append("test")
+    return tuple(found)
+
+
+def chunk_class(path: str, language: str | None, symbol: str | None) -> str:
+    """One of CLASSES, or "code" for the implementation (vendored and legacy code included)."""
+    found = {_CLASS_OF.get(c, c) for c in categories(path, language, symbol)}
+    return next((c for c in CLASSES if c in found), "code")
+
+
+def superseded(paths: Iterable[str], query: str = "") -> set[str]:
+    """The paths under a version folder (``v1/``) whose counterpart, the same path without
+    that folder or under a later version, is among ``paths`` too: copies kept for old users
+    (``pydantic/v1/fields.py`` beside ``pydantic/fields.py``). A version the query names stays."""
+    named = {m.group(1) for m in re.finditer(r"\bv(\d+)\b", query.lower())}
+    groups: dict[str, list[tuple[float, str]]] = {}
+    for path in set(paths):
+        found = _VERSION_DIR.search(path)
+        if found is None:
+            groups.setdefault(path, []).append((float("inf"), path))
+        elif found.group(2) not in named:
+            rest = path[: found.start()] + found.group(1) + path[found.end():]
+            groups.setdefault(rest, []).append((int(found.group(2)), path))
+    old: set[str] = set()
+    for group in groups.values():
+        newest = max(version for version, _ in group)
+        old.update(path for version, path in group if version < newest)
+    return old
+
+
+def register(conn: sqlite3.Connection) -> None:
+    """Make ``kenning_class(path, language, symbol)`` available to this connection's SQL."""
+    conn.create_function("kenning_class", 3, chunk_class, deterministic=True)

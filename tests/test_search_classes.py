@@ -1,0 +1,150 @@
+"""Test code, docs, generated text, completions and legacy copies: classified, ranked below the
+implementation unless asked for, and selected by --kind inside retrieval (real index)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kenning import config
+from kenning.errors import UsageError
+from kenning.indexer import refresh
+from kenning.search import ProjectRef, search
+from kenning.search.classes import categories, chunk_class, superseded
+
+LIB = '''/// Expands a glob pattern into the file paths that match it.
+pub fn expand_glob(pattern: &str, root: &Path) -> Vec<PathBuf> {
+    let matcher = GlobMatcher::new(pattern);
+    walk(root).filter(|path| matcher.is_match(path)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expand_glob_matches_rust_files() {
+        let found = expand_glob("*.rs", Path::new("fixtures"));
+        assert_eq!(found.len(), 2);
+    }
+}
+'''
+FILES = {
+    "src/lib.rs": LIB,
+    "doc/finder.1": ".TH FINDER 1\n.SH NAME\nfinder \\- expand a glob pattern into matching "
+                    "file paths\n.SH OPTIONS\n.TP\n.B \\-g, \\-\\-glob\nMatch a glob pattern.\n",
+    "contrib/completion/_finder": "#compdef finder\n_arguments '--glob[expand a glob pattern "
+                                  "into matching file paths]:pattern'\n",
+    "README.md": "# finder\n\nExpands a glob pattern into the file paths that match it.\n",
+    "godoc-current.txt": "func ExpandGlob(pattern string, root string) []string\n"
+                         "    ExpandGlob expands a glob pattern into matching file paths.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def finder(tmp_path_factory: pytest.TempPathFactory) -> list[ProjectRef]:
+    root = tmp_path_factory.mktemp("finder")
+    repo = root / "repo"
+    for name, text in FILES.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KENNING_HOME", str(root / "home"))
+        mp.setenv("KENNING_CONFIG", str(root / "config.toml"))
+        refresh(repo, config.load())
+    return [ProjectRef("finder", repo)]
+
+
+@pytest.fixture
+def in_finder(finder: list[ProjectRef], monkeypatch: pytest.MonkeyPatch) -> list[ProjectRef]:
+    home = finder[0].root.parent
+    monkeypatch.setenv("KENNING_HOME", str(home / "home"))
+    monkeypatch.setenv("KENNING_CONFIG", str(home / "config.toml"))
+    return finder
+
+
+def _paths(refs: list[ProjectRef], query: str, **kwargs: object) -> list[tuple[str, str | None]]:
+    result = search(query, refs, settings=config.load(), refresh=False, **kwargs)  # type: ignore[arg-type]
+    return [(h["path"], h["symbol"]) for h in result["results"]]
+
+
+@pytest.mark.parametrize(("path", "language", "symbol", "expected"), [
+    ("src/lib.rs", "rust", "tests.expand_glob_matches_rust_files", "test"),
+    ("src/lib.rs", "rust", "expand_glob", "code"),
+    ("internal/parse_test.go", "go", "TestParse", "test"),
+    ("src/router.spec.ts", "typescript", None, "test"),
+    ("packages/core/__tests__/router.ts", "typescript", None, "test"),
+    ("src/test/java/org/x/Parser.java", "java", None, "test"),
+    ("src/main/java/org/x/ParserTest.java", "java", None, "test"),
+    ("lib/rack/request_spec.rb", "ruby", None, "test"),
+    ("testdata/input.go", "go", None, "test"),
+    ("docs/v2/guide.md", "markdown", None, "docs"),
+    ("doc/fd.1", None, None, "docs"),
+    ("man/man1/fd.1", None, None, "docs"),
+    ("godoc-current.txt", "text", None, "generated"),
+    ("Cargo.lock", None, None, "generated"),
+    ("CHANGELOG.md", "markdown", None, "generated"),
+    ("contrib/completion/_fd", None, None, "completion"),
+    ("completions/fd.bash", "bash", None, "completion"),
+    ("_examples/rest/main.go", "go", None, "example"),
+    ("benches/walk.rs", "rust", None, "example"),
+    ("pydantic/v1/fields.py", "python", None, "code"),
+])
+def test_classes_of_files_and_regions(path: str, language: str | None, symbol: str | None,
+                                      expected: str) -> None:
+    assert chunk_class(path, language, symbol) == expected
+
+
+def test_legacy_modules_are_compat() -> None:
+    assert "compat" in categories("src/legacy/router.ts")
+    assert "compat" in categories("lib/_legacy.py")
+    assert "compat" not in categories("src/router.ts")
+
+
+def test_a_version_folder_gives_way_to_its_current_counterpart() -> None:
+    paths = ["pydantic/v1/fields.py", "pydantic/fields.py", "api/v1/user.go", "api/v2/user.go",
+             "exposed/v1/core/Table.kt"]
+    assert superseded(paths) == {"pydantic/v1/fields.py", "api/v1/user.go"}
+    assert superseded(paths, "the v1 fields validator") == set()  # the query names it
+
+
+def test_behaviour_queries_rank_the_implementation_first(in_finder: list[ProjectRef]) -> None:
+    found = _paths(in_finder, "expand a glob pattern into matching file paths")
+    assert found[0] == ("src/lib.rs", "expand_glob")
+    later = {"doc/finder.1", "contrib/completion/_finder", "README.md", "godoc-current.txt"}
+    assert {path for path, _ in found[1:]} >= later  # each ranked below the implementation
+    asked = _paths(in_finder, "test that a glob pattern expands into matching file paths")
+    assert _inline_test(asked) < _inline_test(found)  # saying "test" lifts the test
+
+
+def _inline_test(found: list[tuple[str, str | None]]) -> int:
+    """The rank of the `#[cfg(test)] mod tests` (or its test function) in ``found``."""
+    return next(i for i, (_, symbol) in enumerate(found) if (symbol or "").startswith("tests"))
+
+
+@pytest.mark.parametrize(("kind", "expected"), [
+    ("test", {("src/lib.rs", "tests.expand_glob_matches_rust_files"), ("src/lib.rs", "tests")}),
+    ("docs", {("doc/finder.1", None), ("README.md", "finder")}),
+    ("generated", {("godoc-current.txt", None)}),
+    ("completion", {("contrib/completion/_finder", None)}),
+])
+def test_kind_selects_a_class_inside_retrieval(in_finder: list[ProjectRef], kind: str,
+                                               expected: set[tuple[str, str | None]]) -> None:
+    found = set(_paths(in_finder, "expand a glob pattern into matching file paths", kind=kind))
+    assert found and found <= expected
+
+
+def test_kind_code_is_the_implementation_alone(in_finder: list[ProjectRef]) -> None:
+    found = _paths(in_finder, "expand a glob pattern into matching file paths", kind="code")
+    assert found == [("src/lib.rs", "expand_glob")]
+
+
+def test_an_unknown_kind_names_the_classes(in_finder: list[ProjectRef]) -> None:
+    with pytest.raises(UsageError) as caught:
+        _paths(in_finder, "glob", kind="tset")
+    assert "test" in (caught.value.hint or "")
+
+
+def test_classes_are_plural_friendly(in_finder: list[ProjectRef], tmp_path: Path) -> None:
+    assert set(_paths(in_finder, "expand a glob pattern", kind="tests")) <= {
+        ("src/lib.rs", "tests.expand_glob_matches_rust_files"), ("src/lib.rs", "tests")}
