@@ -29,8 +29,8 @@ def _search(refs: list[ProjectRef], query: str, **kwargs: object) -> dict:
 def widgets(tmp_path_factory: pytest.TempPathFactory) -> list[ProjectRef]:
     """130 small functions that all say "widget"."""
     root = tmp_path_factory.mktemp("widgets")
-    body = "\n\n".join(f"def widget_{i}(count):\n    return count * {i} + widget_base()\n"
-                       for i in range(130))
+    body = "\n\n".join(f"def widget_{i}(count):\n    scaled = count * {i}\n    offset = "
+                       f"widget_base()\n    return scaled + offset\n" for i in range(130))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("KENNING_HOME", str(root / "home"))
         mp.setenv("KENNING_CONFIG", str(root / "config.toml"))
@@ -177,3 +177,35 @@ def test_short_pieces_that_declare_nothing_join_the_declaration_after_them(
     assert (header.span[2], header.span[3], header.symbol) == (4, 17, "Shop.Cart")
     assert header.window == header.span  # the header and the member it joined are shown
     assert all(by_line[row[2]] is None for row in rows[3:])  # whole methods stand alone
+
+
+def _accessors() -> str:
+    """A class too big for one chunk: three one-line accessors, then longer methods."""
+    longer = "".join(
+        f"\n  def full_url_{i}\n" + "".join(
+            f'    part_{j} = get_header("HTTP_X_FORWARDED_{j}").to_s.strip.downcase\n'
+            for j in range(8)) + "    [scheme, host, port].join\n  end\n" for i in range(3))
+    return ('class Request\n  def scheme; get_header("rack.url_scheme"); end\n'
+            '  def host; get_header("HTTP_HOST"); end\n'
+            '  def port; get_header("SERVER_PORT").to_i; end\n' + longer + "end\n")
+
+
+def test_a_short_declaration_comes_with_its_short_siblings(in_decls: list[ProjectRef]) -> None:
+    from kenning.search.ranking import Candidate
+    from kenning.search.units import units
+    from kenning.store import Index
+
+    root = in_decls[0].root
+    (root / "request.rb").write_text(_accessors())
+    refresh(root, config.load())
+    with Index.open(root, config.load()).snapshot() as snap:
+        rows = snap.conn.execute(
+            "SELECT id, path, start_line, end_line, start_byte, end_byte, language, kind, symbol "
+            "FROM chunks WHERE path = 'request.rb' ORDER BY start_byte").fetchall()
+        found = units(snap.conn, [Candidate(*row, 0.0) for row in rows])
+    by_symbol = {row[8]: found.get(row[0]) for row in rows}
+    host = by_symbol["Request.host"]
+    assert host is not None and (host.span[2], host.span[3], host.symbol) == (2, 4, "Request.host")
+    assert host.window == host.span  # the three accessors are shown together
+    longer = by_symbol["Request.full_url_0"]
+    assert longer is None or longer.span[2] == 6  # a longer method stands on its own

@@ -6,6 +6,8 @@
 - A short piece that declares nothing of its own (imports, a lone comment, the ``module Foo``
   or ``class Foo`` line that opens a container whose members are chunks of their own) joins
   the unit that follows it, or the one before it at the end of a file.
+- A short declaration (a one-line accessor or alias) comes with the short declarations of the
+  same parent around it: alone, three lines say little of where they sit.
 
 A unit keeps as its window, the snippet shown, the chunk that matched, together with what that
 chunk joined (up to the first chunk of the unit after it).
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 SHORT_LINES = 3  # a piece this short that declares nothing is no result of its own
+SIBLING_LINES = 12  # a short declaration shows short siblings around it up to this many lines
 
 # (id, start byte, end byte, start line, end line, kind, symbol, signature) of a chunk
 Row = tuple[int, int, int, int, int, str, "str | None", "str | None"]
@@ -44,10 +47,16 @@ def units(conn: sqlite3.Connection, chunks: Iterable[Located]) -> dict[int, Unit
     chunks = list(chunks)
     wanted = {c.id for c in chunks}
     found: dict[int, Unit] = {}
-    for path in sorted({c.path for c in chunks}):
-        rows: list[Row] = conn.execute(
-            "SELECT id, start_byte, end_byte, start_line, end_line, kind, symbol, signature "
-            "FROM chunks WHERE path = ? ORDER BY start_byte", (path,)).fetchall()
+    paths = sorted({c.path for c in chunks})
+    if not paths:
+        return found
+    by_path: dict[str, list[Row]] = {}
+    for path, *row in conn.execute(
+            "SELECT path, id, start_byte, end_byte, start_line, end_line, kind, symbol, signature "
+            f"FROM chunks WHERE path IN ({','.join('?' * len(paths))}) ORDER BY path, start_byte",
+            paths):
+        by_path.setdefault(path, []).append(tuple(row))  # type: ignore[arg-type]
+    for rows in by_path.values():
         runs = _declarations(rows)
         for i, run in enumerate(runs):
             for row in run:
@@ -76,8 +85,13 @@ def _unit(runs: list[list[Row]], i: int, row: Row) -> Unit | None:
             lo -= 1
         else:
             break
-    if lo == hi and len(runs[i]) == 1:
-        return None
+    if lo == hi == i and len(runs[i]) == 1:
+        lo, hi = _small_siblings(runs, i)
+        if lo == hi:
+            return None
+        first, last = runs[lo][0], runs[hi][-1]
+        return Unit((first[1], last[2], first[3], last[4]), (first[1], last[2], first[3], last[4]),
+                    row[5], row[6])
     first, last = runs[lo][0], runs[hi][-1]
     start = runs[lo][-1] if lo < i else row  # the window reaches into the joined unit
     end = runs[hi][0] if hi > i else row
@@ -87,6 +101,32 @@ def _unit(runs: list[list[Row]], i: int, row: Row) -> Unit | None:
         kind, symbol = joined[5], joined[6]
     return Unit((first[1], last[2], first[3], last[4]), (start[1], end[2], start[3], end[4]),
                 kind, symbol)
+
+
+def _small_siblings(runs: list[list[Row]], i: int) -> tuple[int, int]:
+    """The runs around a short declaration that are short declarations of the same parent
+    (one-line accessors, aliases), up to SIBLING_LINES in all; (i, i) when there are none."""
+    lo = hi = i
+    if not _small(runs[i]):
+        return lo, hi
+    parent = _parent(runs[i][0][6])
+    while True:
+        grown = False
+        for j in (hi + 1, lo - 1):
+            if 0 <= j < len(runs) and _small(runs[j]) and _parent(runs[j][0][6]) == parent:
+                a, b = min(lo, j), max(hi, j)
+                if runs[b][-1][4] - runs[a][0][3] + 1 <= SIBLING_LINES:
+                    lo, hi, grown = a, b, True
+        if not grown:
+            return lo, hi
+
+
+def _small(run: list[Row]) -> bool:
+    return len(run) == 1 and run[0][6] is not None and run[0][4] - run[0][3] + 1 <= SHORT_LINES
+
+
+def _parent(symbol: str | None) -> str:
+    return (symbol or "").rpartition(".")[0]
 
 
 def _short_filler(runs: list[list[Row]], lo: int, hi: int) -> bool:
