@@ -720,3 +720,13 @@ def test_real_tokenizer_budget_on_real_code() -> None:
     for source in sorted(package.glob("*.py")):
         found = chunks(source.read_bytes(), "python", max_tokens=128, counter=real)
         assert any(c.kind in {"function", "method", "class"} for c in found)
+
+
+def test_jsdoc_and_docstrings_stay_with_their_declaration() -> None:
+    js = chunks("import x from 'x';\n\n/**\n * Parses a header line.\n * @param {string} line\n"
+                " */\nexport function parseHeader(line) {\n  return line.split(':');\n}\n",
+                "javascript")
+    assert by_symbol(js, "parseHeader")[0].text.startswith("/**\n * Parses a header line.")
+    py = chunks('import os\n\n\n@cached\ndef load(path):\n    """Read the settings file."""\n'
+                "    return open(path).read()\n", "python")
+    assert by_symbol(py, "load")[0].text.startswith('@cached\ndef load(path):\n    """Read')

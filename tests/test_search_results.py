@@ -209,3 +209,16 @@ def test_a_short_declaration_comes_with_its_short_siblings(in_decls: list[Projec
     assert host.window == host.span  # the three accessors are shown together
     longer = by_symbol["Request.full_url_0"]
     assert longer is None or longer.span[2] == 6  # a longer method stands on its own
+
+
+def test_the_cli_numbers_the_window_from_its_own_first_line(
+        in_decls: list[ProjectRef], capsys: pytest.CaptureFixture[str]) -> None:
+    from kenning.cli import main
+
+    capsys.readouterr()
+    main(["search", "convert fahrenheit to celsius", str(in_decls[0].root), "--no-refresh",
+          "--limit", "1", "--max-snippet-lines", "80"])
+    out = capsys.readouterr().out
+    assert "sensor.py:4-53" in out and re.search(r"… \d+ more lines \(4-\d+\) …", out)
+    numbered = re.search(r"^\s*(\d+)\s.*fahrenheit to celsius", out, re.MULTILINE)
+    assert numbered is not None and numbered.group(1) == "52"  # its line in the file

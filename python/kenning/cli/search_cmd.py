@@ -152,7 +152,6 @@ def _load_local_model(settings: Any) -> threading.Thread | None:
 def _print(result: dict[str, Any], max_lines: int, *, several: bool) -> None:
     """Results for people. Repository text (paths, symbols, snippets, warnings quoting them)
     is shown as plain text, never read as rich markup, with control characters spelled out."""
-    from rich.syntax import Syntax
     from rich.text import Text
 
     from kenning.cli.output import console
@@ -175,11 +174,30 @@ def _print(result: dict[str, Any], max_lines: int, *, several: bool) -> None:
             line.append("  (changed since indexed)", "red")
         out.print(line)
         if max_lines:
-            lines = hit["content"].splitlines()
-            shown = visible("\n".join(lines[:max_lines]), multiline=True)
-            lexer = Syntax.guess_lexer(hit["path"], code=shown)
-            out.print(Syntax(shown, lexer, line_numbers=True, start_line=hit["start_line"],
-                             word_wrap=False, theme="ansi_dark", background_color="default"))
-            if len(lines) > max_lines:
-                out.print(Text(f"  … {len(lines) - max_lines} more lines", "dim"))
+            _print_snippet(out, hit, max_lines)
         out.print()
+
+
+def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int) -> None:
+    """The snippet with line numbers; the window of a longer declaration between its markers."""
+    from rich.syntax import Syntax
+    from rich.text import Text
+
+    from kenning.display import visible
+    from kenning.search.snippets import MARKER
+
+    lines = hit["content"].splitlines()
+    first = hit["start_line"]
+    above = lines.pop(0) if lines and MARKER.fullmatch(lines[0]) else None
+    below = lines.pop() if lines and MARKER.fullmatch(lines[-1]) else None
+    if above is not None:
+        out.print(Text(f"  {above}", "dim"))
+        first = int(MARKER.fullmatch(above).group(3)) + 1  # type: ignore[union-attr]
+    shown = visible("\n".join(lines[:max_lines]), multiline=True)
+    lexer = Syntax.guess_lexer(hit["path"], code=shown)
+    out.print(Syntax(shown, lexer, line_numbers=True, start_line=first, word_wrap=False,
+                     theme="ansi_dark", background_color="default"))
+    if len(lines) > max_lines:
+        out.print(Text(f"  … {len(lines) - max_lines} more lines", "dim"))
+    if below is not None:
+        out.print(Text(f"  {below}", "dim"))

@@ -76,6 +76,10 @@ class SnippetReader:
         return "\n".join(part for part in (above, text, below) if part), stale
 
 
+# The marker line of ``left_out``: count, first and last line.
+MARKER = re.compile(r"… (\d+) more lines? \((\d+)-(\d+)\) …")
+
+
 def left_out(first: int, last: int) -> str:
     """The marker for lines ``first``-``last`` left out of a snippet ("" when there are none)."""
     if last < first:
