@@ -200,7 +200,8 @@ def _search_snapshot(index: Index, ctx: _Context, where: str,
         for cand in cands:
             cand.score = fused[cand.id]
         ranked_cands = rank(cands, ctx.query, later_parts(conn, cands, ctx.query),
-                            units(conn, cands))[: ctx.limit]
+                            lambda head: units(conn, head, (snap.token, snap.generation)),
+                            depth=2 * ctx.limit + 10)[: ctx.limit]
         reader = SnippetReader(index.root, file_states(conn, {c.path for c in ranked_cands}))
         results = []
         for c in ranked_cands:

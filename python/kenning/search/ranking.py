@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
@@ -225,9 +226,11 @@ def saturate(ranked: list[Candidate]) -> list[Candidate]:
 
 
 def rank(candidates: list[Candidate], query: Query, parts: AbstractSet[int] = frozenset(),
-         found: dict[int, Unit] | None = None) -> list[Candidate]:
+         units_of: Callable[[list[Candidate]], dict[int, Unit]] | None = None,
+         depth: int = 30) -> list[Candidate]:
     """Candidates (fused scores) re-scored by the signals, best first; changes them in place.
-    ``parts`` are the ids ``later_parts`` found among them, ``found`` their ``units``."""
+    ``parts`` are the ids ``later_parts`` found among them; ``units_of`` gives the units of the
+    ``depth`` best (reading them costs a scan of their files, the rest hardly reach the page)."""
     asked = _Asked.of(query)
     if query.question:
         lift_files_with_evidence(candidates)
@@ -236,4 +239,5 @@ def rank(candidates: list[Candidate], query: Query, parts: AbstractSet[int] = fr
     for cand in candidates:
         cand.score = adjust(cand, asked, parts, old)
     candidates.sort(key=lambda c: (-c.score, c.path, c.start_line))
-    return saturate(merge_overlaps(merge_units(candidates, found or {})))
+    found = units_of(candidates[:depth]) if units_of is not None else {}
+    return saturate(merge_overlaps(merge_units(candidates, found)))

@@ -16,6 +16,8 @@ chunk joined (up to the first chunk of the unit after it).
 from __future__ import annotations
 
 import sqlite3
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -42,27 +44,53 @@ class Unit:
     symbol: str | None
 
 
-def units(conn: sqlite3.Connection, chunks: Iterable[Located]) -> dict[int, Unit]:
-    """Chunk id -> the unit it belongs to, for chunks that are not a unit on their own."""
+def units(conn: sqlite3.Connection, chunks: Iterable[Located],
+          snapshot: tuple[str, int] | None = None) -> dict[int, Unit]:
+    """Chunk id -> the unit it belongs to, for chunks that are not a unit on their own.
+    ``snapshot`` (the index's token and generation) lets each file's runs be read once for
+    all the searches of one snapshot."""
     chunks = list(chunks)
     wanted = {c.id for c in chunks}
     found: dict[int, Unit] = {}
-    paths = sorted({c.path for c in chunks})
-    if not paths:
-        return found
-    by_path: dict[str, list[Row]] = {}
-    for path, *row in conn.execute(
-            "SELECT path, id, start_byte, end_byte, start_line, end_line, kind, symbol, signature "
-            f"FROM chunks WHERE path IN ({','.join('?' * len(paths))}) ORDER BY path, start_byte",
-            paths):
-        by_path.setdefault(path, []).append(tuple(row))  # type: ignore[arg-type]
-    for rows in by_path.values():
-        runs = _declarations(rows)
+    for runs in _runs(conn, sorted({c.path for c in chunks}), snapshot).values():
         for i, run in enumerate(runs):
             for row in run:
                 if row[0] in wanted and (unit := _unit(runs, i, row)) is not None:
                     found[row[0]] = unit
     return found
+
+
+_cache: OrderedDict[tuple[str, int, str], list[list[Row]]] = OrderedDict()
+_CACHED_FILES = 2048
+_cache_lock = threading.Lock()
+
+
+def _runs(conn: sqlite3.Connection, paths: list[str],
+          snapshot: tuple[str, int] | None) -> dict[str, list[list[Row]]]:
+    """Each file's chunks in runs (``_declarations``), from the cache where it has them."""
+    out: dict[str, list[list[Row]]] = {}
+    with _cache_lock:
+        for path in paths:
+            if snapshot is not None and (key := (snapshot[0], snapshot[1], path)) in _cache:
+                _cache.move_to_end(key)
+                out[path] = _cache[key]
+    missing = [p for p in paths if p not in out]
+    if not missing:
+        return out
+    rows: dict[str, list[Row]] = {}
+    for row in conn.execute(
+            "SELECT path, id, start_byte, end_byte, start_line, end_line, kind, symbol, signature "
+            f"FROM chunks WHERE path IN ({','.join('?' * len(missing))}) ORDER BY path, start_byte",
+            missing):
+        rows.setdefault(row[0], []).append(row[1:])
+    with _cache_lock:
+        for path, file_rows in rows.items():
+            out[path] = _declarations(file_rows)
+            if snapshot is not None:
+                _cache[(snapshot[0], snapshot[1], path)] = out[path]
+        while len(_cache) > _CACHED_FILES:
+            _cache.popitem(last=False)
+    return out
 
 
 def _declarations(rows: Sequence[Row]) -> list[list[Row]]:
