@@ -191,7 +191,8 @@ def _search_snapshot(index: Index, ctx: _Context, where: str,
         for cand in cands:
             cand.score = fused[cand.id]
         ranked_cands = rank(cands, ctx.query, later_parts(conn, cands, ctx.query))[: ctx.limit]
-        reader = SnippetReader(index.root, file_states(conn, {c.path for c in ranked_cands}))
+        reader = SnippetReader(index.root, file_states(conn, {c.path for c in ranked_cands}),
+                               int(ctx.settings["index.max_file_size"]))
         results = []
         for c in ranked_cands:
             content, stale = reader.read(c.path, c.start_byte, c.end_byte)
@@ -457,7 +458,8 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
             _check_current(wanted, snap, None if row is None else row[8])
             assert row is not None  # refused above
             path = row[0]
-            reader = SnippetReader(index.root, file_states(snap.conn, {path}))
+            reader = SnippetReader(index.root, file_states(snap.conn, {path}),
+                                   int(settings["index.max_file_size"]))
             content, stale = reader.read(path, row[3], row[4])
             return {"type": "chunk", "id": str(wanted), "project": project_id, "path": path,
                     "start_line": row[1], "end_line": row[2], "start_byte": row[3],
