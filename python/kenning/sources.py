@@ -35,6 +35,7 @@ import importlib
 import os
 import re
 import stat
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -159,11 +160,79 @@ def _read_spec(dir_fd: int, name: str, limit: int) -> pathspec.GitIgnoreSpec | N
         data, _ = safe_read.read_at(dir_fd, name, limit)
     except safe_read.Refused:
         return None
-    lines = data.decode("utf-8", "replace").splitlines()
-    import pathspec
-
-    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    spec = _compile(data.decode("utf-8", "replace").splitlines())
     return spec if len(spec) else None
+
+
+def _compile(lines: list[str]) -> pathspec.GitIgnoreSpec:
+    """The rules of an ignore file's lines, as the Rust walk reads them: a line that is no
+    valid pattern (``\\``, ``!``, ``[z-a]``, ``[[:alpha:]``) is one rule lost, never the whole
+    file. re2 matches all patterns in one pass but refuses a set that is too large (thousands
+    of patterns, one very long line): then Python's ``re`` matches them one by one."""
+    import pathspec
+    import re2
+    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+    patterns = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # re: "possible nested set" in "[["
+        for line in lines:
+            spelled = _posix_classes(line)
+            if spelled is None:
+                continue
+            try:
+                patterns.append(GitIgnoreSpecPattern(spelled))
+            except (ValueError, re.error):
+                continue
+    try:
+        return pathspec.GitIgnoreSpec(patterns)
+    except re2.error:
+        return pathspec.GitIgnoreSpec(patterns, backend="simple")
+
+
+# POSIX classes inside brackets, as git and the Rust walk read them; pathspec would take
+# "[[:alpha:]]" for the characters "[:alph" and then a "]".
+_POSIX_CLASSES = {
+    "alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
+    "xdigit": "0-9A-Fa-f", "blank": " \t", "space": " \t\n\v\f\r",
+}  # fmt: skip
+_POSIX_CLASS = re.compile(r"\[:([a-z]*):\]")
+
+
+def _posix_classes(line: str) -> str | None:
+    """``line`` with each POSIX class in a bracket spelled out; None, dropping the line, for
+    a class kenning does not spell out or a bracket that a class leaves unclosed."""
+    if "[:" not in line:
+        return line
+    out: list[str] = []
+    i, bracket, spelled = 0, -1, False  # bracket: where the open one's content starts
+    while i < len(line):
+        char = line[i]
+        if char == "\\":
+            out.append(line[i:i + 2])
+            i += 2
+            continue
+        if bracket < 0:
+            if char == "[":
+                bracket = len(out) + 1
+                if line[i + 1:i + 2] in ("!", "^"):
+                    out.append(line[i:i + 2])
+                    i += 2
+                    continue
+        elif (found := _POSIX_CLASS.match(line, i)) is not None:
+            if found.group(1) not in _POSIX_CLASSES:
+                return None
+            out.append(_POSIX_CLASSES[found.group(1)])
+            spelled = True
+            i = found.end()
+            continue
+        elif char == "]" and len(out) > bracket:
+            bracket = -1
+        out.append(char)
+        i += 1
+    if bracket >= 0 and spelled:
+        return None
+    return "".join(out)
 
 
 def _decide(stack: list[_Rules], rel: str, is_dir: bool, attr: str) -> bool | None:
