@@ -227,13 +227,19 @@ def test_hash_many_is_truncated_blake3(k: Kernels) -> None:
     assert k.hash_many(iter(["é"])) == k.hash_many(["é".encode()])
 
 
-def test_hash_files_streams_and_tolerates_bad_files(k: Kernels, tmp_path: Path) -> None:
+def test_hash_files_reads_only_regular_files_inside_the_root(k: Kernels, tmp_path: Path) -> None:
     big = tmp_path / "big.bin"
     content = np.random.default_rng(8).integers(0, 256, 300_000, dtype=np.uint8).tobytes()
     big.write_bytes(content)
-    (tmp_path / "abc").write_bytes(b"abc")
-    got = k.hash_files([big, str(tmp_path / "abc"), tmp_path / "missing", tmp_path])
-    assert got == [k.hash_many([content])[0], BLAKE3_ABC, None, None]
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "abc").write_bytes(b"abc")
+    (tmp_path / "link").symlink_to(big)
+    (tmp_path / "dirlink").symlink_to(tmp_path / "sub")
+    os.mkfifo(tmp_path / "fifo")
+    rels = ["big.bin", "sub/abc", "missing", "sub", "link", "dirlink/abc", "fifo", "../big.bin"]
+    got = k.hash_files(tmp_path, rels, 1 << 20)
+    assert got == [k.hash_many([content])[0], BLAKE3_ABC, None, None, None, None, None, None]
+    assert k.hash_files(str(tmp_path), ["big.bin"], 1000) == [None]
 
 
 def test_diff_sorts_keys_in_manifest_order(k: Kernels) -> None:
@@ -284,8 +290,9 @@ BAD_INPUTS = [
     ("hash_many", ([b"a", 3],), TypeError,
      "hash_many items must be bytes or str, got int at index 1"),
     ("hash_many", (b"abc",), TypeError, "hash_many takes a sequence of bytes or str"),
-    ("hash_files", ("path",), TypeError, "hash_files takes a sequence of paths"),
-    ("hash_files", ([3],), TypeError, "expected str, bytes or os.PathLike object, not int"),
+    ("hash_files", (".", "path", 1), TypeError, "hash_files takes a sequence of paths"),
+    ("hash_files", (".", ["a", 3], 1), TypeError,
+     "hash_files paths must be str, got int at index 1"),
     ("diff", ({1: b"x"}, {}), TypeError, "diff keys must be str, got int"),
     ("diff", ({}, {"a": "x"}), TypeError, "diff digests must be bytes, got str"),
     ("diff", ([], {}), TypeError, "diff old must be a mapping of key -> digest, got list"),

@@ -47,13 +47,16 @@ def kernels() -> list[str]:
     """The popcount kernels this CPU can run, fastest first."""
 
 def hash_many(items: list[bytes | str]) -> list[bytes]: ...
-def hash_files(paths: list[str]) -> list[bytes | None]: ...
+def hash_files(
+    root: str | os.PathLike[str], paths: list[str], *, max_file_size: int
+) -> list[bytes | None]: ...
 def diff(
     old: dict[str, bytes], new: dict[str, bytes]
 ) -> tuple[list[str], list[str], list[str], list[str]]: ...
 def walk(
     root: str | os.PathLike[str],
     *,
+    max_file_size: int,
     dirs: list[str],
     dir_suffixes: list[str],
     files: list[str],
@@ -61,8 +64,9 @@ def walk(
     env_markers: list[str],
 ) -> tuple[list[tuple[str, int, int]], dict[str, int], dict[str, int]]:
     """Candidate files of the tree at ``root``: (relative path, size, mtime_ns) sorted by path,
-    and skip counts by reason for files and for pruned folders. The keyword lists are the
-    default excludes (folder names and suffixes, file names and suffixes, virtualenv markers)."""
+    and skip counts by reason for files and for pruned folders. Ignore files over
+    ``max_file_size`` bytes are no rules. The keyword lists are the default excludes (folder
+    names and suffixes, file names and suffixes, virtualenv markers)."""
 def walk_changes(
     root: str | os.PathLike[str],
     known: bytes,

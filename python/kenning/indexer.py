@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kenning import indexing_state, kernels, project, usage_log
+from kenning import indexing_state, kernels, project, safe_read, usage_log
 from kenning.config import Settings
 from kenning.embedding import document_text, make_embedder
 from kenning.embedding.profiles import HEADER_RESERVE_TOKENS
@@ -194,6 +194,7 @@ class _Refresh:
     def __init__(self, index: Index, writer: IndexWriter, settings: Settings, embedder: Any,
                  result: RefreshResult, emit: Progress) -> None:
         self.index, self.writer, self.settings = index, writer, settings
+        self.max_file_size = int(settings["index.max_file_size"])
         self.embedder, self.result, self.emit = embedder, result, emit
         self.texts: dict[bytes, str] = {}  # content hash -> embedding text, for this run's chunks
         self.timings = result.timings
@@ -208,7 +209,7 @@ class _Refresh:
         result, writer = self.result, self.writer
         known = writer.file_stats()
         self.lap("load")
-        found = changes(self.index.root, max_file_size=int(self.settings["index.max_file_size"]),
+        found = changes(self.index.root, max_file_size=self.max_file_size,
                         known=known, every=full)  # only new and changed files are read
         self.emit({"type": "scan", "files": found.unchanged + len(found.files)})
         self.lap("walk")
@@ -244,7 +245,8 @@ class _Refresh:
         # loaded and their digests rebuilt, the rest of the tree is not read
         near = None if full else {_cluster(p) for p in (*(f.path for f in candidates), *removed)}
         stored = writer.files(near)
-        hashed = kernels.hash_files([str(f.abs_path) for f in candidates])
+        hashed = kernels.hash_files(self.index.root, [f.path for f in candidates],
+                                    self.max_file_size)
         unreadable = {f.path for f, d in zip(candidates, hashed, strict=True) if d is None}
         digests = {p: row.digest for p, row in stored.items()}
         for f, digest in zip(candidates, hashed, strict=True):
@@ -312,8 +314,8 @@ class _Refresh:
         gone: list[str] = []
         for done, file in enumerate(files, 1):
             try:
-                data = file.abs_path.read_bytes()
-            except OSError:
+                data, _ = safe_read.read(self.index.root, file.path, self.max_file_size)
+            except safe_read.Refused:
                 gone.append(file.path)
                 continue
             pieces = chunk_source(self.embedder, file, data)
@@ -368,8 +370,8 @@ class _Refresh:
                 wanted[m.path].append(m)
         for path, entries in wanted.items():
             try:
-                data = (self.index.root / path).read_bytes()
-            except OSError:
+                data, _ = safe_read.read(self.index.root, path, self.max_file_size)
+            except safe_read.Refused:
                 continue
             pieces = [data[m.start_byte:m.end_byte].decode("utf-8", "replace") for m in entries]
             for m, text, digest in zip(entries, pieces, kernels.hash_many(pieces), strict=True):
@@ -445,15 +447,16 @@ def dry_run(root: Path, settings: Settings, *, embedder: Any = None,
             embedder.close()
     emit = progress or (lambda event: None)
     skipped = WalkStats(paths={})  # the Python walker names what it skips; Rust only counts
-    files = list(walk(root, max_file_size=int(settings["index.max_file_size"]), stats=skipped,
-                      backend="python"))
+    limit = int(settings["index.max_file_size"])
+    files = list(walk(root, max_file_size=limit, stats=skipped, backend="python"))
     emit({"type": "scan", "files": len(files)})
     languages: dict[str, Counter[str]] = defaultdict(Counter)
     folders: Counter[str] = Counter()
     for done, file in enumerate(files, 1):
         try:
-            data = file.abs_path.read_bytes()
-        except OSError:
+            data, _ = safe_read.read(root, file.path, limit)
+        except safe_read.Refused as refused:
+            skipped.skip(refused.reason, file.path)
             continue
         stats = languages[file.language or "text"]
         stats.update(files=1, bytes=len(data), chunks=len(chunk_source(embedder, file, data)))

@@ -16,7 +16,10 @@ never walked. Symlinks are not followed: one pointing inside the root is an alia
 walk reaches under its own name (as git stores it; indexing both would return every result
 twice), one pointing outside leaves the project. A folder already open higher up (a bind mount
 loop) is not entered again. Unreadable files and directories are skipped silently: one bad
-file never stops a walk.
+file never stops a walk. Every folder, ignore file and file is opened through
+``kenning.safe_read`` (no symlink at any step, regular files only, at most ``max_file_size``
+bytes), so a path swapped for a symlink or a FIFO after the walk listed it is skipped, not
+followed or waited on; an ignore file that is a symlink is no rule, as in git.
 
 The tree walk runs in the Rust core (``kenning._core.walk``) when it is built; this module's
 Python walk is its reference twin, used when ``KENNING_KERNELS=numpy`` forces the pure-Python
@@ -31,12 +34,15 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import stat
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kenning import safe_read
 from kenning.records import SourceFile
 
 if TYPE_CHECKING:
@@ -123,8 +129,8 @@ def detect_language(path: str) -> str | None:
 @dataclass
 class WalkStats:
     """What a walk left out, by reason (``ignored``, ``default``, ``too_large``, ``binary``,
-    ``minified``, ``symlink``, ``unreadable``, and for ``changes`` also ``name``); pruned
-    folders count once, as a folder."""
+    ``minified``, ``symlink``, ``special`` (a FIFO or device met when reading), ``unreadable``,
+    and for ``changes`` also ``name``); pruned folders count once, as a folder."""
 
     skipped: Counter[str] = field(default_factory=Counter)
     skipped_dirs: Counter[str] = field(default_factory=Counter)
@@ -147,16 +153,86 @@ class _Rules:
     kenning: pathspec.GitIgnoreSpec | None
 
 
-def _read_spec(path: str) -> pathspec.GitIgnoreSpec | None:
+def _read_spec(dir_fd: int, name: str, limit: int) -> pathspec.GitIgnoreSpec | None:
+    """The rules of an ignore file; none when it is a symlink (git does not follow one either),
+    not a regular file or over ``limit`` bytes."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
+        data, _ = safe_read.read_at(dir_fd, name, limit)
+    except safe_read.Refused:
         return None
-    import pathspec
-
-    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    spec = _compile(data.decode("utf-8", "replace").splitlines())
     return spec if len(spec) else None
+
+
+def _compile(lines: list[str]) -> pathspec.GitIgnoreSpec:
+    """The rules of an ignore file's lines, as the Rust walk reads them: a line that is no
+    valid pattern (``\\``, ``!``, ``[z-a]``, ``[[:alpha:]``) is one rule lost, never the whole
+    file. re2 matches all patterns in one pass but refuses a set that is too large (thousands
+    of patterns, one very long line): then Python's ``re`` matches them one by one."""
+    import pathspec
+    import re2
+    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+    patterns = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # re: "possible nested set" in "[["
+        for line in lines:
+            spelled = _posix_classes(line)
+            if spelled is None:
+                continue
+            try:
+                patterns.append(GitIgnoreSpecPattern(spelled))
+            except (ValueError, re.error):
+                continue
+    try:
+        return pathspec.GitIgnoreSpec(patterns)
+    except re2.error:
+        return pathspec.GitIgnoreSpec(patterns, backend="simple")
+
+
+# POSIX classes inside brackets, as git and the Rust walk read them; pathspec would take
+# "[[:alpha:]]" for the characters "[:alph" and then a "]".
+_POSIX_CLASSES = {
+    "alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
+    "xdigit": "0-9A-Fa-f", "blank": " \t", "space": " \t\n\v\f\r",
+}  # fmt: skip
+_POSIX_CLASS = re.compile(r"\[:([a-z]*):\]")
+
+
+def _posix_classes(line: str) -> str | None:
+    """``line`` with each POSIX class in a bracket spelled out; None, dropping the line, for
+    a class kenning does not spell out or a bracket that a class leaves unclosed."""
+    if "[:" not in line:
+        return line
+    out: list[str] = []
+    i, bracket, spelled = 0, -1, False  # bracket: where the open one's content starts
+    while i < len(line):
+        char = line[i]
+        if char == "\\":
+            out.append(line[i:i + 2])
+            i += 2
+            continue
+        if bracket < 0:
+            if char == "[":
+                bracket = len(out) + 1
+                if line[i + 1:i + 2] in ("!", "^"):
+                    out.append(line[i:i + 2])
+                    i += 2
+                    continue
+        elif (found := _POSIX_CLASS.match(line, i)) is not None:
+            if found.group(1) not in _POSIX_CLASSES:
+                return None
+            out.append(_POSIX_CLASSES[found.group(1)])
+            spelled = True
+            i = found.end()
+            continue
+        elif char == "]" and len(out) > bracket:
+            bracket = -1
+        out.append(char)
+        i += 1
+    if bracket >= 0 and spelled:
+        return None
+    return "".join(out)
 
 
 def _decide(stack: list[_Rules], rel: str, is_dir: bool, attr: str) -> bool | None:
@@ -191,11 +267,6 @@ def _default_excluded(name: str, is_dir: bool) -> bool:
     return name in DEFAULT_EXCLUDED_FILES or name.endswith(DEFAULT_EXCLUDED_SUFFIXES)
 
 
-def _head(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read(BINARY_SNIFF_BYTES)
-
-
 _SHEBANG = re.compile(rb"#![^\n]*?\b(python|bash|sh|zsh|node|ruby|lua|php)[0-9.]*\b")
 _SHEBANG_LANGUAGES = {
     b"python": "python", b"bash": "bash", b"sh": "bash", b"zsh": "bash",
@@ -214,6 +285,7 @@ _Row = tuple[str, int, int]  # a candidate file: relative path, size, mtime_ns
 @dataclass(slots=True)
 class _Folder:
     prefix: str  # relative path with a trailing slash ("" for the root)
+    fd: int  # the open folder: names inside it are opened relative to it
     rules: list[_Rules]
     ancestors: frozenset[tuple[int, int]]
     rows: list[tuple[str, os.DirEntry[str], bool, bool]]  # (sort key, entry, is_dir, is_link)
@@ -221,12 +293,13 @@ class _Folder:
 
 
 class _Walker:
-    def __init__(self, root: str, stats: WalkStats) -> None:
+    """Folders are opened from their parent's descriptor without following symlinks, so a
+    folder swapped for a symlink during the walk is not entered."""
+
+    def __init__(self, root: str, stats: WalkStats, limit: int) -> None:
         self.root = root
         self.stats = stats
-        exclude = _read_spec(os.path.join(self.root, ".git", "info", "exclude"))
-        # .git/info/exclude sits below every .gitignore: a root-level entry under them.
-        self.base = [_Rules("", exclude, None)] if exclude else []
+        self.limit = limit
 
     def _skip_reason(self, stack: list[_Rules], rel: str, name: str, is_dir: bool) -> str | None:
         kept = _decide(stack, rel, is_dir, "kenning")
@@ -239,12 +312,28 @@ class _Walker:
     def walk(self) -> Iterator[_Row]:
         """Depth first over a stack of open folders (no generator per level: a file deep in
         the tree is not passed up through one frame per folder)."""
-        root = self._open(self.root, "", self.base, frozenset())
-        stack: list[_Folder] = [root] if root else []
+        try:
+            root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            self.stats.skip("unreadable", "", folder=True)
+            return
+        stack: list[_Folder] = []
+        try:
+            exclude = _read_exclude(root_fd, self.limit)
+            # .git/info/exclude sits below every .gitignore: a root-level entry under them.
+            base = [_Rules("", exclude, None)] if exclude else []
+            if (root := self._open(root_fd, "", base, frozenset())) is not None:
+                stack.append(root)
+            yield from self._walk(stack)
+        finally:
+            for folder in stack:
+                os.close(folder.fd)
+
+    def _walk(self, stack: list[_Folder]) -> Iterator[_Row]:
         while stack:
             folder = stack[-1]
             if folder.next >= len(folder.rows):
-                stack.pop()
+                os.close(stack.pop().fd)
                 continue
             _, entry, is_dir, is_link = folder.rows[folder.next]
             folder.next += 1
@@ -255,46 +344,56 @@ class _Walker:
             if reason is not None:
                 self.stats.skip(reason, rel, folder=is_dir)
             elif is_dir:
-                inner = self._open(entry.path, rel + "/", folder.rules, folder.ancestors)
+                try:
+                    fd = safe_read.open_dir_at(folder.fd, entry.name)
+                except safe_read.Refused as refused:  # swapped for a symlink since listed
+                    self.stats.skip(refused.reason, rel, folder=True)
+                    continue
+                inner = self._open(fd, rel + "/", folder.rules, folder.ancestors)
                 if inner is not None:
                     stack.append(inner)
-            elif entry.is_file():
+            else:
                 try:
-                    st = entry.stat()
+                    st = entry.stat(follow_symlinks=False)
                 except OSError:
                     self.stats.skip("unreadable", rel)
                     continue
-                yield rel, st.st_size, st.st_mtime_ns
+                if stat.S_ISREG(st.st_mode):  # a FIFO, socket or device is no file to read
+                    yield rel, st.st_size, safe_read.mtime_ns(st)
 
     def _open(
         self,
-        abs_dir: str,
+        fd: int,
         prefix: str,
         rules: list[_Rules],
         ancestors: frozenset[tuple[int, int]],
     ) -> _Folder | None:
-        """A folder's entries, sorted, with the ignore rules that apply inside it."""
+        """A folder's entries, sorted, with the ignore rules that apply inside it; takes
+        ``fd`` over (closed here when the folder is not entered)."""
         try:
-            st = os.stat(abs_dir)
+            st = os.fstat(fd)
             key = (st.st_dev, st.st_ino)
             if key in ancestors:  # a bind mount of a folder above: walking it never ends
                 self.stats.skip("symlink", prefix[:-1], folder=True)
+                os.close(fd)
                 return None
-            with os.scandir(abs_dir) as it:
+            with os.scandir(fd) as it:
                 entries = list(it)
         except OSError:
             self.stats.skip("unreadable", prefix[:-1], folder=True)
+            os.close(fd)
             return None
         names = {e.name for e in entries}
         is_env = prefix and any(marker in names for marker in ENV_MARKERS)
         if is_env and _decide(rules, prefix[:-1], True, "kenning") is not False:
             self.stats.skip("default", prefix[:-1], folder=True)  # a virtualenv, whatever its name
+            os.close(fd)
             return None
         if IGNORE_FILE in names or KENNING_IGNORE_FILE in names:
-            git = _read_spec(os.path.join(abs_dir, IGNORE_FILE)) if IGNORE_FILE in names else None
+            git = _read_spec(fd, IGNORE_FILE, self.limit) if IGNORE_FILE in names else None
             ken = None
             if KENNING_IGNORE_FILE in names:
-                ken = _read_spec(os.path.join(abs_dir, KENNING_IGNORE_FILE))
+                ken = _read_spec(fd, KENNING_IGNORE_FILE, self.limit)
             if git or ken:
                 rules = [*rules, _Rules(prefix, git, ken)]
         rows = []
@@ -307,11 +406,29 @@ class _Walker:
                 continue
             rows.append((entry.name + "/" if is_dir else entry.name, entry, is_dir, is_link))
         rows.sort(key=lambda row: row[0])  # "a.txt" < "a/b": output sorted by path
-        return _Folder(prefix, rules, ancestors | {key}, rows)
+        return _Folder(prefix, fd, rules, ancestors | {key}, rows)
 
 
-def _python_rows(root: str, stats: WalkStats) -> Iterable[_Row]:
-    return _Walker(root, stats).walk()
+def _read_exclude(root_fd: int, limit: int) -> pathspec.GitIgnoreSpec | None:
+    """The rules of ``.git/info/exclude``, each folder on the way opened without following."""
+    try:
+        git = safe_read.open_dir_at(root_fd, ".git")
+    except safe_read.Refused:
+        return None
+    try:
+        info = safe_read.open_dir_at(git, "info")
+    except safe_read.Refused:
+        return None
+    finally:
+        os.close(git)
+    try:
+        return _read_spec(info, "exclude", limit)
+    finally:
+        os.close(info)
+
+
+def _python_rows(root: str, stats: WalkStats, limit: int) -> Iterable[_Row]:
+    return _Walker(root, stats, limit).walk()
 
 
 _Change = tuple[str, int, int, bool]  # a new or changed file: path, size, mtime_ns, known before
@@ -327,9 +444,9 @@ def _rust_kwargs() -> dict[str, list[str]]:
     }
 
 
-def _rust_rows(root: str, stats: WalkStats) -> Iterable[_Row]:
+def _rust_rows(root: str, stats: WalkStats, limit: int) -> Iterable[_Row]:
     core = importlib.import_module("kenning._core")
-    files, skipped, skipped_dirs = core.walk(root, **_rust_kwargs())
+    files, skipped, skipped_dirs = core.walk(root, max_file_size=limit, **_rust_kwargs())
     stats.skipped.update(skipped)
     stats.skipped_dirs.update(skipped_dirs)
     return files  # type: ignore[no-any-return]
@@ -363,7 +480,7 @@ def _python_changes(
     stamps = _parse_known(known)
     found: list[_Change] = []
     unchanged = 0
-    for rel, size, mtime_ns in _python_rows(root, stats):
+    for rel, size, mtime_ns in _python_rows(root, stats, max_file_size):
         if size > max_file_size:
             stats.skip("too_large", rel)
             continue
@@ -387,7 +504,7 @@ def _rust_changes(
     return found, removed, unchanged
 
 
-WALKERS: dict[str, Callable[[str, WalkStats], Iterable[_Row]]] = {
+WALKERS: dict[str, Callable[[str, WalkStats, int], Iterable[_Row]]] = {
     "python": _python_rows,
     "rust": _rust_rows,
 }
@@ -408,15 +525,16 @@ def _default_backend() -> str:
 BACKEND: str = _default_backend()
 
 
-def _source_file(root: str, rel: str, size: int, mtime_ns: int, stats: WalkStats
+def _source_file(root: str, rel: str, size: int, mtime_ns: int, limit: int, stats: WalkStats
                  ) -> SourceFile | None:
     """The record of a candidate file within the size limit, or None (counted in ``stats``)
-    when its first 8 KiB show it binary or minified."""
+    when its first 8 KiB show it binary or minified, or it is no regular file in the project
+    any more (``safe_read``)."""
     abs_path = root + os.sep + rel
     try:
-        head = _head(abs_path)
-    except OSError:
-        stats.skip("unreadable", rel)
+        head, _ = safe_read.read(root, rel, limit, head=BINARY_SNIFF_BYTES)
+    except safe_read.Refused as refused:
+        stats.skip(refused.reason, rel)
         return None
     if b"\0" in head:
         stats.skip("binary", rel)
@@ -442,10 +560,10 @@ def walk(
     """
     stats = stats if stats is not None else WalkStats()
     real = os.path.realpath(root)
-    for rel, size, mtime_ns in list(WALKERS[backend or BACKEND](real, stats)):
+    for rel, size, mtime_ns in list(WALKERS[backend or BACKEND](real, stats, max_file_size)):
         if size > max_file_size:
             stats.skip("too_large", rel)
-        elif (found := _source_file(real, rel, size, mtime_ns, stats)) is not None:
+        elif (found := _source_file(real, rel, size, mtime_ns, max_file_size, stats)) is not None:
             yield found
 
 
@@ -483,7 +601,7 @@ def changes(
         if not rel.isascii() and not _storable(rel):
             stats.skip("name", rel)
             continue
-        record = _source_file(real, rel, size, mtime_ns, stats)
+        record = _source_file(real, rel, size, mtime_ns, max_file_size, stats)
         if record is not None:
             files.append(record)
         elif was_known:

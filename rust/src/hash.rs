@@ -8,6 +8,7 @@ use blake3::platform::Platform;
 use blake3::IncrementCounter;
 
 use crate::parallel::{split, threads_for};
+use crate::walk::read_in;
 
 pub const DIGEST_LEN: usize = 16;
 pub type Digest = [u8; DIGEST_LEN];
@@ -143,19 +144,23 @@ fn prefix_cvs<const N: usize>(
     }
 }
 
-/// The digest of a file's content, streamed; `None` if it cannot be opened or read.
-pub fn digest_file(path: &Path) -> Option<Digest> {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update_reader(File::open(path).ok()?).ok()?;
-    let mut out = [0u8; DIGEST_LEN];
-    hasher.finalize_xof().fill(&mut out);
-    Some(out)
-}
-
-/// Digests of every file, in order; `None` for each one that cannot be read.
-pub fn digest_files<P: AsRef<Path> + Sync>(paths: &[P]) -> Vec<Option<Digest>> {
-    let threads = threads_for(paths.len(), MIN_FILES_PER_THREAD);
-    map_parallel(paths, threads, |path| digest_file(path.as_ref()))
+/// Digests of the files at the relative paths `rels` under `root`, in order; `None` for each
+/// one that `walk::read_in` refuses (a symlink on the way, not a regular file, over `limit`
+/// bytes) or cannot read.
+pub fn digest_files<P: AsRef<[u8]> + Sync>(
+    root: &Path,
+    rels: &[P],
+    limit: u64,
+) -> Vec<Option<Digest>> {
+    let Ok(root) = File::open(root) else {
+        return vec![None; rels.len()];
+    };
+    let threads = threads_for(rels.len(), MIN_FILES_PER_THREAD);
+    map_parallel(rels, threads, |rel| {
+        read_in(&root, rel.as_ref(), limit)
+            .ok()
+            .map(|data| digest(&data))
+    })
 }
 
 /// `items.map(f)` in order, on `threads` threads over contiguous ranges.
@@ -226,14 +231,18 @@ mod tests {
     }
 
     #[test]
-    fn files_hash_like_their_bytes_and_unreadable_ones_are_none() {
+    fn files_hash_like_their_bytes_and_refused_ones_are_none() {
         let dir = std::env::temp_dir().join(format!("kenning-hash-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("big");
         let content: Vec<u8> = (0..300_000u32).map(|i| (i % 253) as u8).collect();
         File::create(&path).unwrap().write_all(&content).unwrap();
-        let got = digest_files(&[path.clone(), dir.join("missing"), dir.clone()]);
-        assert_eq!(got, vec![Some(digest(&content)), None, None]);
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::os::unix::fs::symlink(&path, dir.join("link")).unwrap();
+        let rels = ["big", "missing", "sub", "link", "../big"];
+        let got = digest_files(&dir, &rels, 1 << 20);
+        assert_eq!(got, vec![Some(digest(&content)), None, None, None, None]);
+        assert_eq!(digest_files(&dir, &["big"], 1000), vec![None]); // over the limit
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -226,8 +226,14 @@ fn hash_many<'py>(py: Python<'py>, items: &Bound<'py, PyList>) -> PyResult<Bound
 }
 
 #[pyfunction]
-fn hash_files<'py>(py: Python<'py>, paths: Vec<String>) -> PyResult<Bound<'py, PyList>> {
-    let out = py.detach(|| hash::digest_files(&paths));
+#[pyo3(signature = (root, paths, *, max_file_size))]
+fn hash_files<'py>(
+    py: Python<'py>,
+    root: std::path::PathBuf,
+    paths: Vec<String>,
+    max_file_size: u64,
+) -> PyResult<Bound<'py, PyList>> {
+    let out = py.detach(|| hash::digest_files(&root, &paths, max_file_size));
     PyList::new(
         py,
         out.iter().map(|d| d.as_ref().map(|d| PyBytes::new(py, d))),
@@ -328,10 +334,12 @@ type WalkResult = (
 );
 
 #[pyfunction]
-#[pyo3(signature = (root, *, dirs, dir_suffixes, files, suffixes, env_markers))]
+#[pyo3(signature = (root, *, max_file_size, dirs, dir_suffixes, files, suffixes, env_markers))]
+#[allow(clippy::too_many_arguments)]
 fn walk(
     py: Python<'_>,
     root: std::path::PathBuf,
+    max_file_size: u64,
     dirs: Vec<String>,
     dir_suffixes: Vec<String>,
     files: Vec<String>,
@@ -339,7 +347,7 @@ fn walk(
     env_markers: Vec<String>,
 ) -> WalkResult {
     let defaults = defaults(dirs, dir_suffixes, files, suffixes, env_markers);
-    let out = py.detach(|| tree::walk(&root, &defaults));
+    let out = py.detach(|| tree::walk(&root, &defaults, max_file_size));
     (out.files, out.skipped, out.skipped_dirs)
 }
 

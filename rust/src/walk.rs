@@ -11,6 +11,14 @@
 //! project. A folder already open higher up (a bind mount loop) is not entered again.
 //! Unreadable entries are counted and skipped.
 //!
+//! Every folder and file is opened relative to the descriptor of its parent folder with
+//! `O_NOFOLLOW` (`open_dir_at`, `read_at`, `read_in`: the one place the crate opens a project
+//! path), so a folder or file swapped for a symlink after it was listed is refused, not
+//! followed out of the project; files are opened with `O_NONBLOCK` (a FIFO never blocks), must
+//! be regular files by `fstat` of the open descriptor, and are read to at most a size limit (a
+//! link to `/dev/zero` or a file that keeps growing cannot exhaust memory). The Python twin
+//! does the same in `kenning/safe_read.py`.
+//!
 //! The walk yields (relative path, size, mtime in ns) of every candidate file, sorted by path;
 //! the binary sniff and the language are the caller's. `changes` compares a walk with the stat
 //! data of the files indexed before and keeps only what differs, so a refresh of an unchanged
@@ -18,9 +26,10 @@
 
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
-use std::ffi::{CStr, OsStr, OsString};
+use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fs;
-use std::os::fd::AsRawFd;
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -67,10 +76,120 @@ enum Kind {
     Kenning,
 }
 
-fn read_spec(dir: &Path, file: &Path) -> Option<Gitignore> {
-    let bytes = fs::read(file).ok()?;
+/// Why a project file is not read; `reason` is the name the skip counts use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    Symlink,
+    Special,
+    TooLarge,
+    Unreadable,
+}
+
+impl Refusal {
+    pub fn reason(self) -> &'static str {
+        match self {
+            Refusal::Symlink => "symlink",
+            Refusal::Special => "special",
+            Refusal::TooLarge => "too_large",
+            Refusal::Unreadable => "unreadable",
+        }
+    }
+}
+
+/// `openat` relative to an open folder; `O_CLOEXEC` always.
+fn open_at(dir: &fs::File, name: &CStr, flags: libc::c_int) -> io::Result<fs::File> {
+    // SAFETY: a valid folder descriptor and a NUL-terminated name.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: openat returned a new descriptor that nothing else owns.
+    Ok(unsafe { fs::File::from_raw_fd(fd) })
+}
+
+fn c_name(name: &OsStr) -> Result<CString, Refusal> {
+    CString::new(name.as_bytes()).map_err(|_| Refusal::Unreadable)
+}
+
+/// Whether opening with `O_NOFOLLOW` failed because the name is a symlink: ELOOP (Linux,
+/// macOS), EMLINK (FreeBSD), or ENOTDIR when a folder was asked for (Linux), checked by lstat.
+fn link_refused(dir: &fs::File, name: &CStr, error: &io::Error) -> Refusal {
+    let link = match error.raw_os_error() {
+        Some(libc::ELOOP | libc::EMLINK) => true,
+        Some(libc::ENOTDIR) => {
+            matches!(stat_raw(dir, name, false), Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFLNK)
+        }
+        _ => false,
+    };
+    if link {
+        Refusal::Symlink
+    } else {
+        Refusal::Unreadable
+    }
+}
+
+/// The folder `name` inside `dir`, refused if it is a symlink.
+pub fn open_dir_at(dir: &fs::File, name: &OsStr) -> Result<fs::File, Refusal> {
+    let name = c_name(name)?;
+    open_at(
+        dir,
+        &name,
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+    )
+    .map_err(|e| link_refused(dir, &name, &e))
+}
+
+/// The content of the regular file `name` inside `dir`, at most `limit` bytes: refused if it
+/// is a symlink, not a regular file, or longer than `limit` (even if it grew after a check).
+pub fn read_at(dir: &fs::File, name: &OsStr, limit: u64) -> Result<Vec<u8>, Refusal> {
+    let name = c_name(name)?;
+    let file = open_at(
+        dir,
+        &name,
+        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
+    )
+    .map_err(|e| link_refused(dir, &name, &e))?;
+    let meta = file.metadata().map_err(|_| Refusal::Unreadable)?;
+    if !meta.file_type().is_file() {
+        return Err(Refusal::Special);
+    }
+    if meta.len() > limit {
+        return Err(Refusal::TooLarge);
+    }
+    let mut data = Vec::with_capacity(meta.len() as usize);
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut data)
+        .map_err(|_| Refusal::Unreadable)?;
+    if data.len() as u64 > limit {
+        return Err(Refusal::TooLarge);
+    }
+    Ok(data)
+}
+
+/// `read_at` for the relative path `rel` ('/'-separated) under the open `root`, every folder
+/// on the way opened with `open_dir_at`.
+pub fn read_in(root: &fs::File, rel: &[u8], limit: u64) -> Result<Vec<u8>, Refusal> {
+    let parts: Vec<&[u8]> = rel.split(|&b| b == b'/').collect();
+    if parts.iter().any(|p| matches!(*p, b"" | b"." | b"..")) {
+        return Err(Refusal::Unreadable); // not a path the walk yields
+    }
+    let (name, folders) = parts.split_last().ok_or(Refusal::Unreadable)?;
+    let mut held: Option<fs::File> = None;
+    for folder in folders {
+        let inner = open_dir_at(held.as_ref().unwrap_or(root), OsStr::from_bytes(folder))?;
+        held = Some(inner);
+    }
+    read_at(
+        held.as_ref().unwrap_or(root),
+        OsStr::from_bytes(name),
+        limit,
+    )
+}
+
+fn read_spec(root: &Path, dir: &fs::File, name: &str, limit: u64) -> Option<Gitignore> {
+    let bytes = read_at(dir, OsStr::new(name), limit).ok()?;
     let text = String::from_utf8_lossy(&bytes);
-    let mut builder = GitignoreBuilder::new(dir);
+    let mut builder = GitignoreBuilder::new(root);
     for line in text.lines() {
         // a malformed pattern is one line lost, never the whole file
         let _ = builder.add_line(None, line);
@@ -201,40 +320,90 @@ enum Stat {
 }
 
 /// `fstatat` relative to the open folder: the kernel resolves one name, not the whole path.
-/// Symlinks never get here (the walk does not follow them), so the name itself is statted.
-fn stat_at(dir: &fs::File, name: &CStr) -> Stat {
+fn stat_raw(dir: &fs::File, name: &CStr, follow: bool) -> io::Result<libc::stat> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    let flags = if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
     // SAFETY: a valid folder descriptor, a NUL-terminated name and room for one `stat`.
-    let rc = unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            st.as_mut_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
+    let rc = unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), st.as_mut_ptr(), flags) };
     if rc != 0 {
-        return Stat::Unreadable;
+        return Err(io::Error::last_os_error());
     }
     // SAFETY: fstatat succeeded, so it filled `st`.
-    let st = unsafe { st.assume_init() };
+    Ok(unsafe { st.assume_init() })
+}
+
+/// The modification time in ns, clamped to 64 bits as the Python walk clamps it: a file dated
+/// after 2262 or long before 1970 keeps a stable stamp instead of overflowing.
+pub fn mtime_ns(seconds: i64, nanos: i64) -> i64 {
+    let exact = i128::from(seconds) * 1_000_000_000 + i128::from(nanos);
+    exact.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+/// The file's own stat (symlinks are not followed: the walk never reads through one).
+fn stat_at(dir: &fs::File, name: &CStr) -> Stat {
+    let Ok(st) = stat_raw(dir, name, false) else {
+        return Stat::Unreadable;
+    };
     if st.st_mode & libc::S_IFMT != libc::S_IFREG {
         return Stat::Other; // a fifo, socket or device: not a file to read
     }
+    #[allow(clippy::unnecessary_cast)] // the field types differ between platforms
     Stat::File(
         st.st_size as u64,
-        st.st_mtime * 1_000_000_000 + st.st_mtime_nsec,
+        mtime_ns(st.st_mtime as i64, st.st_mtime_nsec as i64),
     )
+}
+
+/// The names in an open folder with their `d_type` (`DT_UNKNOWN` where the file system does
+/// not say), read from the descriptor so the listing is of the folder that was opened.
+fn list_dir(dir: &fs::File) -> io::Result<Vec<(OsString, u8)>> {
+    // SAFETY: dup of a valid descriptor; fdopendir takes the copy over (closedir closes it).
+    let fd = unsafe { libc::dup(dir.as_raw_fd()) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is an open folder descriptor owned by nothing else.
+    let stream = unsafe { libc::fdopendir(fd) };
+    if stream.is_null() {
+        let error = io::Error::last_os_error();
+        // SAFETY: fdopendir failed, so `fd` is still ours to close.
+        unsafe { libc::close(fd) };
+        return Err(error);
+    }
+    let mut out = Vec::new();
+    loop {
+        // SAFETY: `stream` is an open directory stream used by this thread only.
+        let entry = unsafe { libc::readdir(stream) };
+        if entry.is_null() {
+            break;
+        }
+        // SAFETY: readdir returned a valid entry whose name is NUL-terminated.
+        let (name, kind) = unsafe { (CStr::from_ptr((*entry).d_name.as_ptr()), (*entry).d_type) };
+        let name = name.to_bytes();
+        if name != b"." && name != b".." {
+            out.push((OsStr::from_bytes(name).to_os_string(), kind));
+        }
+    }
+    // SAFETY: `stream` is open and not used after this.
+    unsafe { libc::closedir(stream) };
+    Ok(out)
 }
 
 fn bump(counts: &mut HashMap<&'static str, u64>, reason: &'static str) {
     *counts.entry(reason).or_insert(0) += 1;
 }
 
+/// Where a folder to read is: the root (opened as given), or a name in an open folder.
+enum At {
+    Root,
+    In(Arc<fs::File>, OsString),
+}
+
 /// One folder to read: where it is, the rules that apply inside it, the folders above it.
 struct Job {
     id: usize,
-    abs: PathBuf,
+    at: At,
+    abs: PathBuf,    // for the ignore rules' base only: never opened
     prefix: PathBuf, // relative to the root, "" for the root itself
     rules: Vec<Arc<Rules>>,
     ancestors: Vec<(u64, u64)>,
@@ -266,6 +435,7 @@ type Keep<'a> = dyn Fn(&[u8], u64, i64) -> bool + Sync + 'a;
 struct Walker<'a> {
     excludes: &'a Excludes,
     keep: &'a Keep<'a>,
+    limit: u64, // ignore files above this size are no rules
     queue: Mutex<Queue>,
     wake: Condvar,
     next_id: AtomicUsize,
@@ -328,9 +498,16 @@ impl Walker<'_> {
     /// One folder: its entries, sorted; what the rules keep; the stat of every kept file.
     fn read(&self, job: Job, found: &mut Found) -> (Vec<Item>, Vec<Job>) {
         let none = (Vec::new(), Vec::new());
-        let Ok(dir) = fs::File::open(&job.abs) else {
-            bump(&mut found.skipped_dirs, "unreadable");
-            return none;
+        let opened = match &job.at {
+            At::Root => fs::File::open(&job.abs).map_err(|_| Refusal::Unreadable),
+            At::In(parent, name) => open_dir_at(parent, name), // a symlink swapped in: refused
+        };
+        let dir = match opened {
+            Ok(dir) => Arc::new(dir),
+            Err(refusal) => {
+                bump(&mut found.skipped_dirs, refusal.reason());
+                return none;
+            }
         };
         let key = match dir.metadata() {
             Ok(st) => (st.dev(), st.ino()),
@@ -344,11 +521,7 @@ impl Walker<'_> {
             bump(&mut found.skipped_dirs, "symlink");
             return none;
         }
-        let listing = fs::read_dir(&job.abs).and_then(|it| {
-            it.map(|entry| entry.map(|e| (e.file_name(), e)))
-                .collect::<std::io::Result<Vec<_>>>()
-        });
-        let Ok(entries) = listing else {
+        let Ok(entries) = list_dir(&dir) else {
             bump(&mut found.skipped_dirs, "unreadable");
             return none;
         };
@@ -367,10 +540,10 @@ impl Walker<'_> {
         let (has_git, has_ken) = (has(IGNORE_FILE), has(KENNING_IGNORE_FILE));
         if has_git || has_ken {
             let git = has_git
-                .then(|| read_spec(&job.abs, &job.abs.join(IGNORE_FILE)))
+                .then(|| read_spec(&job.abs, &dir, IGNORE_FILE, self.limit))
                 .flatten();
             let kenning = has_ken
-                .then(|| read_spec(&job.abs, &job.abs.join(KENNING_IGNORE_FILE)))
+                .then(|| read_spec(&job.abs, &dir, KENNING_IGNORE_FILE, self.limit))
                 .flatten();
             if git.is_some() || kenning.is_some() {
                 rules.push(Arc::new(Rules {
@@ -381,23 +554,33 @@ impl Walker<'_> {
             }
         }
         let mut rows = Vec::with_capacity(entries.len());
-        for (name, entry) in entries {
-            let Ok(file_type) = entry.file_type() else {
-                bump(&mut found.skipped, "unreadable");
-                continue;
+        for (name, kind) in entries {
+            let Ok(cname) = c_name(&name) else {
+                continue; // a name with a NUL byte cannot exist on disk
             };
-            let is_link = file_type.is_symlink();
+            let kind = match kind {
+                libc::DT_UNKNOWN => match stat_raw(&dir, &cname, false) {
+                    Ok(st) => mode_kind(st.st_mode),
+                    Err(_) => {
+                        bump(&mut found.skipped, "unreadable");
+                        continue;
+                    }
+                },
+                kind => kind,
+            };
+            let is_link = kind == libc::DT_LNK;
             let is_dir = if is_link {
-                match fs::metadata(entry.path()) {
-                    Ok(st) => st.is_dir(),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                // where the link points only decides how it is counted: it is never followed
+                match stat_raw(&dir, &cname, true) {
+                    Ok(st) => st.st_mode & libc::S_IFMT == libc::S_IFDIR,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => false,
                     Err(_) => {
                         bump(&mut found.skipped, "unreadable");
                         continue;
                     }
                 }
             } else {
-                file_type.is_dir()
+                kind == libc::DT_DIR
             };
             rows.push(Row {
                 name,
@@ -433,6 +616,7 @@ impl Walker<'_> {
                 items.push(Item::Folder(id));
                 children.push(Job {
                     id,
+                    at: At::In(Arc::clone(&dir), row.name.clone()),
                     abs: job.abs.join(&row.name),
                     prefix: rel,
                     rules: rules.clone(),
@@ -472,24 +656,43 @@ fn child(prefix: &Path, name: &OsStr) -> PathBuf {
     out.into()
 }
 
+/// The rules of `.git/info/exclude`, every folder on the way opened without following.
+fn read_exclude(root: &Path, limit: u64) -> Option<Gitignore> {
+    let dir = fs::File::open(root).ok()?;
+    let git = open_dir_at(&dir, OsStr::new(".git")).ok()?;
+    let info = open_dir_at(&git, OsStr::new("info")).ok()?;
+    read_spec(root, &info, "exclude", limit)
+}
+
+/// The `d_type` a file mode stands for (for file systems whose listings do not say).
+fn mode_kind(mode: libc::mode_t) -> u8 {
+    match mode & libc::S_IFMT {
+        libc::S_IFDIR => libc::DT_DIR,
+        libc::S_IFLNK => libc::DT_LNK,
+        libc::S_IFREG => libc::DT_REG,
+        _ => libc::DT_UNKNOWN,
+    }
+}
+
 fn merge(into: &mut HashMap<&'static str, u64>, from: HashMap<&'static str, u64>) {
     for (reason, n) in from {
         *into.entry(reason).or_insert(0) += n;
     }
 }
 
-/// Walk `root` (resolved to its real path) and return the candidate files sorted by path.
-pub fn walk(root: &Path, defaults: &Defaults) -> WalkOutput {
-    walk_keeping(root, defaults, &|_, _, _| true)
+/// Walk `root` (resolved to its real path) and return the candidate files sorted by path;
+/// ignore files over `limit` bytes are no rules.
+pub fn walk(root: &Path, defaults: &Defaults, limit: u64) -> WalkOutput {
+    walk_keeping(root, defaults, limit, &|_, _, _| true)
 }
 
 /// The walk, keeping only the candidate files `keep` accepts. Folders are read by one thread
 /// per core (up to 8), each folder whole by one thread; the folders' sorted listings are
 /// spliced together at the end.
-fn walk_keeping(root: &Path, defaults: &Defaults, keep: &Keep<'_>) -> WalkOutput {
+fn walk_keeping(root: &Path, defaults: &Defaults, limit: u64, keep: &Keep<'_>) -> WalkOutput {
     let root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
     // .git/info/exclude sits below every .gitignore: a root-level layer under them
-    let exclude = read_spec(&root, &root.join(".git").join("info").join("exclude"));
+    let exclude = read_exclude(&root, limit);
     let base = exclude
         .map(|git| {
             Arc::new(Rules {
@@ -503,6 +706,7 @@ fn walk_keeping(root: &Path, defaults: &Defaults, keep: &Keep<'_>) -> WalkOutput
     let excludes = Excludes::new(defaults);
     let first = Job {
         id: 0,
+        at: At::Root,
         abs: root,
         prefix: PathBuf::new(),
         rules: base,
@@ -511,6 +715,7 @@ fn walk_keeping(root: &Path, defaults: &Defaults, keep: &Keep<'_>) -> WalkOutput
     let walker = Walker {
         excludes: &excludes,
         keep,
+        limit,
         queue: Mutex::new(Queue {
             jobs: vec![first],
             busy: 0,
@@ -660,7 +865,7 @@ pub fn changes(
             None => true,
         }
     };
-    let walked = walk_keeping(root, defaults, &keep);
+    let walked = walk_keeping(root, defaults, max_file_size, &keep);
     let mut out = Changes {
         skipped: walked.skipped,
         skipped_dirs: walked.skipped_dirs,
@@ -704,6 +909,8 @@ pub fn changes(
 mod tests {
     use super::*;
 
+    const MIB: u64 = 1 << 20;
+
     impl Defaults {
         fn builtin() -> Self {
             let own = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
@@ -730,7 +937,7 @@ mod tests {
     }
 
     fn paths(dir: &Path) -> Vec<String> {
-        names(&walk(dir, &Defaults::builtin()))
+        names(&walk(dir, &Defaults::builtin(), MIB))
     }
 
     fn names(out: &WalkOutput) -> Vec<String> {
@@ -776,7 +983,7 @@ mod tests {
             ("a.txt", "hi\n"),
             ("a/b/c.rs", ""),
         ]);
-        let out = walk(dir.path(), &Defaults::builtin());
+        let out = walk(dir.path(), &Defaults::builtin(), MIB);
         let got: Vec<_> = out
             .files
             .iter()
@@ -839,7 +1046,7 @@ mod tests {
             ("env/pyvenv.cfg", "x"),
             ("env/lib.py", "x"),
         ]);
-        let out = walk(dir.path(), &Defaults::builtin());
+        let out = walk(dir.path(), &Defaults::builtin(), MIB);
         let got = names(&out);
         assert_eq!(
             got,
@@ -872,7 +1079,7 @@ mod tests {
         symlink(outside.join("secret.py"), root.join("escape.py")).unwrap();
         symlink(root.join("src/a.py"), root.join("alias.py")).unwrap();
         symlink(root.join("missing.py"), root.join("dangling.py")).unwrap();
-        let out = walk(&root, &Defaults::builtin());
+        let out = walk(&root, &Defaults::builtin(), MIB);
         let got = names(&out);
         assert_eq!(got, ["src/a.py"]);
         assert_eq!(out.skipped.get("symlink"), Some(&3)); // escape.py, alias.py, dangling.py
@@ -888,7 +1095,7 @@ mod tests {
             "",
         )
         .unwrap();
-        let got: Vec<Vec<u8>> = walk(dir.path(), &Defaults::builtin())
+        let got: Vec<Vec<u8>> = walk(dir.path(), &Defaults::builtin(), MIB)
             .files
             .into_iter()
             .map(|(p, _, _)| p.into_vec())

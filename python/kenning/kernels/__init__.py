@@ -101,11 +101,20 @@ class Kernels:
             raise TypeError("hash_many takes a sequence of bytes or str, not a single item")
         return self._impl["hash_many"](items if isinstance(items, list) else list(items))
 
-    def hash_files(self, paths: Iterable[str | os.PathLike[str]]) -> list[bytes | None]:
-        """16-byte BLAKE3 digests of each file's content, streamed; None where unreadable."""
+    def hash_files(self, root: str | os.PathLike[str], paths: Iterable[str],
+                   max_file_size: int) -> list[bytes | None]:
+        """16-byte BLAKE3 digests of the files at the relative POSIX ``paths`` under ``root``,
+        each read as ``kenning.safe_read`` reads (no symlink on the way, a regular file, at most
+        ``max_file_size`` bytes); None where refused or unreadable."""
         if isinstance(paths, (bytes, str)):
             raise TypeError("hash_files takes a sequence of paths, not a single path")
-        return self._impl["hash_files"]([os.fsdecode(os.fspath(p)) for p in paths])
+        rels = list(paths)
+        for i, rel in enumerate(rels):
+            if not isinstance(rel, str):
+                raise TypeError(f"hash_files paths must be str, got {type(rel).__name__} at "
+                                f"index {i}")
+        return self._impl["hash_files"](os.fsdecode(os.fspath(root)), rels,
+                                        max_file_size=max_file_size)
 
     def diff(
         self, old: Mapping[str, bytes], new: Mapping[str, bytes]

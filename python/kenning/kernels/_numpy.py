@@ -11,8 +11,9 @@ from collections.abc import Sequence
 import blake3
 import numpy as np
 
+from kenning import safe_read
+
 DIGEST_SIZE = 16
-_READ_SIZE = 1 << 16
 _BLOCK_BYTES = 8 << 20  # db rows scanned per step, so temporaries stay cache-sized
 
 _POPCOUNT8 = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(axis=1)
@@ -106,19 +107,16 @@ def hash_many(items: Sequence[bytes | str]) -> list[bytes]:
     return out
 
 
-def _hash_file(path: str) -> bytes | None:
-    hasher = blake3.blake3()
-    try:
-        with open(path, "rb") as f:
-            while chunk := f.read(_READ_SIZE):
-                hasher.update(chunk)
-    except OSError:
-        return None
-    return hasher.digest(length=DIGEST_SIZE)
-
-
-def hash_files(paths: Sequence[str]) -> list[bytes | None]:
-    return [_hash_file(p) for p in paths]
+def hash_files(root: str, paths: Sequence[str], *, max_file_size: int) -> list[bytes | None]:
+    out: list[bytes | None] = []
+    for rel in paths:
+        try:
+            data, _ = safe_read.read(root, rel, max_file_size)
+        except safe_read.Refused:
+            out.append(None)
+        else:
+            out.append(_digest(data))
+    return out
 
 
 def _check_manifest(manifest: dict[str, bytes]) -> None:

@@ -202,7 +202,8 @@ def _search_snapshot(index: Index, ctx: _Context, where: str,
         ranked_cands = rank(cands, ctx.query, later_parts(conn, cands, ctx.query),
                             lambda head: units(conn, head, (snap.token, snap.generation)),
                             depth=2 * ctx.limit + 10)[: ctx.limit]
-        reader = SnippetReader(index.root, file_states(conn, {c.path for c in ranked_cands}))
+        reader = SnippetReader(index.root, file_states(conn, {c.path for c in ranked_cands}),
+                               int(ctx.settings["index.max_file_size"]))
         results = []
         for c in ranked_cands:
             content, stale = (reader.read(c.path, c.start_byte, c.end_byte) if c.window is None
@@ -488,7 +489,8 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
             if unit is not None:
                 found.start_byte, found.end_byte, found.start_line, found.end_line = unit.span
                 found.kind, found.symbol = unit.kind, unit.symbol
-            reader = SnippetReader(index.root, file_states(snap.conn, {found.path}))
+            reader = SnippetReader(index.root, file_states(snap.conn, {found.path}),
+                                   int(settings["index.max_file_size"]))
             if context_lines:
                 reader.widen(found, context_lines)
             content, stale = reader.read(found.path, found.start_byte, found.end_byte)

@@ -6,11 +6,12 @@ the lines of the declaration it leaves out above and below (``… 15 more lines 
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from pathlib import Path
 from typing import Any
+
+from kenning import safe_read
 
 
 def file_states(conn: sqlite3.Connection, paths: set[str]) -> dict[str, tuple[int, int]]:
@@ -23,23 +24,25 @@ def file_states(conn: sqlite3.Connection, paths: set[str]) -> dict[str, tuple[in
 
 
 class SnippetReader:
-    """Reads each file once; ``read`` gives (content, stale) for one byte range."""
+    """Reads each file once; ``read`` gives (content, stale) for one byte range. A file that is
+    no longer a regular file inside the project (a symlink at any folder on its path, a FIFO, a
+    device) or that grew past ``limit`` is not read: its results are stale and empty."""
 
-    def __init__(self, root: Path, indexed: dict[str, tuple[int, int]]) -> None:
+    def __init__(self, root: Path, indexed: dict[str, tuple[int, int]], limit: int) -> None:
         self.root = root
         self.indexed = indexed
+        self.limit = limit
         self._cache: dict[str, tuple[bytes | None, bool]] = {}
 
     def _load(self, path: str) -> tuple[bytes | None, bool]:
         if path not in self._cache:
             try:
-                with open(os.path.join(self.root, path), "rb") as fh:
-                    stat = os.fstat(fh.fileno())  # the file read, even if replaced meanwhile
-                    data: bytes | None = fh.read()
-            except OSError:
-                self._cache[path] = (None, True)  # deleted or unreadable since it was indexed
+                # the stat of the descriptor read, even if the path was replaced meanwhile
+                data, stat = safe_read.read(self.root, path, self.limit)
+            except safe_read.Refused:
+                self._cache[path] = (None, True)  # gone, unreadable or unsafe since indexed
             else:
-                changed = self.indexed.get(path) != (stat.st_size, stat.st_mtime_ns)
+                changed = self.indexed.get(path) != (stat.st_size, safe_read.mtime_ns(stat))
                 self._cache[path] = (data, changed)
         return self._cache[path]
 

@@ -1,0 +1,125 @@
+"""Reads of project files that never leave the project and only read regular files.
+
+Every read of a file inside a project (a source file when it is indexed, an ignore file, a
+snippet for a search result or a chunk) goes through here. A path is opened one component at a
+time from a descriptor of the root, each folder with ``O_NOFOLLOW | O_DIRECTORY`` and the file
+with ``O_NOFOLLOW | O_NONBLOCK``, so a symlink anywhere in the path is refused (even one swapped
+in after the walk saw a plain file) and a FIFO never blocks; ``fstat`` on the opened descriptor
+must then say "regular file", and at most ``limit`` bytes are read from it, so a link to
+``/dev/zero`` or a file that grows after its size was checked cannot exhaust memory. The Rust
+walk does the same in ``rust/src/walk.rs``.
+
+The root itself is opened as given: it is the folder the user chose (and the walk resolves it).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# What opening a symlink with O_NOFOLLOW gives: ELOOP (Linux, macOS), EMLINK (FreeBSD).
+_LINK_ERRORS = (errno.ELOOP, errno.EMLINK)
+
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+class Refused(Exception):
+    """A project file that is not read; ``reason`` is the walk's name for why: ``symlink``,
+    ``special`` (a FIFO, socket or device), ``too_large`` or ``unreadable``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def mtime_ns(st: os.stat_result) -> int:
+    """The modification time in ns as a 64-bit integer, clamped as the Rust walk does: a file
+    dated after 2262 or long before 1970 keeps a stable stamp instead of overflowing."""
+    return min(max(st.st_mtime_ns, I64_MIN), I64_MAX)
+
+
+def open_dir_at(dir_fd: int, name: str) -> int:
+    """A descriptor of the folder ``name`` inside ``dir_fd``; Refused if it is a symlink."""
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        raise Refused("symlink" if exc.errno in _LINK_ERRORS or _is_link(dir_fd, name)
+                      else "unreadable") from None
+
+
+def _is_link(dir_fd: int, name: str) -> bool:
+    """Whether ``name`` is a symlink (Linux refuses one with O_DIRECTORY as ENOTDIR)."""
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def read_at(dir_fd: int, name: str, limit: int, *, head: int | None = None
+            ) -> tuple[bytes, os.stat_result]:
+    """The content of the regular file ``name`` in ``dir_fd`` (only its first ``head`` bytes
+    when given) and its stat; Refused when it is no regular file or longer than ``limit``."""
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        raise Refused("symlink" if exc.errno in _LINK_ERRORS else "unreadable") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused("special")
+        if st.st_size > limit:
+            raise Refused("too_large")
+        want = limit + 1 if head is None else min(head, limit + 1)
+        data = _read_up_to(fd, want)
+    except OSError:
+        raise Refused("unreadable") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise Refused("too_large")  # it grew after the size check
+    return data, st
+
+
+def _read_up_to(fd: int, want: int) -> bytes:
+    parts = []
+    while want > 0 and (part := os.read(fd, min(want, 1 << 20))):
+        parts.append(part)
+        want -= len(part)
+    return b"".join(parts)
+
+
+@contextmanager
+def root_dir(root: str | os.PathLike[str]) -> Iterator[int]:
+    """A descriptor of the project root, closed on exit; Refused if it cannot be opened."""
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        raise Refused("unreadable") from None
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def read(root: str | os.PathLike[str], rel: str, limit: int, *, head: int | None = None
+         ) -> tuple[bytes, os.stat_result]:
+    """``read_at`` for the relative POSIX path ``rel`` under ``root``, every folder on the way
+    opened without following symlinks."""
+    *folders, name = rel.split("/")
+    if any(part in ("", ".", "..") for part in (*folders, name)):
+        raise Refused("unreadable")  # not a path the walk yields
+    with root_dir(root) as fd:
+        opened = []
+        try:
+            for folder in folders:
+                fd = open_dir_at(fd, folder)
+                opened.append(fd)
+            return read_at(fd, name, limit, head=head)
+        finally:
+            for inner in opened:
+                os.close(inner)

@@ -1,0 +1,249 @@
+"""Reads stay inside the project and only read regular files, in both walks.
+
+Each attack of a checkout that changes under kenning's feet, on real files and processes: a
+file or a folder swapped for a symlink to a secret outside the project after indexing (the CLI's
+``search --no-refresh``, MCP ``code_search`` before its refresh and ``code_get_chunk``), or
+between the walk and the read; a symlink to ``/dev/zero`` or a FIFO as a source file and as an
+ignore file; a file that grows past the size limit after its size was checked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kenning import config, indexer, safe_read, sources
+from kenning.cli.status_cmd import project_status
+from kenning.sources import WalkStats, changes, walk
+from kenning.store import Index
+from test_mcp_server import serve
+
+SECRET_WORD = "zanzibarquux"
+SECRET = f"{SECRET_WORD} credentials of the machine owner"
+FILES = {
+    "src/keep.py": 'def keep_going():\n    """Retry the request with backoff."""\n    return 1\n',
+    "src/target.py": 'def load_settings():\n    """Read the settings file of the service."""\n'
+                     '    return {"port": 8080}\n',
+    "lib/paths.py": 'def settings_path():\n'
+                    '    """Where the settings file of the service lives."""\n'
+                    '    return "/etc/service.toml"\n',
+}
+MiB = 1 << 20
+
+pytestmark = pytest.mark.timeout(120)  # a read that blocks on a FIFO fails instead of hanging
+
+
+def _rust_walk_built() -> bool:
+    try:
+        from kenning import _core
+    except ImportError:
+        return False
+    return hasattr(_core, "walk")
+
+
+BACKENDS = ["python", pytest.param("rust", marks=pytest.mark.skipif(
+    not _rust_walk_built(), reason="Rust core not built"))]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The walk in this process, and the kernels of the processes the test starts."""
+    monkeypatch.setattr(sources, "BACKEND", request.param)
+    monkeypatch.setenv("KENNING_KERNELS", "numpy" if request.param == "python" else "rust")
+    return str(request.param)
+
+
+def make_tree(base: Path) -> tuple[Path, Path]:
+    """A project with two source files, and a secret file outside it."""
+    root, outside = base / "repo", base / "outside"
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / ".git").mkdir()
+    outside.mkdir()
+    for rel in FILES:  # the same names, holding the secret
+        (outside / rel.split("/")[-1]).write_text(f'def {rel}():\n    """{SECRET}"""\n')
+    return root, outside
+
+
+def index(root: Path) -> indexer.RefreshResult:
+    result = indexer.refresh(root, config.load())
+    assert result.status == "complete"
+    return result
+
+
+def indexed_text(root: Path) -> str:
+    """Every file path and full-text entry the index of ``root`` holds, as one string."""
+    with Index.open(root, config.load()).snapshot() as snap:
+        rows = [*snap.conn.execute("SELECT path FROM files"),
+                *snap.conn.execute("SELECT body, symbol, path FROM chunks_fts")]
+    return "\n".join(str(field) for row in rows for field in row).lower()
+
+
+def cli_search(root: Path, query: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "kenning", "search", query, str(root), "--no-refresh",
+         "--json-output"], capture_output=True, text=True, env=dict(os.environ), timeout=90)
+    assert done.returncode == 0, done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def swap_for_link(path: Path, target: Path | str) -> None:
+    """``path`` (a file, or a folder moved aside) replaced by a symlink to ``target``."""
+    if path.is_dir():
+        path.rename(path.with_name(path.name + ".old"))
+    else:
+        path.unlink()
+    path.symlink_to(target)
+
+
+# -- the safe read itself ---------------------------------------------------------------------
+
+def test_the_safe_read_refuses_links_on_the_way_special_files_and_growth(tmp_path: Path) -> None:
+    root, outside = make_tree(tmp_path)
+    assert safe_read.read(root, "src/keep.py", MiB)[0] == FILES["src/keep.py"].encode()
+    (root / "link.py").symlink_to(outside / "keep.py")
+    (root / "linkdir").symlink_to(outside)
+    (root / "zero.py").symlink_to("/dev/zero")
+    os.mkfifo(root / "fifo.py")
+    (root / "big.py").write_bytes(b"x" * 2000)
+    for rel, reason in [("link.py", "symlink"), ("linkdir/keep.py", "symlink"),
+                        ("zero.py", "symlink"), ("fifo.py", "special"), ("big.py", "too_large"),
+                        ("missing.py", "unreadable"), ("../outside/keep.py", "unreadable"),
+                        ("src/../src/keep.py", "unreadable")]:
+        with pytest.raises(safe_read.Refused) as refused:
+            safe_read.read(root, rel, 1000)
+        assert refused.value.reason == reason, rel
+    assert safe_read.read(root, "src/keep.py", MiB, head=5)[0] == b"def k"
+
+
+# -- ignore files and source files that are FIFOs or /dev/zero ---------------------------------
+
+def test_fifos_and_dev_zero_as_source_and_ignore_files_neither_hang_nor_exhaust_memory(
+        tmp_path: Path, backend: str) -> None:
+    root, _ = make_tree(tmp_path)
+    os.mkfifo(root / "pipe.py")
+    (root / "zero.py").symlink_to("/dev/zero")
+    os.mkfifo(root / ".gitignore")
+    (root / "src" / ".gitignore").symlink_to("/dev/zero")
+    (root / "src" / "deep").mkdir()
+    os.mkfifo(root / "src" / "deep" / ".kenningignore")
+    (root / "src" / "deep" / "x.py").write_text("def x():\n    return 1\n")
+    (root / ".git" / "info").mkdir()
+    (root / ".git" / "info" / "exclude").symlink_to("/dev/zero")
+    stats = WalkStats()
+    assert [f.path for f in walk(root, max_file_size=MiB, stats=stats)] == [
+        "lib/paths.py", "src/deep/x.py", "src/keep.py", "src/target.py"]
+    assert stats.skipped["symlink"] == 2  # zero.py, src/.gitignore; a FIFO is no file at all
+    assert index(root).files == 4
+    assert project_status(root)["changed_since"] == {"added": 0, "changed": 0, "removed": 0}
+    assert cli_search(root, "retry the request")["results"]
+
+
+def test_a_symlinked_gitignore_is_not_followed_as_git_does(tmp_path: Path, backend: str) -> None:
+    root, outside = make_tree(tmp_path)
+    (outside / "rules").write_text("*.py\n")
+    (root / ".gitignore").symlink_to(outside / "rules")
+    (root / "src" / ".gitignore").write_text("target.py\n")
+    assert [f.path for f in walk(root, max_file_size=MiB)] == [
+        "lib/paths.py", "src/.gitignore", "src/keep.py"]
+
+
+# -- swapped after indexing: search --no-refresh, MCP search and get_chunk ----------------------
+
+@pytest.mark.parametrize("swap", ["file", "folder", "dev_zero", "fifo"])
+def test_a_file_swapped_after_indexing_is_stale_and_never_served(
+        tmp_path: Path, swap: str) -> None:
+    root, outside = make_tree(tmp_path)
+    index(root)
+    target = root / "src" / "target.py"
+    if swap == "file":
+        swap_for_link(target, outside / "target.py")
+    elif swap == "folder":
+        swap_for_link(root / "src", outside)
+    elif swap == "dev_zero":
+        swap_for_link(target, "/dev/zero")
+    else:
+        target.unlink()
+        os.mkfifo(target)
+    hits = {h["path"]: h for h in cli_search(root, "read the settings file")["results"]}
+    assert "src/target.py" in hits and SECRET_WORD not in json.dumps(hits)
+    for path, hit in hits.items():
+        unsafe = path == "src/target.py" or (swap == "folder" and path.startswith("src/"))
+        assert (hit["stale"] and hit["content"] == "") if unsafe else hit["content"], hit
+
+
+def test_mcp_search_and_get_chunk_never_serve_a_swapped_in_secret(tmp_path: Path) -> None:
+    root, outside = make_tree(tmp_path)
+    index(root)
+    env = {**os.environ, "KENNING_MCP_REFRESH_INTERVAL": "3600"}  # no refresh before a search
+    with serve(env, root, tmp_path / "mcp.log") as client:
+        first = client.ok("code_search", query="the settings file of the service", limit=10)
+        ids = {h["path"]: h["id"] for h in first.structured_content["results"]}
+        assert {"src/target.py", "lib/paths.py"} <= set(ids)
+        swap_for_link(root / "src" / "target.py", outside / "target.py")  # a file
+        swap_for_link(root / "lib", outside)  # a folder on the way
+        for path in ("src/target.py", "lib/paths.py"):
+            chunk = client.ok("code_get_chunk", id=ids[path]).structured_content
+            assert SECRET_WORD not in json.dumps(chunk) and chunk["body_may_be_stale"] is True
+        found = client.ok("code_search", query="the settings file of the service", limit=10)
+        assert SECRET_WORD not in json.dumps(found.structured_content)
+        assert SECRET_WORD not in found.content[0].text
+        stale = {h["path"] for h in found.structured_content["results"] if h["stale"]}
+        assert {"src/target.py", "lib/paths.py"} <= stale
+
+
+# -- swapped or grown between the walk and the read ---------------------------------------------
+
+def _after_walk(monkeypatch: pytest.MonkeyPatch, then: Any) -> None:
+    """Runs ``then`` right after the refresh's walk, before it reads any file."""
+    real = indexer.changes
+
+    def walk_then(*args: Any, **kwargs: Any) -> sources.Changes:
+        found = real(*args, **kwargs)
+        then()
+        return found
+
+    monkeypatch.setattr(indexer, "changes", walk_then)
+
+
+@pytest.mark.parametrize("swap", ["file", "folder", "fifo"])
+def test_a_swap_between_walk_and_read_indexes_nothing_from_outside(
+        tmp_path: Path, backend: str, swap: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, outside = make_tree(tmp_path)
+    target = root / "src" / "target.py"
+
+    def do_swap() -> None:
+        if swap == "file":
+            swap_for_link(target, outside / "target.py")
+        elif swap == "folder":
+            swap_for_link(root / "src", outside)
+        else:
+            target.unlink()
+            os.mkfifo(target)
+
+    _after_walk(monkeypatch, do_swap)
+    index(root)
+    held = indexed_text(root)
+    assert SECRET_WORD not in held
+    assert "src/target.py" not in held
+    assert ("src/keep.py" in held) is (swap != "folder")  # a swapped folder is all outside
+
+
+def test_a_file_grown_past_the_limit_after_the_size_check_is_skipped(
+        tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, _ = make_tree(tmp_path)
+    config.set_value("index.max_file_size", "4000")
+    grown = root / "src" / "target.py"
+    found = changes(root, max_file_size=4000, known=b"")
+    assert "src/target.py" in [f.path for f in found.files]  # small enough when walked
+    _after_walk(monkeypatch, lambda: grown.write_text("# padding\n" * 1000))
+    index(root)
+    assert "src/target.py" not in indexed_text(root)
+    assert "src/keep.py" in indexed_text(root)

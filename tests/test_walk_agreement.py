@@ -1,0 +1,78 @@
+"""Both walks read any ignore file alike: generated trees and ignore files, including lines
+that are no valid pattern (``\\``, ``!``, ``[z-a]``, ``[[:alpha:]``), must give the same files
+and the same skip counts in the Python walk and the Rust core's."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kenning.sources import WalkStats, walk
+
+try:
+    from kenning import _core
+except ImportError:  # pragma: no cover - the NumPy-only install
+    _core = None
+
+pytestmark = pytest.mark.skipif(_core is None or not hasattr(_core, "walk"),
+                                reason="Rust core not built")
+MiB = 1 << 20
+
+FOLDERS = ["", "a/", "b/", "a/b/", "sub/"]
+NAMES = ["x.py", "y.txt", "ab", "b.md", "[x].py", "!n.py", "#c.py", "a b.py", "é.py", "x.py.bak"]
+TOKENS = ["a", "b", "x", "sub", ".py", ".txt", "*", "**", "?", "/", "!", "\\", "#", " ", "[a-c]",
+          "[z-a]", "[[:alpha:]", "[[:digit:]]", "[:alpha:]", "[!x]", "[", "]", "\\!", "\\#",
+          "\\ ", "\\*"]
+ODD_LINES = ["\\", "!", "[z-a]", "[[:alpha:]", "/", "**", "!*", "#", "", "  ", "\\\\"]
+
+lines = st.one_of(st.sampled_from(ODD_LINES),
+                  st.lists(st.sampled_from(TOKENS), min_size=1, max_size=5).map("".join))
+trees = st.fixed_dictionaries({
+    "files": st.sets(st.tuples(st.sampled_from(FOLDERS), st.sampled_from(NAMES)),
+                     min_size=1, max_size=12),
+    "ignores": st.dictionaries(
+        st.tuples(st.sampled_from(FOLDERS), st.sampled_from([".gitignore", ".kenningignore"])),
+        st.lists(lines, max_size=6), max_size=3),
+})
+
+
+def both(root: Path) -> dict[str, tuple[list[tuple[str, int, int]], WalkStats]]:
+    out = {}
+    for backend in ("python", "rust"):
+        stats = WalkStats()
+        found = [(f.path, f.size, f.mtime_ns)
+                 for f in walk(root, max_file_size=MiB, stats=stats, backend=backend)]
+        out[backend] = (found, stats)
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(trees)
+def test_generated_trees_and_ignore_files_walk_alike(tree: dict) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for folder, name in tree["files"]:
+            (root / folder).mkdir(parents=True, exist_ok=True)
+            (root / folder / name).write_text("x = 1\n")
+        for (folder, name), body in tree["ignores"].items():
+            (root / folder).mkdir(parents=True, exist_ok=True)
+            (root / folder / name).write_text("\n".join(body) + "\n")
+        walked = both(root)
+        assert walked["python"] == walked["rust"]
+
+
+@pytest.mark.parametrize("body", [
+    "\n".join(f"pattern_{i}_*.log" for i in range(2_000)) + "\nc.py\n",  # too many for re2
+    "*" * 3 + "a" * 100_000 + "\nc.py\n",
+    "\\\n!\n[z-a]\n[[:alpha:]\nc.py\n",
+])
+def test_huge_and_malformed_ignore_files_walk_alike(tmp_path: Path, body: str) -> None:
+    for name in ("a.py", "c.py"):
+        (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / ".gitignore").write_text(body)
+    walked = both(tmp_path)
+    assert walked["python"] == walked["rust"]
+    assert [path for path, _, _ in walked["python"][0]][-1] == "a.py"  # c.py is ignored
