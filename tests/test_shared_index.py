@@ -148,7 +148,8 @@ def _search(settings: config.Settings, model: Any, text: str, **filters: Any) ->
             engine, query, np.asarray(model.embed_query(text), np.float32), Filters(**filters),
             projects=None, branches=frozenset({"dense", "lexical", "symbol"}), limit=5,
             floor=0.0, floor_min_terms=3, depths={"dense": 100, "lexical": 100, "symbol": 50,
-                                                  "rank": 60}, roots={})
+                                                  "rank": 60}, roots={},
+            max_file_size=1 << 20)
 
 
 def test_publish_search_edit_publish_again(shared: config.Settings, model: Any, repo: Path):

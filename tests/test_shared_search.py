@@ -134,3 +134,26 @@ def test_remove_index_shared_takes_a_project_out(two: Any, model: Any,
     again = CliRunner().invoke(cli, ["remove-index", "--shared", pid])
     assert isinstance(again.exception, UsageError) and again.exception.exit_code == 2
     assert str(again.exception).startswith(f"{pid} is not in the shared index")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("swap", ["symlink", "fifo"])
+def test_a_local_file_swapped_for_a_link_or_fifo_is_never_read(two: Any, model: Any,
+                                                               tmp_path: Path, swap: str):
+    import os
+
+    _, other, uri = two
+    settings = _settings("shared", uri)
+    ref = _ref(other, settings, model)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("def render_invoice(): SECRET_TOKEN_42\n")
+    invoice = other / "billing/invoice.py"
+    invoice.unlink()
+    if swap == "symlink":
+        invoice.symlink_to(secret)
+    else:
+        os.mkfifo(invoice)  # a plain open() would block here for ever
+    out = search("printable invoice", [ref], settings=settings, embedder=model, refresh=False)
+    top = out["results"][0]
+    assert top["path"] == "billing/invoice.py" and top["stale"]
+    assert "printable invoice" in top["content"] and "SECRET_TOKEN_42" not in top["content"]

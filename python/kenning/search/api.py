@@ -428,7 +428,8 @@ def _search_shared(refs: list[ProjectRef], ctx: _Context,
                 floor_min_terms=dense.FLOOR_MIN_TERMS,
                 depths={"dense": DENSE_DEPTH, "lexical": LEXICAL_DEPTH, "symbol": SYMBOL_DEPTH,
                         "rank": RANK_DEPTH},
-                roots={ref.id: ref.root for ref in refs})
+                roots={ref.id: ref.root for ref in refs},
+                max_file_size=int(ctx.settings["index.max_file_size"]))
     except SharedAuthError:
         raise
     except SharedIndexError as exc:

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kenning import kernels
+from kenning import kernels, safe_read
 from kenning.config import Settings
 from kenning.errors import IndexError_, SharedBusy
 from kenning.shared.engine import (
@@ -98,18 +98,19 @@ def _clip(text: str, limit: int) -> str:
     return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore")
 
 
-def _read_verified(root: Path, path: str, digest: bytes) -> bytes | None:
-    """The file's bytes if they are still the ones the snapshot indexed, else None."""
+def _read_verified(root: Path, path: str, digest: bytes, limit: int) -> bytes | None:
+    """The file's bytes if they are still the ones the snapshot indexed, else None; read as
+    every project file is (``safe_read``: no symlink, regular files, at most ``limit``)."""
     try:
-        with open(root / path, "rb") as fh:
-            data = fh.read()
-    except OSError:
+        data, _ = safe_read.read(root, path, limit)
+    except safe_read.Refused:
         return None
     return data if kernels.hash_many([data])[0] == digest else None
 
 
 def _chunk_rows(snap: Any, root: Path, project: str, paths: Sequence[str],
-                digests: dict[str, bytes], skipped: list[str]) -> list[dict[str, Any]]:
+                digests: dict[str, bytes], skipped: list[str],
+                max_file_size: int) -> list[dict[str, Any]]:
     """The engine rows of the chunks of ``paths``, vectors from the snapshot."""
     rows: list[dict[str, Any]] = []
     texts: dict[str, bytes | None] = {}
@@ -118,7 +119,7 @@ def _chunk_rows(snap: Any, root: Path, project: str, paths: Sequence[str],
          symbol, signature, content_hash, vector_id, body_words, symbol_words,
          path_words) in snap.conn.execute(sql, [snap.vector_rows, *paths]):
         if path not in texts:
-            texts[path] = _read_verified(root, path, digests[path])
+            texts[path] = _read_verified(root, path, digests[path], max_file_size)
             if texts[path] is None:
                 skipped.append(path)
         data = texts[path]
@@ -289,7 +290,7 @@ def publish(root: Path, settings: Settings, *, dry_run: bool = False, embedder: 
         result = PublishResult(index.project_id, str(index.root), engine.uri, dry_run=dry_run,
                                snapshot_generation=snap.generation, revision=snap.revision)
         run = _Publish(engine, snap, index.root, index.project_id, result,
-                       progress or (lambda event: None))
+                       progress or (lambda event: None), int(settings["index.max_file_size"]))
         run.go(dry_run)
     result.seconds = round(time.perf_counter() - started, 3)
     return result
@@ -297,9 +298,9 @@ def publish(root: Path, settings: Settings, *, dry_run: bool = False, embedder: 
 
 class _Publish:
     def __init__(self, engine: Engine, snap: Any, root: Path, project: str,
-                 result: PublishResult, emit: Progress) -> None:
+                 result: PublishResult, emit: Progress, max_file_size: int) -> None:
         self.engine, self.snap, self.root, self.project = engine, snap, root, project
-        self.result, self.emit = result, emit
+        self.result, self.emit, self.max_file_size = result, emit, max_file_size
         self.at_project = f"project == {quote(project)}"
 
     def _plan(self) -> _Plan:
@@ -373,7 +374,7 @@ class _Publish:
         files_done = 0
         for part in _batches(sending, PATHS_PER_QUERY):  # 2. upsert the chunks
             rows = _chunk_rows(self.snap, self.root, project, part, plan.digests,
-                               result.skipped)
+                               result.skipped, self.max_file_size)
             for i in range(0, len(rows), UPSERT_ROWS):
                 batch = rows[i:i + UPSERT_ROWS]
                 if not dry_run:

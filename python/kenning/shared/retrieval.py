@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from kenning import kernels
+from kenning import kernels, safe_read
 from kenning.errors import UsageError
 from kenning.search import symbols
 from kenning.search.filters import DOCS_LANGUAGES, Filters, normalize_path_filter
@@ -215,8 +215,8 @@ def _later_parts(engine: Engine, cands: list[Candidate], rows: dict[int, dict[st
 class _Snippets:
     """Snippets from a local checkout where it has the same chunk text, else the engine's."""
 
-    def __init__(self, engine: Engine, roots: dict[str, Path]) -> None:
-        self.engine, self.roots = engine, roots
+    def __init__(self, engine: Engine, roots: dict[str, Path], max_file_size: int) -> None:
+        self.engine, self.roots, self.max_file_size = engine, roots, max_file_size
         self._files: dict[tuple[str, str], bytes | None] = {}
 
     def _local(self, project: str, path: str) -> bytes | None:
@@ -225,10 +225,9 @@ class _Snippets:
             root = self.roots.get(project)
             data = None
             if root is not None:
-                try:
-                    with open(root / path, "rb") as fh:
-                        data = fh.read()
-                except OSError:
+                try:  # as every project file is read: no symlink, regular files, bounded
+                    data, _ = safe_read.read(root, path, self.max_file_size)
+                except safe_read.Refused:
                     data = None
             self._files[key] = data
         return self._files[key]
@@ -247,7 +246,8 @@ class _Snippets:
                 r["content"] = data[r["start_byte"]:r["end_byte"]].decode("utf-8", "replace")
                 r["stale"] = False
             else:
-                r["stale"] = data is not None
+                # a checkout here whose file differs, is gone or is refused (a symlink, a FIFO)
+                r["stale"] = r["project"] in self.roots
                 wanted.append(r)
             r["_file_bytes"] = len(data) if data is not None else 0
         if wanted:
@@ -262,7 +262,7 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
            projects: Sequence[str] | None, exclude: Collection[str] = (),
            branches: frozenset[str], limit: int, floor: float | None,
            floor_min_terms: int, depths: dict[str, int],
-           roots: dict[str, Path]) -> list[dict[str, Any]]:
+           roots: dict[str, Path], max_file_size: int) -> list[dict[str, Any]]:
     """Ranked results of the published projects (``projects``, or all), fused and ranked per
     project as local results are; each project's best ``limit``, merged by score. Projects in
     ``exclude`` are left out (searched locally instead)."""
@@ -313,7 +313,8 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
                 "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
                 "symbol": c.symbol, "score": round(c.score, 6), "content": "", "stale": False,
                 "_pk": row["id"]})
-    _Snippets(engine, roots).fill(results, {r["_pk"]: rows[pk_of[r["_pk"]]] for r in results})
+    _Snippets(engine, roots, max_file_size).fill(
+        results, {r["_pk"]: rows[pk_of[r["_pk"]]] for r in results})
     for r in results:
         del r["_pk"]
     return results
