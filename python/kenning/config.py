@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -242,7 +243,10 @@ def _file_hint(key: str) -> str:
 
 def read_file(path: Path | None = None) -> dict[str, Any]:
     """The config file as a nested dict ({} when there is none)."""
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # the same parser, before it joined the standard library
+        import tomli as tomllib
 
     path = path or config_path()
     try:
