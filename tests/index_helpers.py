@@ -12,10 +12,37 @@ from typing import Any
 import numpy as np
 import pytest
 from kenning import config
+from kenning.cli import main
 from kenning.embedding import make_embedder
 from kenning.errors import EmbedderUnavailable
 from kenning.store import Index
 from kenning.store.vectors import names
+
+
+def kenning_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``kenning ARGS`` as the console script runs it, in this process: the exit code, stdout
+    and stderr, which never holds a traceback nor a parser's message leaked from Python."""
+    capsys.readouterr()
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "invalid literal" not in err
+    return code, out, err
+
+
+def rust_walk_built() -> bool:
+    try:
+        from kenning import _core
+    except ImportError:
+        return False
+    return hasattr(_core, "walk")
+
+
+needs_rust_walk = pytest.mark.skipif(not rust_walk_built(), reason="Rust core not built")
+WALK_BACKENDS = ["python", pytest.param("rust", marks=needs_rust_walk)]
 
 FILES = {
     "app/server.py": '''"""HTTP server."""

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from kenning.cli import main
+from index_helpers import kenning_cli
 
 if TYPE_CHECKING:
     from search_fixtures import Indexed
@@ -15,20 +15,8 @@ if TYPE_CHECKING:
 pytest_plugins = ["search_fixtures"]
 
 
-def kenning(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, err
-
-
 def test_search_json_output(indexed: Indexed, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = kenning(capsys, "search", "parse_header", str(indexed.root), "--json-output",
+    code, out, _ = kenning_cli(capsys, "search", "parse_header", str(indexed.root), "--json-output",
                            "--no-refresh", "--limit", "3")
     assert code == 0
     result = json.loads(out)
@@ -37,7 +25,7 @@ def test_search_json_output(indexed: Indexed, capsys: pytest.CaptureFixture[str]
 
 
 def test_search_for_people(indexed: Indexed, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = kenning(capsys, "search", "evict the least recently used entries",
+    code, out, _ = kenning_cli(capsys, "search", "evict the least recently used entries",
                            str(indexed.root), "--no-refresh", "--max-snippet-lines", "3")
     assert code == 0
     assert "src/storage/cache.py:4-18" in out and "LruCache" in out
@@ -45,7 +33,7 @@ def test_search_for_people(indexed: Indexed, capsys: pytest.CaptureFixture[str])
 
 
 def test_search_filters_and_projects(indexed: Indexed, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = kenning(capsys, "search", "match a url to a handler", "--project",
+    code, out, _ = kenning_cli(capsys, "search", "match a url to a handler", "--project",
                            str(indexed.root), "--project", str(indexed.other), "--lang",
                            "javascript", "--json-output", "--no-refresh")
     assert code == 0
@@ -59,7 +47,7 @@ def test_search_filters_and_projects(indexed: Indexed, capsys: pytest.CaptureFix
 ])
 def test_search_bad_input_exits_cleanly(indexed: Indexed, capsys: pytest.CaptureFixture[str],
                                         args: list[str], code: int) -> None:
-    got, _, err = kenning(capsys, "search", "retry", str(indexed.root), "--no-refresh", *args)
+    got, _, err = kenning_cli(capsys, "search", "retry", str(indexed.root), "--no-refresh", *args)
     assert got == code and err.strip()
 
 
@@ -72,7 +60,7 @@ def test_search_filter_aliases(indexed: Indexed, capsys: pytest.CaptureFixture[s
     args = [*(["--lang", language] if language else []), *(["--kind", kind] if kind else [])]
     query = {"src/http/headers.py": "parse a header line", "web/router.js": "Router",
              "docs/configuration.md": "configuration"}[path]
-    code, out, _ = kenning(capsys, "search", query, str(indexed.root),
+    code, out, _ = kenning_cli(capsys, "search", query, str(indexed.root),
                            "--no-refresh", "--json-output", *args)
     hits = json.loads(out)["results"]
     assert code == 0 and hits and hits[0]["path"] == path
@@ -86,7 +74,8 @@ def test_search_filter_aliases(indexed: Indexed, capsys: pytest.CaptureFixture[s
 def test_search_unknown_filter_values_list_the_valid_ones(
         indexed: Indexed, capsys: pytest.CaptureFixture[str], args: list[str],
         valid: str | None) -> None:
-    code, out, err = kenning(capsys, "search", "retry", str(indexed.root), "--no-refresh", *args)
+    code, out, err = kenning_cli(capsys, "search", "retry", str(indexed.root), "--no-refresh",
+                                 *args)
     if valid is None:  # an empty value filters nothing
         assert code == 0
         return
@@ -95,52 +84,53 @@ def test_search_unknown_filter_values_list_the_valid_ones(
 
 
 def test_search_missing_path(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = kenning(capsys, "search", "retry", str(tmp_path / "nope"))
+    code, _, err = kenning_cli(capsys, "search", "retry", str(tmp_path / "nope"))
     assert code == 2 and err.startswith("Error:") and "not a directory" in err
 
 
 def test_status(indexed: Indexed, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = kenning(capsys, "status", str(indexed.root), "--json-output")
+    code, out, _ = kenning_cli(capsys, "status", str(indexed.root), "--json-output")
     assert code == 0
     info = json.loads(out)
     assert info["healthy"] is True and info["chunks"] == info["vectors"] > 0
     assert info["model"] == "all-MiniLM-L6-v2" and info["dims"] == 384
     assert info["changed_since"] == {"added": 0, "changed": 0, "removed": 0}
-    code, out, _ = kenning(capsys, "status", str(indexed.root))
+    code, out, _ = kenning_cli(capsys, "status", str(indexed.root))
     assert code == 0 and "healthy" in out and "0 changed" in out
 
 
 def test_status_without_index(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = kenning(capsys, "status", str(tmp_path))
+    code, _, err = kenning_cli(capsys, "status", str(tmp_path))
     assert code == 4 and "kenning index" in err
 
 
 def test_stats_counts_searches(indexed: Indexed, capsys: pytest.CaptureFixture[str]) -> None:
-    kenning(capsys, "search", "parse_header", str(indexed.root), "--no-refresh", "--json-output")
-    code, out, _ = kenning(capsys, "stats", "--json-output")
+    kenning_cli(capsys, "search", "parse_header", str(indexed.root), "--no-refresh",
+                "--json-output")
+    code, out, _ = kenning_cli(capsys, "stats", "--json-output")
     info = json.loads(out)
     assert code == 0 and info["searches"] >= 1 and info["latency_ms_p50"] > 0
     assert info["index_runs"] >= 1
-    code, out, _ = kenning(capsys, "stats")
+    code, out, _ = kenning_cli(capsys, "stats")
     assert code == 0 and "searches" in out
 
 
 def test_remove_index(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("def alpha():\n    return 1\n")
-    assert kenning(capsys, "index", str(tmp_path), "--quiet")[0] == 0
-    code, out, _ = kenning(capsys, "search", "alpha", str(tmp_path), "--json-output")
+    assert kenning_cli(capsys, "index", str(tmp_path), "--quiet")[0] == 0
+    code, out, _ = kenning_cli(capsys, "search", "alpha", str(tmp_path), "--json-output")
     assert code == 0 and json.loads(out)["results"][0]["symbol"] == "alpha"
-    code, out, _ = kenning(capsys, "remove-index", str(tmp_path), "--json-output")
+    code, out, _ = kenning_cli(capsys, "remove-index", str(tmp_path), "--json-output")
     removed = json.loads(out)["removed"]
     assert code == 0 and len(removed) == 1 and not Path(removed[0]).exists()
-    code, _, err = kenning(capsys, "remove-index", str(tmp_path))
+    code, _, err = kenning_cli(capsys, "remove-index", str(tmp_path))
     assert code == 4 and "no index" in err
-    code, out, _ = kenning(capsys, "remove-index", "--all")
+    code, out, _ = kenning_cli(capsys, "remove-index", "--all")
     assert code == 0
 
 
 def test_doctor(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = kenning(capsys, "doctor", "--json-output")
+    code, out, _ = kenning_cli(capsys, "doctor", "--json-output")
     report = json.loads(out)
     assert code == 0 and report["ok"] is True
     assert [c["check"] for c in report["checks"]] == [
@@ -158,5 +148,5 @@ def test_doctor_reports_an_unreachable_embedder(capsys: pytest.CaptureFixture[st
     monkeypatch.setenv("KENNING_EMBEDDER_BACKEND", "ollama")
     monkeypatch.setenv("KENNING_EMBEDDER_URL", f"http://127.0.0.1:{port}")
     monkeypatch.setenv("KENNING_EMBEDDER_MODEL", "all-minilm")
-    code, out, _ = kenning(capsys, "doctor")
+    code, out, _ = kenning_cli(capsys, "doctor")
     assert code == 1 and "FAIL embedder" in out and "fix:" in out

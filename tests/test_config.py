@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from index_helpers import kenning_cli
 from kenning import config as cfg
-from kenning.cli import cli, main
+from kenning.cli import cli
 from kenning.errors import ConfigError
 
 
@@ -64,19 +65,6 @@ def test_cli_config_roundtrip() -> None:
     assert bad.exit_code != 0
 
 
-def kenning(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """``kenning ARGS`` as the console script runs it: exit code, stdout, stderr."""
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err and "invalid literal" not in err
-    return code, out, err
-
-
 def write_config(text: str | bytes) -> Path:
     path = cfg.config_path()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,16 +94,16 @@ BAD_VALUES = [
 @pytest.mark.parametrize(("key", "raw", "toml", "words"), BAD_VALUES)
 def test_bad_values_are_refused_when_written_and_when_read(
         capsys: pytest.CaptureFixture[str], key: str, raw: str, toml: str, words: str) -> None:
-    code, _, err = kenning(capsys, "config", "set", key, raw)
+    code, _, err = kenning_cli(capsys, "config", "set", key, raw)
     assert code == 2 and words in err and key in err
     assert not cfg.config_path().exists()  # nothing written
     section, leaf = key.split(".")
     path = write_config(f"[{section}]\n{leaf} = {toml}\n")  # written by hand
     for command in (["config", "list"], ["search", "retry", "--no-refresh"]):
-        code, _, err = kenning(capsys, *command)
+        code, _, err = kenning_cli(capsys, *command)
         assert code == 2 and words in err and str(path) in err
         assert f"kenning config unset {key}" in err  # the way out
-    assert kenning(capsys, "config", "unset", key)[0] == 0
+    assert kenning_cli(capsys, "config", "unset", key)[0] == 0
     assert cfg.load()[key] == cfg.KEYS[key].default
 
 
@@ -169,7 +157,7 @@ def test_projects_tables_are_not_unknown_keys() -> None:
                                      ["unset", "search.limt"]])
 def test_unknown_keys_on_the_command_line_name_the_nearest_one(
         capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
-    code, _, err = kenning(capsys, "config", *command)
+    code, _, err = kenning_cli(capsys, "config", *command)
     assert code == 2 and "Unknown config key 'search.limt'" in err
     assert "Did you mean 'search.limit'?" in err
 
@@ -178,23 +166,23 @@ def test_a_binary_config_file_is_one_sentence(capsys: pytest.CaptureFixture[str]
     path = write_config(b"\xff\xfe\x00binary\x89PNG\r\n")
     for command in (["config", "list"], ["config", "set", "search.limit", "5"],
                     ["config", "unset", "search.limit"], ["search", "retry"]):
-        code, _, err = kenning(capsys, *command)
+        code, _, err = kenning_cli(capsys, *command)
         assert code == 2 and f"The config file {path} is not text" in err
     assert path.read_bytes().startswith(b"\xff\xfe")  # left as it was
 
 
 def test_unset_removes_the_key_and_keeps_the_rest(capsys: pytest.CaptureFixture[str]) -> None:
     path = write_config("# mine\n[search]\nlimit = 20\n\n[embedder]\nbackend = \"ollama\"\n")
-    code, out, _ = kenning(capsys, "config", "unset", "search.limit")
+    code, out, _ = kenning_cli(capsys, "config", "unset", "search.limit")
     assert code == 0 and "search.limit removed" in out
     text = path.read_text(encoding="utf-8")
     assert "# mine" in text and "limit" not in text and "[search]" not in text
     assert 'backend = "ollama"' in text
     assert cfg.load()["search.limit"] == 10
-    code, out, _ = kenning(capsys, "config", "unset", "search.limit")
+    code, out, _ = kenning_cli(capsys, "config", "unset", "search.limit")
     assert code == 0 and "was not set" in out
 
 
 def test_a_value_may_start_with_a_dash(capsys: pytest.CaptureFixture[str]) -> None:
-    assert kenning(capsys, "config", "set", "embedder.keep_alive", "-1")[0] == 0
+    assert kenning_cli(capsys, "config", "set", "embedder.keep_alive", "-1")[0] == 0
     assert cfg.load()["embedder.keep_alive"] == "-1"

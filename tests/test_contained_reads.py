@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from index_helpers import WALK_BACKENDS
 from kenning import config, indexer, safe_read, sources
 from kenning.cli.status_cmd import project_status
 from kenning.sources import WalkStats, changes, walk
@@ -38,19 +39,7 @@ MiB = 1 << 20
 pytestmark = pytest.mark.timeout(120)  # a read that blocks on a FIFO fails instead of hanging
 
 
-def _rust_walk_built() -> bool:
-    try:
-        from kenning import _core
-    except ImportError:
-        return False
-    return hasattr(_core, "walk")
-
-
-BACKENDS = ["python", pytest.param("rust", marks=pytest.mark.skipif(
-    not _rust_walk_built(), reason="Rust core not built"))]
-
-
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=WALK_BACKENDS)
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The walk in this process, and the kernels of the processes the test starts."""
     monkeypatch.setattr(sources, "BACKEND", request.param)

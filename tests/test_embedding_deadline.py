@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 from embed_server import EmbedServer
-from index_helpers import make_repo
+from index_helpers import kenning_cli, make_repo
 from kenning import config
-from kenning.cli import main
 from kenning.embedding import deadline, make_embedder
 from kenning.errors import EmbedderUnavailable
 
@@ -65,34 +64,22 @@ def test_a_fast_server_is_unaffected(embed_server: EmbedServer, backend: str) ->
         embedder.close()
 
 
-def kenning(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as done:
-        code = int(done.code or 0)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, err
-
-
 def test_index_and_search_against_a_hung_embedder(
         embed_server: EmbedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     root = make_repo(tmp_path / "repo")
     for key, value in embed_server.settings("ollama").items():
         monkeypatch.setenv(config.env_name(key), value)
-    assert kenning(capsys, "index", str(root), "--quiet")[0] == 0
+    assert kenning_cli(capsys, "index", str(root), "--quiet")[0] == 0
     embed_server.drip = DRIP
     (root / "app/late.py").write_text("def quokka_checksum(data):\n    return sum(data) % 255\n")
     monkeypatch.setenv("KENNING_EMBEDDER_TIMEOUT", "1")
-    code, _, err = kenning(capsys, "index", str(root), "--quiet")
+    code, _, err = kenning_cli(capsys, "index", str(root), "--quiet")
     assert code == 3 and "did not answer within 1 seconds" in err
     monkeypatch.setenv("KENNING_EMBEDDER_TIMEOUT", "60")  # the search's deadline binds first
     monkeypatch.setenv("KENNING_SEARCH_TIMEOUT", "1")
     started = time.monotonic()
-    code, out, err = kenning(capsys, "search", "quokka_checksum", str(root), "--json-output")
+    code, out, err = kenning_cli(capsys, "search", "quokka_checksum", str(root), "--json-output")
     assert time.monotonic() - started < 20
     assert code == 0, err
     import json

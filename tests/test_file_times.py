@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from index_helpers import WALK_BACKENDS, rust_walk_built
 from kenning import config, indexer, sources
 from kenning.search import resolve_projects, search
 from kenning.sources import changes, walk
@@ -17,19 +18,7 @@ I64_MAX, I64_MIN = (1 << 63) - 1, -(1 << 63)
 MiB = 1 << 20
 
 
-def _rust_walk_built() -> bool:
-    try:
-        from kenning import _core
-    except ImportError:
-        return False
-    return hasattr(_core, "walk")
-
-
-BACKENDS = ["python", pytest.param("rust", marks=pytest.mark.skipif(
-    not _rust_walk_built(), reason="Rust core not built"))]
-
-
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=WALK_BACKENDS)
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(sources, "BACKEND", request.param)
     return str(request.param)
@@ -50,7 +39,7 @@ def test_both_walks_give_the_same_stamps_clamped_to_64_bits(tmp_path: Path) -> N
     root = dated_tree(tmp_path / "repo")
     if os.stat(root / "future.py").st_mtime_ns <= I64_MAX:
         pytest.skip("this file system cannot store a date after 2262")
-    if not _rust_walk_built():
+    if not rust_walk_built():
         pytest.skip("Rust core not built")
     found = {name: [(f.path, f.size, f.mtime_ns) for f in walk(root, max_file_size=MiB,
                                                                 backend=name)]

@@ -12,22 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from kenning.cli import main
+from index_helpers import kenning_cli
 from kenning.store import _readers
 
 pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo
-
-
-def kenning(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, err
 
 
 def index_process(repo: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -38,11 +26,11 @@ def index_process(repo: Path, *args: str, **env: str) -> subprocess.CompletedPro
 def test_a_first_index_killed_before_its_commit_says_to_run_index(repo, capsys):
     killed = index_process(repo, KENNING_TEST_KILL_AT="files-written")
     assert killed.returncode == -signal.SIGKILL
-    code, out, _ = kenning(capsys, "status", str(repo), "--json-output")
+    code, out, _ = kenning_cli(capsys, "status", str(repo), "--json-output")
     status = json.loads(out)
     assert code == 0 and not status["healthy"]
     assert f"run `kenning index {repo}`" in status["problems"][0]
-    code, out, err = kenning(capsys, "search", "open the database", str(repo), "--no-refresh")
+    code, out, err = kenning_cli(capsys, "search", "open the database", str(repo), "--no-refresh")
     assert code == 4 and not out
     assert "no indexed snapshot yet" in err and f"Run `kenning index {repo}`" in err
 
@@ -64,7 +52,7 @@ def _damaged_everywhere(capsys, repo: Path, what: str) -> None:
     """Index, search and status all refuse with one sentence and the repair."""
     for args in (["index", str(repo)], ["search", "open the database", str(repo), "--no-refresh"],
                  ["status", str(repo)]):
-        code, out, err = kenning(capsys, *args)
+        code, out, err = kenning_cli(capsys, *args)
         assert code == 4, (args, out, err)
         assert "is damaged" in err and what in err and "kenning index --full" in err, err
         assert "up to date" not in out
@@ -73,16 +61,16 @@ def _damaged_everywhere(capsys, repo: Path, what: str) -> None:
 def _repair(capsys, repo: Path, built, kept: int | None = None) -> None:
     from index_helpers import check_consistent
 
-    code, out, err = kenning(capsys, "index", str(repo), "--full")
+    code, out, err = kenning_cli(capsys, "index", str(repo), "--full")
     assert code == 0, err
     assert "The index was damaged" in out and "rebuilt" in out
     if kept is not None:
         assert f"keeping {kept} intact vectors" in out
     state = check_consistent(built)
     assert state["status"] == "complete"
-    code, out, _ = kenning(capsys, "search", "open the database", str(repo), "--json-output")
+    code, out, _ = kenning_cli(capsys, "search", "open the database", str(repo), "--json-output")
     assert code == 0 and json.loads(out)["results"][0]["path"] == "app/db.py"
-    code, out, _ = kenning(capsys, "doctor", "--json-output")
+    code, out, _ = kenning_cli(capsys, "doctor", "--json-output")
     assert [c for c in json.loads(out)["checks"] if c["check"] == "index integrity"][0]["ok"]
 
 
@@ -130,7 +118,7 @@ def test_shifted_rows_are_found_on_open(built, repo, capsys):
 
 
 def _doctor_index_check(capsys) -> dict:
-    code, out, _ = kenning(capsys, "doctor", "--json-output")
+    code, out, _ = kenning_cli(capsys, "doctor", "--json-output")
     checks = [c for c in json.loads(out)["checks"] if c["check"] == "index integrity"]
     assert len(checks) == 1
     return {**checks[0], "code": code}
@@ -188,9 +176,9 @@ def test_a_damaged_full_text_table_is_reported_and_repaired(built, repo, capsys,
                      ", '0', 'F') AS BLOB) WHERE id > 10")  # leaves of 0x46 bytes
     conn.close()
     _readers.drop(built.dir)
-    code, _, err = kenning(capsys, "search", "open the database", str(repo), "--no-refresh")
+    code, _, err = kenning_cli(capsys, "search", "open the database", str(repo), "--no-refresh")
     assert code == 4 and "is damaged" in err and "kenning index --full" in err
-    code, out, _ = kenning(capsys, "status", str(repo), "--json-output")
+    code, out, _ = kenning_cli(capsys, "status", str(repo), "--json-output")
     status = json.loads(out)
     assert not status["healthy"] and "kenning index --full" in " ".join(status["problems"])
     check = _doctor_index_check(capsys)
@@ -222,14 +210,14 @@ def test_a_full_disk_answers_search_from_the_snapshot_and_status_says_why(built,
     indexed = subprocess.run([sys.executable, "-m", "kenning", "index", str(repo), "--quiet"],
                              capture_output=True, text=True, timeout=300, preexec_fn=full)
     assert indexed.returncode == 4 and "Traceback" not in indexed.stderr  # as in the background
-    code, out, _ = kenning(capsys, "status", str(repo), "--json-output")
+    code, out, _ = kenning_cli(capsys, "status", str(repo), "--json-output")
     problems = " ".join(json.loads(out)["problems"])
     assert "failed: Cannot write" in problems and "disk space" in problems
-    code, out, _ = kenning(capsys, "search", "open the database", str(repo), "--no-refresh",
+    code, out, _ = kenning_cli(capsys, "search", "open the database", str(repo), "--no-refresh",
                            "--json-output")
     assert code == 0 and "failed (Cannot write" in " ".join(json.loads(out)["warnings"])
-    code, _, _ = kenning(capsys, "index", str(repo))  # space again: the next run clears it
-    code, out, _ = kenning(capsys, "status", str(repo), "--json-output")
+    code, _, _ = kenning_cli(capsys, "index", str(repo))  # space again: the next run clears it
+    code, out, _ = kenning_cli(capsys, "status", str(repo), "--json-output")
     assert code == 0 and json.loads(out)["healthy"]
 
 
@@ -237,16 +225,16 @@ def test_a_full_disk_answers_search_from_the_snapshot_and_status_says_why(built,
 def test_a_home_that_cannot_be_written_is_one_sentence(repo, capsys, monkeypatch, home):
     monkeypatch.setenv("KENNING_HOME", home)
     for args in (["index", str(repo)], ["search", "open the database", str(repo)]):
-        code, out, err = kenning(capsys, *args)
+        code, out, err = kenning_cli(capsys, *args)
         assert code == 4 and not out, (args, err)
         assert f"Cannot write to {home.split('/kenning')[0]}/kenning" in err
         assert "set KENNING_HOME to a folder you can write to" in err
         assert len(err.strip().splitlines()) <= 3  # one sentence and its hint
-    code, out, _ = kenning(capsys, "doctor", "--json-output")
+    code, out, _ = kenning_cli(capsys, "doctor", "--json-output")
     check = next(c for c in json.loads(out)["checks"] if c["check"] == "index writable")
     assert not check["ok"] and "KENNING_HOME" in check["fix"] and "Reinstall" not in check["fix"]
     monkeypatch.setenv("KENNING_CONFIG", f"{home}/config.toml")
-    code, _, err = kenning(capsys, "config", "set", "search.limit", "5")
+    code, _, err = kenning_cli(capsys, "config", "set", "search.limit", "5")
     assert code == 2 and f"Cannot write the config file {home}/config.toml" in err
     assert "KENNING_CONFIG" in err
 

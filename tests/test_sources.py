@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+from index_helpers import WALK_BACKENDS, needs_rust_walk
 from kenning import sources
 from kenning.records import SourceFile
 from kenning.sources import Changes, WalkStats, changes, detect_language, walk
@@ -17,19 +18,7 @@ MiB = 1 << 20
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _rust_walk_built() -> bool:
-    try:
-        from kenning import _core
-    except ImportError:
-        return False
-    return hasattr(_core, "walk")
-
-
-needs_rust = pytest.mark.skipif(not _rust_walk_built(), reason="Rust core not built")
-BACKENDS = ["python", pytest.param("rust", marks=needs_rust)]
-
-
-@pytest.fixture(autouse=True, params=BACKENDS)
+@pytest.fixture(autouse=True, params=WALK_BACKENDS)
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test of this module runs once per walk backend."""
     monkeypatch.setattr(sources, "BACKEND", request.param)
@@ -394,7 +383,7 @@ def rich_tree(root: Path) -> None:
     (root / "dangling.py").symlink_to(root / "nowhere.py")
 
 
-@needs_rust
+@needs_rust_walk
 def test_both_backends_agree_on_a_tree_with_many_rule_kinds(tmp_path: Path) -> None:
     rich_tree(tmp_path)
     found, stats = both_walks(tmp_path)
@@ -427,7 +416,7 @@ def both_changes(root: Path, known: bytes) -> Changes:
     return found[0]
 
 
-@needs_rust
+@needs_rust_walk
 def test_both_backends_agree_on_a_wide_and_deep_tree(tmp_path: Path) -> None:
     """Folders are read by several threads in the core: the order must not depend on them."""
     files: dict[str, str | bytes] = {}
@@ -445,7 +434,7 @@ def test_both_backends_agree_on_a_wide_and_deep_tree(tmp_path: Path) -> None:
         assert both_walks(tmp_path)[0] == found
 
 
-@needs_rust
+@needs_rust_walk
 def test_both_backends_agree_on_this_repository() -> None:
     found, _ = both_walks(REPO)
     assert "python/kenning/sources.py" in [row[0] for row in found]
