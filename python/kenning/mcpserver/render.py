@@ -86,7 +86,7 @@ def search_result(result: dict[str, Any], *, detail: str, max_tokens: int,
                 body = wrap(part, origin=_origin(hit), nonce=nonce)
                 entry.update(content=body, content_truncated=True)
                 text += (f"\n{body}\n({cut} more lines; code_get_chunk(\"{hit['id']}\") "
-                         "reads the whole chunk)")
+                         "reads the whole declaration)")
             else:  # keep the ranking: this and every later hit as a location only
                 snippets, downgraded = False, True
         elif detail == "snippets":
@@ -147,7 +147,7 @@ def chunk(result: dict[str, Any], *, max_tokens: int) -> Rendered:
     lines = [*header, body]
     if cut:
         notice = (f"Left out to stay within about {max_tokens:,} tokens: the last {cut} lines "
-                  "of this chunk; read the file for them.")
+                  "shown here; read the file for them.")
         structured["left_out"] = {"lines": cut, "notice": notice}
         lines.append(notice)
     return Rendered("\n".join(lines), structured)
