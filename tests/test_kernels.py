@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from kenning import kernels
-from kenning.kernels import Kernels
+from kenning.kernels import Kernels, _checks
 
 BACKENDS = kernels.available_backends()
 # BLAKE3("abc") from the reference test vectors, truncated to 16 bytes
@@ -165,6 +165,23 @@ def test_sorted_row_ids_in_a_strided_view_filter_like_their_mask(k: Kernels) -> 
     want = brute_topk(db[:2], db, 7, np.isin(np.arange(300), row_ids))
     np.testing.assert_array_equal(ids, want[0])
     np.testing.assert_array_equal(dists, want[1])
+
+
+def test_a_mask_whose_bytes_are_not_0_or_1_filters_like_a_clean_one(k: Kernels) -> None:
+    db = random_bits(np.random.default_rng(10), 40, 16)
+    raw = np.random.default_rng(11).choice(np.array([0, 1, 2, 255], np.uint8), 40)
+    ids, dists = k.hamming_topk(db[:3], db, 6, allowed=np.frombuffer(raw.tobytes(), dtype=bool))
+    want = brute_topk(db[:3], db, 6, raw != 0)
+    np.testing.assert_array_equal(ids, want[0])
+    np.testing.assert_array_equal(dists, want[1])
+
+
+def test_a_mask_handed_to_the_kernels_holds_only_0_and_1() -> None:
+    # Rust reads the mask as bool, whose only valid bytes are 0 and 1
+    db = random_bits(np.random.default_rng(12), 4, 8)
+    odd = np.frombuffer(bytes([0, 1, 2, 255]), dtype=bool)
+    *_, mask, ids = _checks.topk_args(db[:1], db, 2, odd)
+    assert mask is not None and ids is None and mask.view(np.uint8).tolist() == [0, 1, 1, 1]
 
 
 def test_a_mask_and_row_ids_together_are_refused(k: Kernels) -> None:

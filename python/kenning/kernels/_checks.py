@@ -77,7 +77,9 @@ def allowed_rows(allowed: Any, n: int) -> tuple[np.ndarray | None, np.ndarray | 
     if allowed.dtype == np.bool_:
         if allowed.shape[0] != n:
             raise ValueError(f"allowed mask has {allowed.shape[0]} entries but db has {n} rows")
-        return np.ascontiguousarray(allowed), None
+        # a bool array can hold bytes other than 0 and 1 (np.frombuffer); Rust reads each as a
+        # bool, which must be 0 or 1, so the mask handed on is made anew from its bytes
+        return allowed.view(np.uint8) != 0, None
     if not np.issubdtype(allowed.dtype, np.integer):
         raise TypeError(f"allowed must be a bool mask or integer row ids, got {allowed.dtype}")
     if allowed.size and (int(allowed.min()) < 0 or int(allowed.max()) >= n):
