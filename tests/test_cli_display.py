@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from index_helpers import kenning_cli as kenning
 from index_helpers import make_repo
-from test_cli_search import kenning
 
 FILES = {
     "[bold red]x.py": "def walrus_alarm():\n    return 'walrus'\n",

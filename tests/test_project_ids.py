@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from index_helpers import git, make_repo
+from index_helpers import kenning_cli as run
 from kenning import config
 from kenning.project import is_valid_id, project_id
-from test_cli_search import kenning as run
 
 
 @pytest.fixture

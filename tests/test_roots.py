@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from index_helpers import git, make_repo
+from index_helpers import kenning_cli as kenning
 from kenning import project
 from kenning.agents.templates import hook_command
-from test_cli_search import kenning
 
 
 def indices() -> list[Path]:
