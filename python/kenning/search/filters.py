@@ -131,7 +131,3 @@ class Filters:
             clauses.append("c.kind = ?")
             params.append(self.kind)
         return " AND ".join(clauses), params
-
-    @property
-    def active(self) -> bool:
-        return bool(self.path_filter or self.language or self.kind)
