@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from kenning.chunking import DOCS_LANGUAGES
+from kenning.search.query import QUALIFIER
 
 # category -> a path pattern
 _PATTERNS = {
@@ -45,7 +46,6 @@ _PATTERNS = {
 _VERSION_DIR = re.compile(r"(^|/)v(\d+)/")
 # Symbol components that mark test code inside a source file (`mod tests` and its members).
 _TEST_SCOPES = frozenset({"test", "tests"})
-_QUALIFIER = re.compile(r"\.|::")
 
 # The class a --kind filter selects: the first category of a chunk in this order, else "code".
 CLASSES = ("generated", "docs", "test", "completion", "example")
@@ -59,7 +59,7 @@ def categories(path: str, language: str | None = None,
     found = [name for name, pattern in _PATTERNS.items() if pattern.search(path)]
     if language in DOCS_LANGUAGES and "docs" not in found:
         found.append("docs")
-    if symbol and "test" not in found and _TEST_SCOPES.intersection(_QUALIFIER.split(symbol)):
+    if symbol and "test" not in found and _TEST_SCOPES.intersection(QUALIFIER.split(symbol)):
         found.append("test")
     return tuple(found)
 

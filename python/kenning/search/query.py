@@ -30,7 +30,9 @@ _IDENT = re.compile(
     r"|[a-z$][a-z0-9$]*[A-Z][\w$]*"  # camelCase
     r"|[A-Z][a-z0-9]+[A-Z][\w$]*"  # PascalCase with two humps
 )
-_QUALIFIER = re.compile(r"\.|::|#|->")
+# What separates the parts of a qualified name: `a.b`, `A::b`, `A#b`, `a->b`, `a/b`. (A query
+# word with a slash is taken for a path, so `_IDENT` leaves the slash out.)
+QUALIFIER = re.compile(r"\.|::|#|->|/")
 
 QUESTION_WORDS = ("how", "where", "what")
 
@@ -68,7 +70,7 @@ class Query:
         """Names to match against chunk symbols: each identifier and its last component."""
         names: list[str] = []
         for ident in self.identifiers:
-            for name in (ident, _QUALIFIER.split(ident)[-1]):
+            for name in (ident, QUALIFIER.split(ident)[-1]):
                 if name and name not in names:
                     names.append(name)
         return tuple(names)

@@ -26,7 +26,7 @@ from functools import lru_cache
 from kenning.search import symbols
 from kenning.search.classes import categories, superseded
 from kenning.search.fusion import K
-from kenning.search.query import Query
+from kenning.search.query import QUALIFIER, Query
 from kenning.search.units import Unit
 from kenning.tokens import split_identifier
 
@@ -122,7 +122,7 @@ def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int],
         elif grade >= symbols.CASELESS:  # `monad` for the query `Monad`: likely, not surely it
             score *= 1 + (DEFINITION_BOOST - 1) / 2
         else:
-            own = set(split_identifier(symbols.QUALIFIER.split(candidate.symbol)[-1]))
+            own = set(split_identifier(QUALIFIER.split(candidate.symbol)[-1]))
             if own:
                 score *= 1 + (NAME_MATCH_BOOST - 1) * len(own & asked.terms) / len(own)
     words = file_words(candidate.path)

@@ -8,16 +8,12 @@ prefix.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Sequence
 from functools import lru_cache
 
-from kenning.search.query import Query
+from kenning.search.query import QUALIFIER, Query
 from kenning.tokens import code_tokens
-
-# What separates the parts of a qualified name: `a.b`, `A::b`, `A#b`, `a->b`, `a/b`.
-QUALIFIER = re.compile(r"\.|::|#|->|/")
 
 EXACT, LAST_PART, CASELESS, CONTAINER, PREFIX = 4.0, 3.0, 2.0, 1.5, 1.0
 

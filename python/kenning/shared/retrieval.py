@@ -27,7 +27,7 @@ from kenning.errors import UsageError
 from kenning.search import symbols
 from kenning.search.filters import DOCS_LANGUAGES, Filters, normalize_path_filter
 from kenning.search.fusion import fuse
-from kenning.search.query import Query
+from kenning.search.query import QUALIFIER, Query
 from kenning.search.ranking import Candidate, rank
 from kenning.shared.engine import Engine, one_of, quote
 from kenning.store.ids import LEGACY_TOKEN, ChunkId
@@ -115,7 +115,7 @@ def symbol_rows(engine: Engine, query: Query, limit: int,
     """Rows whose symbol has a whole queried component, graded as locally, best first."""
     names = query.symbol_names
     tokens = list(dict.fromkeys(whole[0] for name in names
-                                for part in symbols.QUALIFIER.split(name)
+                                for part in QUALIFIER.split(name)
                                 if (whole := code_tokens(part))))
     if not tokens:
         return []
