@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kenning.chunking import CHUNKER_VERSION, chunk_file, is_docs_language
+from kenning.chunking import CHUNKER_VERSION, chunk_file
 from kenning.records import Chunk
 
 _PIECE = re.compile(r"\w{1,6}|[^\w\s]")
@@ -632,7 +632,6 @@ def test_markdown_sections_by_heading() -> None:
         ("section", "Usage", 14, 17),
     ]
     assert found[1].signature == "## Install"
-    assert is_docs_language("markdown") and not is_docs_language("python")
 
 
 def test_long_markdown_section_splits_and_keeps_its_heading() -> None:

@@ -15,20 +15,16 @@ from kenning.chunking.syntax import SyntaxChunker, error_fraction
 from kenning.chunking.text import markdown, windows
 from kenning.records import Chunk
 
-__all__ = ["CHUNKER_VERSION", "DOCS_LANGUAGES", "chunk_file", "is_docs_language"]
+__all__ = ["CHUNKER_VERSION", "DOCS_LANGUAGES", "chunk_file"]
 
 # Part of the index descriptor: bump whenever the chunks cut from the same bytes change.
 CHUNKER_VERSION = 2
 
+# The prose languages: search tells their chunks (kind "docs") from code.
 DOCS_LANGUAGES = frozenset({"markdown", "rst", "text", "asciidoc", "org"})
 
 # A file whose parse is this much ERROR is cut in line windows instead.
 MAX_ERROR_FRACTION = 0.2
-
-
-def is_docs_language(language: str | None) -> bool:
-    """Whether chunks of ``language`` are documentation (search separates docs from code)."""
-    return language in DOCS_LANGUAGES
 
 
 @cache

@@ -21,7 +21,7 @@ from kenning.errors import UsageError
 from kenning.search.classes import CLASSES
 from kenning.sources import LANGUAGES, detect_language
 
-__all__ = ["DOCS_LANGUAGES", "KINDS", "LANGUAGES", "Filters", "normalize_path_filter"]
+__all__ = ["KINDS", "LANGUAGES", "Filters", "normalize_path_filter"]
 
 # Kinds a chunk can have: the declarations of each grammar, a method (a function in a type),
 # the filler around declarations (block, module), Markdown sections and line windows.

@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 
 from kenning import kernels, safe_read
+from kenning.chunking import DOCS_LANGUAGES
 from kenning.errors import UsageError
 from kenning.search import symbols
-from kenning.search.filters import DOCS_LANGUAGES, Filters, normalize_path_filter
+from kenning.search.filters import Filters, normalize_path_filter
 from kenning.search.fusion import fuse
 from kenning.search.query import QUALIFIER, Query
 from kenning.search.ranking import Candidate, rank
