@@ -25,12 +25,12 @@ SCORED_ROWS = 2000
 
 
 # Inflections stripped from a query word so that "handled" also finds "handle" and "handler";
-# the stem is matched as a prefix only when enough of it is left to stay specific.
+# the stem is matched as an FTS prefix only when enough of it is left to stay specific.
 _SUFFIXES = ("ing", "ies", "ed", "es", "s")
 STEM_MIN = 6
 
 
-def _stem(term: str) -> str | None:
+def _prefix_stem(term: str) -> str | None:
     for suffix in _SUFFIXES:
         if term.endswith(suffix) and len(term) - len(suffix) >= STEM_MIN and term.isalpha():
             return term[: -len(suffix)]
@@ -40,7 +40,7 @@ def _stem(term: str) -> str | None:
 def _quoted(terms: list[str] | tuple[str, ...], stems: bool = True) -> list[str]:
     out: list[str] = []
     for t in terms:
-        stem = _stem(t) if stems else None
+        stem = _prefix_stem(t) if stems else None
         out.append(f'("{t}" OR "{stem}" *)' if stem else f'"{t}"')
     return out
 

@@ -46,6 +46,8 @@ FILE_NAME_VOTE = 0.5
 FILE_NAME_VOTE_IDENTIFIER = 1.5
 # File names that say nothing of their content: their folder's name says it instead.
 _GENERIC_STEMS = frozenset({"mod", "index", "init", "__init__", "main", "lib"})
+# Endings dropped before comparing whole words: `tokens` in a query and a file `token.py`, or the
+# other way round.
 _INFLECTIONS = ("ing", "es", "ed", "s")
 
 # the multiplier a chunk of each category (classes.py) gets unless the query asks for it
@@ -81,7 +83,7 @@ class _Asked:
 
     @classmethod
     def of(cls, query: Query) -> _Asked:
-        terms = frozenset(query.terms) | {_stem(t) for t in query.terms}
+        terms = frozenset(query.terms) | {_uninflected(t) for t in query.terms}
         vote = FILE_NAME_VOTE_IDENTIFIER if query.identifier_like else FILE_NAME_VOTE
         return cls(query, query.symbol_names, terms, vote)
 
@@ -127,7 +129,7 @@ def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int],
                 score *= 1 + (NAME_MATCH_BOOST - 1) * len(own & asked.terms) / len(own)
     words = file_words(candidate.path)
     if words:
-        said = sum(1 for w in words if w in asked.terms or _stem(w) in asked.terms)
+        said = sum(1 for w in words if w in asked.terms or _uninflected(w) in asked.terms)
         score += asked.file_vote * said / len(words) / (K + 1)
     for category in categories(candidate.path, candidate.language, candidate.symbol):
         if category not in asked.query.asks_for:
@@ -137,7 +139,8 @@ def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int],
     return score
 
 
-def _stem(word: str) -> str:
+def _uninflected(word: str) -> str:
+    """``word`` without an inflection, compared whole (not a prefix) with the query's words."""
     for suffix in _INFLECTIONS:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
