@@ -8,7 +8,7 @@ from kenning import config
 from kenning.embedding import document_text, local, make_embedder
 from kenning.embedding.ollama import default_url
 from kenning.embedding.profiles import output_dims, profile_for, truncate
-from kenning.embedding.remote import estimate_tokens
+from kenning.embedding.remote import cautious_token_count
 from kenning.errors import ConfigError
 
 
@@ -85,7 +85,7 @@ def test_token_estimate_over_counts_word_pieces(local_model: None) -> None:
     ]
     for text in samples:
         actual = len(local.tokenizer().encode(text, add_special_tokens=False).ids)
-        assert estimate_tokens(text) >= actual, text
+        assert cautious_token_count(text) >= actual, text
 
 
 def test_ollama_default_url_follows_ollama_host(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,7 +107,7 @@ def test_make_embedder_is_cheap_and_validates_the_backend() -> None:
     # No server is contacted until it is needed: the profile knows the dims.
     assert remote.descriptor() == {"backend": "ollama", "model": "nomic-embed-text",
                                    "dims": 768, "document_prefix": "search_document: "}
-    assert remote.max_tokens == 2048 - estimate_tokens("search_document: ") - 32
+    assert remote.max_tokens == 2048 - cautious_token_count("search_document: ") - 32
     remote.close()
     with pytest.raises(ConfigError, match="from 1 to 4096"):
         make_embedder(config.load({"embedder.backend": "ollama", "embedder.batch_size": "0"}))

@@ -25,7 +25,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from embed_server import EmbedServer
 from filelock import FileLock
 from kenning import config
-from kenning.mcpserver.budget import estimate_tokens
+from kenning.mcpserver.budget import context_tokens
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult
@@ -355,7 +355,7 @@ def test_oversized_result_is_capped(alpha: Client) -> None:
     result = alpha.ok("code_search", query="handle a request: validate the payload and store it",
                       limit=50)
     data = result.structured_content
-    assert estimate_tokens(result.content[0].text) <= 8000
+    assert context_tokens(result.content[0].text) <= 8000
     left = data["left_out"]
     full = [h for h in data["results"] if h["content"] is not None]
     assert full and left["as_locations"] + left["dropped"] > 0

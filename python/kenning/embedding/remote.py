@@ -39,7 +39,7 @@ _PIECES = re.compile(r"[A-Za-z]+|[0-9]+|\S")
 _MARGIN = 1.15
 
 
-def estimate_tokens(text: str) -> int:
+def cautious_token_count(text: str) -> int:
     count = 0
     for match in _PIECES.finditer(text):
         piece = match.group()
@@ -148,7 +148,7 @@ class RemoteEmbedder:
     @property
     def max_tokens(self) -> int:
         budget = min(self.profile.context_tokens, REMOTE_BUDGET_CAP)
-        return budget - estimate_tokens(self.profile.document_prefix) - HEADER_RESERVE_TOKENS
+        return budget - cautious_token_count(self.profile.document_prefix) - HEADER_RESERVE_TOKENS
 
     def descriptor(self) -> dict[str, object]:
         return self._described(self.dims)
@@ -158,7 +158,7 @@ class RemoteEmbedder:
                 "document_prefix": self.profile.document_prefix}
 
     def count_tokens(self, text: str) -> int:
-        return estimate_tokens(text)
+        return cautious_token_count(text)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         prefixed = [self.profile.document_prefix + t for t in texts]

@@ -12,7 +12,9 @@ import math
 CHARS_PER_TOKEN = 3
 
 
-def estimate_tokens(text: str) -> int:
+def context_tokens(text: str) -> int:
+    """What ``text`` costs of an agent's context (not an embedder's count: see
+    ``embedding.remote.cautious_token_count``)."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
@@ -30,10 +32,10 @@ class Budget:
     def fits(self, text: str, *, within: int | None = None) -> bool:
         """Whether ``text`` fits in what is left (of the first ``within`` tokens, if given)."""
         cap = self.limit if within is None else min(within, self.limit)
-        return self.used + estimate_tokens(text) <= cap
+        return self.used + context_tokens(text) <= cap
 
     def spend(self, text: str) -> None:
-        self.used += estimate_tokens(text)
+        self.used += context_tokens(text)
 
 
 def head_lines(text: str, tokens: int) -> tuple[str, int]:
