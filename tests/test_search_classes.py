@@ -124,7 +124,7 @@ def _inline_test(found: list[tuple[str, str | None]]) -> int:
 
 @pytest.mark.parametrize(("kind", "expected"), [
     ("test", {("src/lib.rs", "tests.expand_glob_matches_rust_files"), ("src/lib.rs", "tests")}),
-    ("docs", {("README.md", "finder"), ("godoc-current.txt", None)}),  # prose by language
+    ("docs", {("README.md", "finder"), ("doc/finder.1", None)}),  # the man page too
     ("generated", {("godoc-current.txt", None)}),
     ("completion", {("contrib/completion/_finder", None)}),
 ])
@@ -134,10 +134,12 @@ def test_kind_selects_a_class_inside_retrieval(in_finder: list[ProjectRef], kind
     assert found and found <= expected
 
 
-def test_kind_code_leaves_prose_out(in_finder: list[ProjectRef]) -> None:
+def test_kind_code_is_the_implementation_alone(in_finder: list[ProjectRef]) -> None:
     found = _paths(in_finder, "expand a glob pattern into matching file paths", kind="code")
     assert found[0] == ("src/lib.rs", "expand_glob")
-    assert "README.md" not in {path for path, _ in found}
+    # neither prose, nor the man page, the completion script, the API dump or the inline tests
+    assert all(path == "src/lib.rs" and not (symbol or "").startswith("tests")
+               for path, symbol in found)
 
 
 def test_an_unknown_kind_names_the_classes(in_finder: list[ProjectRef]) -> None:

@@ -21,7 +21,7 @@ import click
               "(relative to the project root).")
 @click.option("--lang", "language", help="Only this language (python, rust, markdown, ...; "
               "extensions such as py, rs, ts work too).")
-@click.option("--kind", help="code (not prose), docs (prose), test, example, generated, "
+@click.option("--kind", help="code (the implementation), docs, test, example, generated, "
               "completion, or a declaration kind (function, class, method, ...).")
 @click.option("-n", "--limit", type=click.IntRange(min=1), default=None,
               help="How many results (default: search.limit, 10; at most 200).")

@@ -116,14 +116,7 @@ class Filters:
         if self.language:
             clauses.append("c.language = ?")
             params.append(self.language)
-        marks = ",".join("?" * len(DOCS_LANGUAGES))
-        if self.kind == "code":  # by language, as the shared index filters too
-            clauses.append(f"(c.language IS NULL OR c.language NOT IN ({marks}))")
-            params += sorted(DOCS_LANGUAGES)
-        elif self.kind == "docs":
-            clauses.append(f"c.language IN ({marks})")
-            params += sorted(DOCS_LANGUAGES)
-        elif self.kind in CLASSES:
+        if self.kind in CLASSES or self.kind == "code":
             # needs classes.register on the connection
             clauses.append("kenning_class(c.path, c.language, c.symbol) = ?")
             params.append(self.kind)
