@@ -87,3 +87,20 @@ def test_a_question_over_no_candidates_or_zero_scores_ranks_nothing_wrong() -> N
     assert rank([], analyze("how does it work")) == []
     zeros = [_cand(1, "a.py", score=0.0), _cand(2, "b.py", score=0.0)]
     assert {c.id for c in rank(zeros, analyze("how does it work"))} == {1, 2}
+
+
+def test_a_candidate_that_reaches_the_page_after_merges_comes_whole() -> None:
+    from kenning.search.units import Unit
+
+    # twenty windows of one long declaration in a.py, then one window of a declaration in b.py
+    cands = [_cand(i, "a.py", "parse", score=1.0 - i / 100) for i in range(1, 21)]
+    cands.append(_cand(21, "b.py", "render", score=0.5))
+    spans = {"a.py": (100, 2099, 10, 209), "b.py": (0, 4000, 1, 400)}
+
+    def units_of(head: list[Candidate]) -> dict[int, Unit]:
+        return {c.id: Unit(spans[c.path], (c.start_byte, c.end_byte, c.start_line, c.end_line),
+                           "function", c.symbol) for c in head}
+
+    ranked = rank(cands, analyze("parse the input"), units_of=units_of, depth=3)
+    assert [(c.path, c.start_line, c.end_line) for c in ranked] == [
+        ("a.py", 10, 209), ("b.py", 1, 400)]  # one result per declaration, each whole

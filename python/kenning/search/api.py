@@ -201,7 +201,7 @@ def _search_snapshot(index: Index, ctx: _Context, where: str,
             cand.score = fused[cand.id]
         ranked_cands = rank(cands, ctx.query, later_parts(conn, cands, ctx.query),
                             lambda head: units(conn, head, (snap.token, snap.generation)),
-                            depth=2 * ctx.limit + 10)[: ctx.limit]
+                            depth=ctx.limit)[: ctx.limit]
         reader = SnippetReader(index.root, file_states(conn, {c.path for c in ranked_cands}),
                                int(ctx.settings["index.max_file_size"]))
         results = []

@@ -233,7 +233,8 @@ def rank(candidates: list[Candidate], query: Query, parts: AbstractSet[int] = fr
          depth: int = 30) -> list[Candidate]:
     """Candidates (fused scores) re-scored by the signals, best first; changes them in place.
     ``parts`` are the ids ``later_parts`` found among them; ``units_of`` gives the units of the
-    ``depth`` best (reading them costs a scan of their files, the rest hardly reach the page)."""
+    best, as many as the first ``depth`` results can come from (reading them costs a scan of
+    their files)."""
     asked = _Asked.of(query)
     if query.question:
         lift_files_with_evidence(candidates)
@@ -242,5 +243,42 @@ def rank(candidates: list[Candidate], query: Query, parts: AbstractSet[int] = fr
     for cand in candidates:
         cand.score = adjust(cand, asked, parts, old)
     candidates.sort(key=lambda c: (-c.score, c.path, c.start_line))
-    found = units_of(candidates[:depth]) if units_of is not None else {}
+    found = _units_of_head(candidates, units_of, depth) if units_of is not None else {}
     return saturate(merge_overlaps(merge_units(candidates, found)))
+
+
+def _units_of_head(candidates: list[Candidate],
+                   units_of: Callable[[list[Candidate]], dict[int, Unit]],
+                   depth: int) -> dict[int, Unit]:
+    """The units of the best candidates (sorted), read until no candidate left unread can reach
+    the first ``depth`` results: the windows of one declaration merge and further results of
+    one file yield (``saturate``), so a candidate far down the list can reach the page, and it
+    must come there whole too."""
+    found: dict[int, Unit] = {}
+    looked = 0
+    while looked < len(candidates):
+        batch = candidates[looked: looked + depth]
+        found.update(units_of(batch))
+        looked += len(batch)
+        if looked < len(candidates) and _settled(candidates[:looked], found, depth,
+                                                 candidates[looked].score):
+            break
+    return found
+
+
+def _settled(head: list[Candidate], found: dict[int, Unit], depth: int, rest: float) -> bool:
+    """Whether ``head``, merged by units and saturated, makes ``depth`` results that each score
+    at least ``rest``, the best score of the candidates after it."""
+    merged: set[tuple[str, int]] = set()
+    per_file: dict[str, int] = {}
+    scores: list[float] = []
+    for cand in head:
+        unit = found.get(cand.id)
+        key = (cand.path, unit.span[0] if unit is not None else -1 - cand.id)
+        if key in merged:
+            continue
+        merged.add(key)
+        n = per_file.get(cand.path, 0)
+        per_file[cand.path] = n + 1
+        scores.append(cand.score * SATURATION**n)
+    return len(scores) >= depth and sorted(scores, reverse=True)[depth - 1] >= rest
