@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from kenning import config, kernels
 from kenning.errors import SharedBusy, SharedIndexError
+from kenning.search import classes
 from kenning.search.filters import Filters
 from kenning.search.query import analyze
 from kenning.shared import Engine, publish, publishing, read_head, retrieval
@@ -54,8 +55,10 @@ def contract(shared: config.Settings, tmp_path: Path) -> Any:
         rows.append({"project": f"p{i % 3}", "path": f"{folder}/f{i % 7}.x", "language": language,
                      "kind": kind})
     db = sqlite3.connect(":memory:")
-    db.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, project, path, language, kind)")
-    db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?)",
+    classes.register(db)  # --kind code and docs select by class
+    db.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, project, path, language, kind, "
+               "symbol)")
+    db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, NULL)",
                    [(i, r["project"], r["path"], r["language"], r["kind"])
                     for i, r in enumerate(rows)])
     engine = Engine(shared, descriptor)
