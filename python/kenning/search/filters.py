@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kenning.chunking import DOCS_LANGUAGES
 from kenning.chunking.languages import KIND_KEYWORDS
 from kenning.chunking.languages import LANGUAGES as GRAMMARS
 from kenning.errors import UsageError
