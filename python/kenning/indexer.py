@@ -30,7 +30,7 @@ from typing import Any
 
 from kenning import indexing_state, kernels, project, safe_read, usage_log
 from kenning.config import Settings
-from kenning.embedding import document_text, make_embedder
+from kenning.embedding import Embedder, borrowed, document_text
 from kenning.embedding.profiles import HEADER_RESERVE_TOKENS
 from kenning.errors import EmbedderError, IndexBusy, IndexMissing, KenningError, UsageError
 from kenning.records import Chunk, SourceFile
@@ -86,8 +86,8 @@ class RefreshResult:
         return {**asdict(self), "nothing_changed": self.nothing_changed}
 
 
-def refresh(root: Path, settings: Settings, *, embedder: Any = None, full: bool = False,
-            wait: bool = False, embed: bool = True, graph: bool = True,
+def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
+            full: bool = False, wait: bool = False, embed: bool = True, graph: bool = True,
             progress: Progress | None = None) -> RefreshResult:
     """Update the index of the project at ``root``; ``busy=True`` if another process holds it.
 
@@ -101,9 +101,7 @@ def refresh(root: Path, settings: Settings, *, embedder: Any = None, full: bool 
     started = time.perf_counter()
     root = _existing_dir(root)
     with ExitStack() as stack:
-        if embedder is None:
-            embedder = make_embedder(settings)
-            stack.callback(embedder.close)
+        embedder = stack.enter_context(borrowed(settings, embedder))
         try:
             index = Index.open(root, settings, embedder=embedder)
             project.check_root(root, force=settings["index.force_root"], first_index=False)
@@ -176,14 +174,14 @@ def _cluster_digests(digests: dict[str, bytes]) -> dict[str, bytes]:
                     strict=True))
 
 
-def chunk_budget(embedder: Any, path: str) -> int:
+def chunk_budget(embedder: Embedder, path: str) -> int:
     """Tokens a chunk of ``path`` may have. ``max_tokens`` already leaves out the document
     prefix and a fixed reserve for the ``Filepath:`` header; a longer header takes the rest."""
     header = embedder.count_tokens(document_text(path, ""))
     return max(16, int(embedder.max_tokens) - max(0, header - HEADER_RESERVE_TOKENS))
 
 
-def chunk_source(embedder: Any, file: SourceFile, data: bytes) -> list[Chunk]:
+def chunk_source(embedder: Embedder, file: SourceFile, data: bytes) -> list[Chunk]:
     from kenning.chunking import chunk_file
 
     return chunk_file(file.path, data, file.language, max_tokens=chunk_budget(embedder, file.path),
@@ -191,7 +189,7 @@ def chunk_source(embedder: Any, file: SourceFile, data: bytes) -> list[Chunk]:
 
 
 class _Refresh:
-    def __init__(self, index: Index, writer: IndexWriter, settings: Settings, embedder: Any,
+    def __init__(self, index: Index, writer: IndexWriter, settings: Settings, embedder: Embedder,
                  result: RefreshResult, emit: Progress) -> None:
         self.index, self.writer, self.settings = index, writer, settings
         self.max_file_size = int(settings["index.max_file_size"])
@@ -432,7 +430,7 @@ def git_state(root: Path) -> tuple[str | None, str | None]:
     return None, branch  # a branch with no commits yet
 
 
-def dry_run(root: Path, settings: Settings, *, embedder: Any = None,
+def dry_run(root: Path, settings: Settings, *, embedder: Embedder | None = None,
             progress: Progress | None = None, top: int = 10) -> dict[str, Any]:
     """What an index would hold, without embedding or writing anything: files and chunks per
     language, and the largest files and folders (to fix ignore rules before spending time)."""
@@ -440,11 +438,8 @@ def dry_run(root: Path, settings: Settings, *, embedder: Any = None,
     root = _existing_dir(root)
     project.check_root(root, force=settings["index.force_root"], first_index=True)
     if embedder is None:
-        embedder = make_embedder(settings)
-        try:
-            return dry_run(root, settings, embedder=embedder, progress=progress, top=top)
-        finally:
-            embedder.close()
+        with borrowed(settings) as made:
+            return dry_run(root, settings, embedder=made, progress=progress, top=top)
     emit = progress or (lambda event: None)
     skipped = WalkStats(paths={})  # the Python walker names what it skips; Rust only counts
     limit = int(settings["index.max_file_size"])

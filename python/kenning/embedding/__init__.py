@@ -8,7 +8,8 @@ raises ``EmbedderUnavailable`` / ``ModelNotFound`` with a hint when the backend 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 import numpy as np
@@ -17,7 +18,7 @@ from kenning.config import Settings
 from kenning.embedding.profiles import Profile, output_dims, profile_for
 from kenning.errors import ConfigError, EmbedderError
 
-__all__ = ["Embedder", "WordsOnly", "dimensioned", "document_text", "make_embedder"]
+__all__ = ["Embedder", "WordsOnly", "borrowed", "dimensioned", "document_text", "make_embedder"]
 
 
 class Embedder(Protocol):
@@ -93,6 +94,20 @@ def make_embedder(settings: Settings) -> Embedder:
                       hint="Use local, ollama or openai.")
 
 
+@contextmanager
+def borrowed(settings: Settings, embedder: Embedder | None = None) -> Iterator[Embedder]:
+    """``embedder`` as given (its owner closes it), or one made from ``settings`` for the
+    duration of the block and closed after it."""
+    if embedder is not None:
+        yield embedder
+        return
+    made = make_embedder(settings)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
 class WordsOnly:
     """Stands in for a remote embedder that cannot tell its dims (never reached, and nothing
     remembered from an earlier answer), so that a search still answers from words and symbols.
@@ -122,7 +137,7 @@ class WordsOnly:
         raise self.error
 
 
-def dimensioned(embedder: Any) -> Any:
+def dimensioned(embedder: Embedder) -> Embedder:
     """``embedder``, or a ``WordsOnly`` stand-in when it cannot tell its dims: a project never
     indexed, with a server that is down or hung, then gets an index of words and symbols
     instead of no answer."""

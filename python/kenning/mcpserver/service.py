@@ -168,14 +168,14 @@ class Service:
         self._embedder_error = exc
         self._embedder_down_until = time.monotonic() + EMBEDDER_RETRY_AFTER
 
-    def _query_embedder(self) -> Any:
+    def _query_embedder(self) -> Embedder:
         """The embedder, or while it is known to be down a stand-in that fails at once, so a
         degraded search does not wait on connection retries each time."""
         if self._embedder_usable() or self._embedder_error is None:
             return self.embedder
         return _DownEmbedder(self.embedder, self._embedder_error)
 
-    def _index_problem(self, served: Served, embedder: Any) -> KenningError | None:
+    def _index_problem(self, served: Served, embedder: Embedder) -> KenningError | None:
         from kenning.store import Index
 
         assert served.ref is not None
@@ -185,7 +185,7 @@ class Service:
             return exc
         return None
 
-    def _freshen(self, served: Served, warnings: list[str], embedder: Any) -> None:
+    def _freshen(self, served: Served, warnings: list[str], embedder: Embedder) -> None:
         """Refresh ``served`` unless it was refreshed within the interval; never raises."""
         if not self.settings["search.refresh"]:
             return
@@ -224,7 +224,7 @@ class Service:
 
     def _refresh(self, served: Served, *, embed: bool, warnings: list[str],
                  full: bool = False, progress: Callable[[dict[str, Any]], None] | None = None,
-                 graph: bool = False, embedder: Any = None) -> dict[str, Any]:
+                 graph: bool = False, embedder: Embedder | None = None) -> dict[str, Any]:
         """One refresh of ``served``, its lock held. The indexer commits files and chunks before
         it embeds, so when the embedder fails the lexical tables are already fresh. Only
         background jobs sync the ANN graph (seconds at a million rows); until then searches

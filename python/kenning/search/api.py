@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kenning.config import Settings
-from kenning.embedding import WordsOnly, deadline, dimensioned
+from kenning.embedding import Embedder, WordsOnly, borrowed, deadline, dimensioned
 from kenning.errors import (
     EmbedderError,
     IndexDamaged,
@@ -55,7 +54,7 @@ class _Context:
     filters: Filters
     limit: int
     settings: Settings
-    embedder: Any
+    embedder: Embedder
     query_vector: np.ndarray | None
     floor: float | None  # the relevance floor of the query's model, if one was measured
     branches: frozenset[str]
@@ -267,24 +266,9 @@ def _start_vector_scan(index: Index, snap: Snapshot, query_vector: np.ndarray,
     return _scans.submit(dense.search, snap, query_vector, allowed=allowed, ann_dir=ann_dir)
 
 
-@contextmanager
-def _embedder(settings: Settings, given: Any) -> Iterator[Any]:
-    """The caller's embedder, or one made from settings and closed afterwards."""
-    if given is not None:
-        yield given
-        return
-    from kenning.embedding import make_embedder
-
-    made = make_embedder(settings)
-    try:
-        yield made
-    finally:
-        made.close()
-
-
 def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings: Settings,
            limit: int = 10, path_filter: str | None = None, language: str | None = None,
-           kind: str | None = None, refresh: bool = True, embedder: Any = None,
+           kind: str | None = None, refresh: bool = True, embedder: Embedder | None = None,
            branches: Collection[str] = BRANCHES,
            progress: Callable[[dict[str, Any]], None] | None = None,
            defer_vectors: Callable[[Path], None] | None = None,
@@ -314,7 +298,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
         filters = Filters(path_filter, language, kind)
         for ref in refs:  # refuse a bad filter before any work
             filters.bind(ref.root)
-        with _embedder(settings, embedder) as emb, deadline.within(settings["search.timeout"]):
+        with borrowed(settings, embedder) as emb, deadline.within(settings["search.timeout"]):
             emb = dimensioned(emb)
             ctx = _Context(parsed, filters, limit, settings, emb, None,
                            dense.relevance_floor(str(emb.model)), frozenset(branches), progress,
@@ -454,7 +438,7 @@ def _check_current(wanted: ChunkId, snap: Snapshot, created: int | None) -> None
 
 
 def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
-              settings: Settings, embedder: Any = None, scope: str = "declaration",
+              settings: Settings, embedder: Embedder | None = None, scope: str = "declaration",
               context_lines: int = 0) -> dict[str, Any]:
     """The code a search result's id names; StaleChunkId if the index moved past it.
 
@@ -472,7 +456,7 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
     refs = list(projects) if projects else resolve_projects(settings)
     for ref in refs:
         try:
-            with _embedder(settings, embedder) as emb:
+            with borrowed(settings, embedder) as emb:
                 index = Index.open(ref.root, settings, embedder=emb)
         except IndexMissing:
             continue

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kenning import kernels, safe_read
 from kenning.config import Settings
@@ -43,6 +43,9 @@ from kenning.shared.engine import (
     quote,
     row_key,
 )
+
+if TYPE_CHECKING:
+    from kenning.embedding import Embedder
 from kenning.store.writer import crash_point
 
 LEASE = 600.0  # seconds a claim holds without being renewed
@@ -260,19 +263,18 @@ def _batches(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
 # -- publish -----------------------------------------------------------------------------------
 
 
-def publish(root: Path, settings: Settings, *, dry_run: bool = False, embedder: Any = None,
+def publish(root: Path, settings: Settings, *, dry_run: bool = False,
+            embedder: Embedder | None = None,
             refresh: bool = True, progress: Progress | None = None) -> PublishResult:
     """Publish the committed snapshot of the project at ``root`` (refreshed first, unless
     ``refresh=False``). ``dry_run`` reports what would be sent and changes nothing."""
-    from kenning.embedding import make_embedder
+    from kenning.embedding import borrowed
     from kenning.indexer import refresh as refresh_index
     from kenning.store import Index
 
     started = time.perf_counter()
     configured_uri(settings)  # a missing or bad shared.uri is said before any indexing
-    own = embedder is None
-    emb = make_embedder(settings) if own else embedder
-    try:
+    with borrowed(settings, embedder) as emb:
         if refresh:
             done = refresh_index(root, settings, embedder=emb, wait=True, progress=progress)
             if done.vectors_missing:
@@ -280,9 +282,6 @@ def publish(root: Path, settings: Settings, *, dry_run: bool = False, embedder: 
                                   "so the snapshot cannot be published yet.",
                                   hint=f"Run `kenning index {root}` until it completes.")
         index = Index.open(root, settings, embedder=emb)
-    finally:
-        if own:
-            emb.close()
     with index.snapshot() as snap, Engine(settings, index.descriptor) as engine:
         if snap.generation == 0 or snap.status != "complete":
             raise IndexError_(f"The index of {index.root} is not complete, so it cannot be "
@@ -439,20 +438,16 @@ class _Plan:
     cluster_of: dict[str, str]  # path -> cluster, local or (removed files) published
 
 
-def remove(settings: Settings, project: str, *, embedder: Any = None) -> int:
+def remove(settings: Settings, project: str, *, embedder: Embedder | None = None) -> int:
     """Take ``project`` out of the shared index (the configured model's collection); returns
     how many chunk rows it had. The head row goes last, so an interrupted removal is still
     listed and the next removal finishes it; a publish under way makes it SharedBusy."""
-    from kenning.embedding import make_embedder
+    from kenning.embedding import borrowed
     from kenning.errors import UsageError
     from kenning.store import make_descriptor
 
-    emb = make_embedder(settings) if embedder is None else embedder
-    try:
+    with borrowed(settings, embedder) as emb:
         descriptor = make_descriptor(emb)
-    finally:
-        if embedder is None:
-            emb.close()
     with Engine(settings, descriptor) as engine:
         if not engine.exists() or read_head(engine, project) is None:
             raise UsageError(f"{project} is not in {engine.where} (for {descriptor['model']}).",

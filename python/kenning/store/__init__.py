@@ -114,13 +114,10 @@ class Index:
              create: bool = False) -> Index:
         """The index of ``root`` for the configured embedder; IndexMissing if absent."""
         if embedder is None:
-            from kenning.embedding import make_embedder
+            from kenning.embedding import borrowed
 
-            own = make_embedder(settings)
-            try:
-                return cls.open(root, settings, embedder=own, create=create)
-            finally:
-                own.close()
+            with borrowed(settings) as made:
+                return cls.open(root, settings, embedder=made, create=create)
         root = Path(root).resolve()
         descriptor = make_descriptor(embedder)
         pid = project_id_for(root, settings)
