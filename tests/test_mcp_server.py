@@ -261,8 +261,15 @@ def test_tools_are_listed_with_guidance(alpha: Client) -> None:
     assert tools["code_reindex"].annotations.read_only_hint is False
 
 
+def searches_logged(world: World) -> int:
+    log = world.home / "data" / "usage.jsonl"
+    return log.read_text().count('"event":"search"') if log.exists() else 0
+
+
 def test_search_returns_wrapped_snippets_in_the_cli_schema(alpha: Client, world: World) -> None:
+    logged = searches_logged(world)
     result = alpha.ok("code_search", query="sleep with exponential backoff between retries")
+    assert searches_logged(world) == logged + 1  # the server keeps `kenning stats`' log
     data = result.structured_content
     assert data["type"] == "search_result" and data["results"]
     top = data["results"][0]

@@ -4,6 +4,10 @@ One JSON object per line in ``$KENNING_HOME/usage.jsonl``; nothing leaves the ma
 never fails a command: a log that cannot be written is skipped. The log stays bounded: past
 ``MAX_BYTES`` its older half is dropped.
 
+The log belongs to the front ends: the CLI opens it for the run of a command and the MCP server
+for its life (``opened``), and only then do the searches and index runs below them write to it.
+A program that calls kenning's Python API writes nothing there.
+
 Tokens saved, per search, estimated low on purpose: the whole files of the top
 ``READ_FILES`` results (each file once), which an agent without kenning would have opened to
 find the same code, less everything the search returned; never below zero, and 4 bytes per
@@ -14,7 +18,10 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +38,28 @@ def log_path() -> Path:
     return kenning_home() / LOG_NAME
 
 
+_openers = 0  # front ends that have the log open in this process (the MCP server and its CLI)
+_openers_lock = threading.Lock()
+
+
+@contextmanager
+def opened() -> Iterator[None]:
+    """Record the events of this process (on every thread) while the block runs."""
+    global _openers
+    with _openers_lock:
+        _openers += 1
+    try:
+        yield
+    finally:
+        with _openers_lock:
+            _openers -= 1
+
+
 def record(event: str, **fields: Any) -> None:
-    """Append one event (``search``, ``index``, ``error``) with its fields."""
+    """Append one event (``search``, ``index``, ``error``) with its fields, if a front end has
+    the log open."""
+    if not _openers:
+        return
     entry = {"t": round(time.time(), 3), "event": event, **fields}
     try:
         path = log_path()

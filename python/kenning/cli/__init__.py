@@ -83,6 +83,10 @@ def cli() -> None:
     (`kenning search "how are retries handled"`). Nothing leaves this machine unless you
     point the embedder at a server elsewhere.
     """
+    from kenning import usage_log
+
+    # the searches, index runs and errors of this command go to `kenning stats`' log
+    click.get_current_context().with_resource(usage_log.opened())
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -16,6 +16,7 @@ def serve(settings: Settings, projects: Sequence[str] = ()) -> None:
     """Serve ``projects`` (ids or roots; else the config's, else the working directory's)."""
     import anyio
 
+    from kenning import usage_log
     from kenning.embedding import make_embedder
     from kenning.mcpserver.projects import Registry
     from kenning.mcpserver.server import build_server
@@ -26,7 +27,8 @@ def serve(settings: Settings, projects: Sequence[str] = ()) -> None:
     embedder = make_embedder(settings)
     service = Service(settings, registry, embedder)
     try:
-        anyio.run(serve_stdio, build_server(service))
+        with usage_log.opened():  # the server's searches and index runs, for `kenning stats`
+            anyio.run(serve_stdio, build_server(service))
     finally:
         if service.indexing():
             # The client has gone while a worker thread embeds: end now. Tearing the
