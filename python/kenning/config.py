@@ -303,8 +303,10 @@ class Settings:
         return self.origins[key]
 
 
-def load(overrides: Mapping[str, Any] | None = None, *, path: Path | None = None) -> Settings:
-    """Resolve every key: default < file < environment < ``overrides`` (flags; None = unset)."""
+def load(overrides: Mapping[str, Any] | None = None, *, path: Path | None = None,
+         overrides_from: str = "the command line") -> Settings:
+    """Resolve every key: default < file < environment < ``overrides`` (flags, or the Python
+    API's, as ``overrides_from`` says in errors; None = unset)."""
     path = path or config_path()
     tree = read_file(path)
     _check_names(tree, path)
@@ -325,7 +327,7 @@ def load(overrides: Mapping[str, Any] | None = None, *, path: Path | None = None
     for name, value in (overrides or {}).items():
         spec = _check_key(name)
         if value is not None:
-            values[name], origins[name] = _parse(spec, value, "the command line"), "flag"
+            values[name], origins[name] = _parse(spec, value, overrides_from), "flag"
     return Settings(values, origins, tuple(_projects(tree, path)))
 
 

@@ -7,9 +7,12 @@ import shutil
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from kenning.config import Settings
 
 
 def _dir_bytes(directory: Path) -> int:
@@ -34,11 +37,11 @@ def _changed_since(root: Path, conn: sqlite3.Connection, max_file_size: int) -> 
     return {"added": added, "changed": changed, "removed": len(set(indexed) - seen)}
 
 
-def project_status(root: Path) -> dict[str, Any]:
+def project_status(root: Path, settings: Settings | None = None) -> dict[str, Any]:
     from kenning import config, indexing_state
     from kenning.store import Index
 
-    settings = config.load()
+    settings = settings or config.load()
     index = Index.open(root, settings)
     indexer = indexing_state.read(index.dir)
     with index.snapshot() as snap:

@@ -1,0 +1,221 @@
+"""kenning's Python API: the functions and typed records that ``kenning/__init__.py`` exports.
+
+Each function takes plain paths and returns a frozen record whose ``to_dict()`` is the JSON the
+CLI prints with ``--json-output`` (README, "The search result JSON"). Settings come from
+``load_settings()`` (defaults < config file < ``KENNING_*`` variables < overrides) unless a
+``Settings`` is passed. This module imports nothing heavy: the model runtime, tree-sitter and
+the index load when a call needs them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, Union
+
+if TYPE_CHECKING:
+    from kenning.config import Settings
+    from kenning.indexer import RefreshResult
+
+PathLike = Union[str, "os.PathLike[str]"]
+Scope = Literal["declaration", "chunk"]
+_Record = TypeVar("_Record", bound="_Typed")
+
+
+class _Typed:
+    """``to_dict()`` in the documented key order (``type`` first), and ``from_dict()``, which
+    refuses a dict whose keys differ from the record's: the two shapes cannot drift apart."""
+
+    TYPE: ClassVar[str]  # the JSON's "type"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.TYPE, **asdict(self)}  # type: ignore[call-overload]
+
+    @classmethod
+    def _checked(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+        keys = set(data) - {"type"}
+        if data.get("type", cls.TYPE) != cls.TYPE or keys != set(names):
+            raise ValueError(f"not a {cls.TYPE} record: keys {sorted(keys)}")
+        return {name: data[name] for name in names}
+
+    @classmethod
+    def from_dict(cls: type[_Record], data: Mapping[str, Any]) -> _Record:
+        return cls(**cls._checked(data))
+
+
+@dataclass(frozen=True)
+class Hit(_Typed):
+    """One search result: a chunk (or the whole declaration it belongs to) of a project.
+
+    Lines are 1-based and inclusive, bytes half-open, ``path`` relative to the project root;
+    ``stale`` means the file changed after it was indexed; ``id`` is for ``get_chunk``."""
+
+    TYPE: ClassVar[str] = "hit"
+    id: str
+    project: str
+    path: str
+    start_line: int
+    end_line: int
+    start_byte: int
+    end_byte: int
+    kind: str
+    symbol: str | None
+    score: float
+    content: str
+    stale: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # a result in the JSON carries no "type"
+
+
+@dataclass(frozen=True)
+class SearchResult(_Typed):
+    """The ranked hits of one search, best first, and what the caller should know
+    (``warnings``: a refresh that failed, an embedder that is down, an index still being
+    built). ``revision`` is the git HEAD of the indexed snapshot (None across projects)."""
+
+    TYPE: ClassVar[str] = "search_result"
+    query: str
+    results: tuple[Hit, ...]
+    warnings: tuple[str, ...]
+    revision: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.TYPE, "query": self.query,
+                "results": [hit.to_dict() for hit in self.results],
+                "warnings": list(self.warnings), "revision": self.revision}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SearchResult:
+        checked = cls._checked(data)
+        return cls(checked["query"], tuple(Hit.from_dict(hit) for hit in checked["results"]),
+                   tuple(checked["warnings"]), checked["revision"])
+
+
+@dataclass(frozen=True)
+class Chunk(_Typed):
+    """The code a hit's id names: with ``scope="declaration"`` the whole declaration the chunk
+    is part of, with ``"chunk"`` the chunk alone, widened by ``context_lines``."""
+
+    TYPE: ClassVar[str] = "chunk"
+    id: str
+    project: str
+    path: str
+    start_line: int
+    end_line: int
+    start_byte: int
+    end_byte: int
+    language: str | None
+    kind: str
+    symbol: str | None
+    scope: str
+    content: str
+    stale: bool
+    revision: str | None
+
+
+@dataclass(frozen=True)
+class Status(_Typed):
+    """What the index of a project holds and whether it is healthy: counts, the snapshot
+    (``generation``, ``revision``, ``last_snapshot`` in seconds since the epoch), the files
+    changed since (``changed_since``: added, changed, removed), ``problems`` in words, and the
+    indexer running on it, if any (pid, progress)."""
+
+    TYPE: ClassVar[str] = "status"
+    project: str
+    root: str
+    index_dir: str
+    model: str
+    dims: int
+    files: int
+    chunks: int
+    vectors: int
+    generation: int
+    status: str
+    size_bytes: int
+    last_snapshot: float | None
+    revision: str | None
+    branch: str | None
+    changed_since: dict[str, int]
+    healthy: bool
+    problems: list[str]
+    indexer: dict[str, Any] | None
+    model_origin: str
+    config: str
+
+
+def load_settings(overrides: Mapping[str, Any] | None = None) -> Settings:
+    """Every setting resolved: defaults < the config file < ``KENNING_*`` environment variables
+    < ``overrides`` (``{"embedder.backend": "ollama"}``; a value of None leaves the key as it
+    is). A bad key or value raises ``ConfigError``, naming the key and the fix."""
+    from kenning import config
+
+    return config.load(overrides, overrides_from="the overrides passed to load_settings")
+
+
+def _roots(paths: PathLike | Sequence[PathLike], settings: Settings) -> list[Any]:
+    """Project refs of ``paths``: folders (lifted to their git work tree's root) or the ids of
+    configured projects."""
+    from kenning.errors import UsageError
+    from kenning.search import resolve_projects
+
+    given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    if not given:
+        raise UsageError("No path to search.", hint='Pass a project folder, such as ".".')
+    return resolve_projects(settings, [p if isinstance(p, str) else Path(p) for p in given])
+
+
+def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int = 10,
+           path_filter: str | None = None, language: str | None = None,
+           kind: str | None = None, refresh: bool = True,
+           settings: Settings | None = None) -> SearchResult:
+    """Search one project, or several at once (their hits merged by score).
+
+    ``path_filter`` keeps files under a path or matching a glob, relative to the project root;
+    ``language`` one language (``python``, or an extension such as ``py``); ``kind`` one class
+    (``code``, ``docs``, ``test``, ``example``, ``generated``, ``completion``) or declaration
+    kind (``function``, ``class``, ...). With ``refresh`` the index is brought up to date
+    first: one stat pass when nothing changed, and the whole first index (embedding included)
+    for a project never indexed."""
+    from kenning.search import search as run
+
+    settings = settings or load_settings()
+    found = run(query, _roots(paths, settings), settings=settings, limit=limit,
+                path_filter=path_filter, language=language, kind=kind, refresh=refresh)
+    return SearchResult.from_dict(found)
+
+
+def index(path: PathLike = ".", *, full: bool = False,
+          settings: Settings | None = None) -> RefreshResult:
+    """Build or bring up to date the index of the project at ``path`` (lifted to its git work
+    tree's root), waiting for another process that is indexing it. Only changed files are read
+    again and only unseen chunks embedded; ``full`` re-reads every file after checking the
+    whole index, and rebuilds what is damaged."""
+    from kenning import indexer, project
+
+    settings = settings or load_settings()
+    return indexer.refresh(project.find_root(path), settings, full=full, wait=True)
+
+
+def get_chunk(chunk_id: str, paths: PathLike | Sequence[PathLike] = ".", *,
+              scope: Scope = "declaration", context_lines: int = 0,
+              settings: Settings | None = None) -> Chunk:
+    """The code a hit's ``id`` names, read from the work tree; ``paths`` are the projects the
+    search covered. ``StaleChunkId`` when the index has moved past the id: search again."""
+    from kenning.search import get_chunk as read
+
+    settings = settings or load_settings()
+    return Chunk.from_dict(read(chunk_id, _roots(paths, settings), settings=settings,
+                                scope=scope, context_lines=context_lines))
+
+
+def status(path: PathLike = ".", *, settings: Settings | None = None) -> Status:
+    """What the index of the project at ``path`` holds and whether it is healthy;
+    ``IndexMissing`` if it has none for the configured model."""
+    from kenning import project
+    from kenning.cli.status_cmd import project_status
+
+    return Status.from_dict(project_status(project.find_root(path), settings or load_settings()))

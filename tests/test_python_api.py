@@ -1,0 +1,119 @@
+"""kenning's Python API: the example of docs/api.md run against a real repository with the
+embedded model, typed records that serialise to the CLI's JSON, a cheap import, and no usage
+log written by a program that calls it."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import kenning
+import pytest
+from click.testing import CliRunner
+from kenning import usage_log
+from kenning.cli import cli
+
+if TYPE_CHECKING:
+    from search_fixtures import Indexed
+
+pytest_plugins = ["search_fixtures"]  # the indexed fixture repositories
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "api.md"
+
+
+def cli_json(*args: str) -> dict:
+    done = CliRunner().invoke(cli, [*args, "--json-output"])
+    assert done.exit_code == 0, done.output
+    found: dict = json.loads(done.output)
+    return found
+
+
+def test_the_example_of_docs_api_runs_and_writes_no_usage_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from search_fixtures import REPO, write_repo
+
+    example = re.search(r"<!-- example -->\n```python\n(.*?)```", DOCS.read_text(), re.S)
+    assert example is not None
+    monkeypatch.chdir(write_repo(tmp_path / "repo", REPO))
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown):
+        exec(compile(example.group(1), str(DOCS), "exec"), {})  # noqa: S102 - our own docs
+    lines = shown.getvalue().splitlines()
+    assert re.fullmatch(r"7 files, \d+ chunks, \d+ vectors embedded", lines[0])
+    assert lines[1].startswith("src/http/retry.py:")  # the retry code ranks first
+    assert "def call_with_retries" in shown.getvalue() or "class RetryPolicy" in shown.getvalue()
+    assert re.search(r"^\d+ chunks, \d+ with vectors, healthy: True$", shown.getvalue(), re.M)
+    assert lines[-1] == '{"type": "search_result", "query": "how are failed requests '
+    assert not usage_log.log_path().exists()  # a library call keeps no log; the CLI does
+    cli_json("search", "retry", "--no-refresh")
+    assert [e["event"] for e in usage_log.read()] == ["search"]
+
+
+def test_records_serialise_to_the_json_of_the_cli(indexed: Indexed) -> None:
+    root = str(indexed.root)
+    found = kenning.search("evict the least recently used entries", root, refresh=False)
+    assert isinstance(found.results[0], kenning.Hit) and found.results[0].symbol == "LruCache"
+    assert found.to_dict() == cli_json("search", "evict the least recently used entries", root,
+                                       "--no-refresh")
+    assert kenning.SearchResult.from_dict(found.to_dict()) == found
+    chunk = kenning.get_chunk(found.results[0].id, root, scope="chunk")
+    assert chunk.to_dict()["type"] == "chunk" and "def evict" in chunk.content
+    status = kenning.status(root)
+    assert status.to_dict() == cli_json("status", root)
+    assert status.healthy and status.chunks == status.vectors > 0
+    with pytest.raises(ValueError, match="not a search_result record"):
+        kenning.SearchResult.from_dict({**found.to_dict(), "extra": 1})
+
+
+def test_paths_takes_one_project_or_several(indexed: Indexed) -> None:
+    both = kenning.search("area of a circle", [indexed.root, str(indexed.other)], refresh=False,
+                          limit=20)
+    assert {hit.project for hit in both.results} == {
+        kenning.search("x", indexed.root, refresh=False).results[0].project,
+        kenning.search("circle_area", indexed.other, refresh=False).results[0].project}
+    assert both.revision is None  # several projects
+
+
+def test_bad_input_raises_the_documented_errors(indexed: Indexed, tmp_path: Path) -> None:
+    with pytest.raises(kenning.UsageError, match="is not a directory, nor a configured"):
+        kenning.search("x", tmp_path / "nowhere")
+    with pytest.raises(kenning.UsageError, match="escapes the project root"):
+        kenning.search("x", indexed.root, path_filter="../elsewhere", refresh=False)
+    with pytest.raises(kenning.ConfigError, match="from the overrides passed to load_settings"):
+        kenning.load_settings({"search.limit": "many"})
+    with pytest.raises(kenning.IndexMissing):
+        kenning.status(tmp_path)
+    assert issubclass(kenning.StaleChunkId, kenning.UsageError)
+    assert issubclass(kenning.IndexMissing, kenning.KenningError)
+
+
+def test_settings_passed_to_a_call_are_used(indexed: Indexed) -> None:
+    settings = kenning.load_settings({"search.limit": "3"})
+    assert isinstance(settings, kenning.Settings) and settings["search.limit"] == 3
+    assert settings.origin("search.limit") == "flag"
+    found = kenning.search("request", indexed.root, limit=2, refresh=False, settings=settings)
+    assert len(found.results) == 2
+
+
+def test_import_kenning_loads_no_heavy_module() -> None:
+    probe = ("import sys, kenning; kenning.search; kenning.Settings; kenning.KenningError; "
+             "print(' '.join(sorted(sys.modules)))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            check=True).stdout.split()
+    heavy = [m for m in loaded if m.split(".")[0] in ("numpy", "onnxruntime", "tree_sitter",
+                                                       "tokenizers", "sqlite3", "httpx")]
+    assert heavy == []
+    assert "kenning.search" not in loaded and "kenning.store" not in loaded
+
+
+def test_the_internal_search_package_never_takes_the_name_of_the_function() -> None:
+    import kenning.search.api  # noqa: F401 - its import binds a package's submodule by default
+
+    assert callable(kenning.search) and kenning.search.__module__ == "kenning.library"
+    assert sorted(kenning.__all__) == kenning.__all__
