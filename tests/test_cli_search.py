@@ -110,7 +110,6 @@ def test_stats_counts_searches(indexed: Indexed, capsys: pytest.CaptureFixture[s
     code, out, _ = kenning_cli(capsys, "stats", "--json-output")
     info = json.loads(out)
     assert code == 0 and info["searches"] >= 1 and info["latency_ms_p50"] > 0
-    assert info["index_runs"] >= 1
     code, out, _ = kenning_cli(capsys, "stats")
     assert code == 0 and "searches" in out
 

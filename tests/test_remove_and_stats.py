@@ -87,6 +87,8 @@ def test_status_paths_says_where_everything_lives() -> None:
     assert report["config"]["path"] == str(config.config_path())
     assert report["indexes"]["path"] == str(kenning_home() / "indices")
     assert report["indexes"]["bytes"] > 0 and report["usage_log"]["exists"]
+    stats = json.loads(CliRunner().invoke(cli, ["stats", "--json-output"]).output)
+    assert stats["index_runs"] == 2  # `kenning index` of each
     text = CliRunner().invoke(cli, ["status", "--paths"]).output
     assert f"model cache  {kenning_home() / 'cache'}  (" in text
     assert f"config file  {config.config_path()}  (not created yet)" in text
