@@ -104,3 +104,19 @@ def test_a_candidate_that_reaches_the_page_after_merges_comes_whole() -> None:
     ranked = rank(cands, analyze("parse the input"), units_of=units_of, depth=3)
     assert [(c.path, c.start_line, c.end_line) for c in ranked] == [
         ("a.py", 10, 209), ("b.py", 1, 400)]  # one result per declaration, each whole
+
+
+def test_a_question_prefers_the_file_whose_declarations_it_names() -> None:
+    cands = [_cand(1, "src/util.rs", score=0.12), _cand(2, "src/tree.rs", score=0.10)]
+    declared = {"src/util.rs": frozenset({"format", "url"}),
+                "src/tree.rs": frozenset({"node", "find", "route", "param", "wildcard"})}
+
+    def declared_of(paths: list[str]) -> dict[str, frozenset[str]]:
+        return {p: declared[p] for p in paths}
+
+    question = analyze("how are route params and wildcards matched")
+    assert rank(cands, question, declared_of=declared_of)[0].path == "src/tree.rs"
+    # a description of one function is left to its best chunk
+    cands = [_cand(1, "src/util.rs", score=0.12), _cand(2, "src/tree.rs", score=0.10)]
+    described = analyze("match route params and wildcards")
+    assert rank(cands, described, declared_of=declared_of)[0].path == "src/util.rs"

@@ -118,6 +118,16 @@ def test_a_declaration_cut_into_chunks_is_one_whole_result(
     assert counted + len(shown) == lines[1] - lines[0] + 1  # the markers say what is left out
 
 
+def test_the_words_a_file_declares(in_decls: list[ProjectRef]) -> None:
+    from kenning.search.units import declared_words
+    from kenning.store import Index
+
+    with Index.open(in_decls[0].root, config.load()).snapshot() as snap:
+        found = declared_words(snap.conn, ["sensor.py", "table.rs", "gone.py"])
+    assert found == {"sensor.py": {"calibrate", "sensor", "unrelated", "helper"},
+                     "table.rs": {"find", "slot"}}
+
+
 def test_the_snippet_is_the_window_that_matched(in_decls: list[ProjectRef]) -> None:
     hit = _search(in_decls, "convert fahrenheit to celsius")["results"][0]
     assert "fahrenheit to celsius" in hit["content"]

@@ -30,7 +30,7 @@ from kenning.search.projects import ProjectRef, resolve_projects
 from kenning.search.query import Query, analyze
 from kenning.search.ranking import Candidate, later_parts, rank
 from kenning.search.snippets import SnippetReader, file_states
-from kenning.search.units import units
+from kenning.search.units import declared_words, units
 from kenning.store.ids import ChunkId
 
 if TYPE_CHECKING:
@@ -200,7 +200,9 @@ def _search_snapshot(index: Index, ctx: _Context, where: str,
             cand.score = fused[cand.id]
         ranked_cands = rank(cands, ctx.query, later_parts(conn, cands, ctx.query),
                             lambda head: units(conn, head, (snap.token, snap.generation)),
-                            depth=ctx.limit)[: ctx.limit]
+                            depth=ctx.limit,
+                            declared_of=lambda paths: declared_words(
+                                conn, paths, (snap.token, snap.generation)))[: ctx.limit]
         reader = SnippetReader(index.root, file_states(conn, {c.path for c in ranked_cands}),
                                int(ctx.settings["index.max_file_size"]))
         results = []

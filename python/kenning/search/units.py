@@ -22,6 +22,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from kenning.search.query import QUALIFIER
+from kenning.tokens import split_identifier
+
 SHORT_LINES = 3  # a piece this short that declares nothing is no result of its own
 SIBLING_LINES = 12  # a short declaration shows short siblings around it up to this many lines
 
@@ -57,6 +60,18 @@ def units(conn: sqlite3.Connection, chunks: Iterable[Located],
             for row in run:
                 if row[0] in wanted and (unit := _unit(runs, i, row)) is not None:
                     found[row[0]] = unit
+    return found
+
+
+def declared_words(conn: sqlite3.Connection, paths: Iterable[str],
+                   snapshot: tuple[str, int] | None = None) -> dict[str, frozenset[str]]:
+    """Path -> the words of the names its declarations have (``Router.merge_nested``: router,
+    merge, nested)."""
+    found: dict[str, frozenset[str]] = {}
+    for path, runs in _runs(conn, sorted(set(paths)), snapshot).items():
+        names = {run[0][6] for run in runs if run[0][6]}
+        found[path] = frozenset(word for name in names for part in QUALIFIER.split(name)
+                                for word in split_identifier(part) if len(word) > 1)
     return found
 
 
