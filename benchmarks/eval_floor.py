@@ -64,10 +64,10 @@ def main() -> None:
                 vector = embedder.embed_query(q["query"])
                 hits = dense.search(snap, vector)
                 genuine_top.append(hits[0][1] if hits else 0.0)
-                ids = [r[0] for r in snap.conn.execute(
+                ids = [r[0] for r in snap._conn.execute(
                     "SELECT id FROM chunks WHERE path = ? AND NOT (end_line < ? OR start_line > ?)",
                     (q["path"], q["start_line"], q["end_line"]))]
-                scores = dense.cosines(snap.conn, snap, vector, ids)
+                scores = dense.cosines(snap, vector, ids)
                 if scores:
                     genuine_target.append(max(scores.values()))
 

@@ -67,7 +67,7 @@ def run(root: Path, order: Callable[..., list[Any]], share: float) -> dict[str, 
     embedder.embed_documents(["warm up"])  # the model loads outside the timing
     indexer.refresh(root, settings, embedder=embedder, embed=False)
     with Index.open(root, settings, embedder=embedder).snapshot() as snap:
-        rows = snap.conn.execute("SELECT content_hash, path, language FROM chunks").fetchall()
+        rows = snap._conn.execute("SELECT content_hash, path, language FROM chunks").fetchall()
     implementation = {h for h, path, language in rows if not categories(path, language)}
     todo: list[bytes] = []
 

@@ -69,9 +69,9 @@ def _source_rows(source: Path, settings: Any, embedder: Any) -> tuple[list[Any],
 
     refresh(source, settings, embedder=embedder, wait=True)
     with Index.open(source, settings, embedder=embedder).snapshot() as snap:
-        files = [FileRow(*r) for r in snap.conn.execute(
+        files = [FileRow(*r) for r in snap._conn.execute(
             "SELECT path, size, mtime_ns, digest, cluster, language FROM files")]
-        rows = snap.conn.execute(
+        rows = snap._conn.execute(
             "SELECT c.path, c.start_byte, c.end_byte, c.start_line, c.end_line, c.language, "
             "c.kind, c.symbol, c.signature, v.vector_id FROM chunks c JOIN vectors v "
             "ON v.content_hash = c.content_hash").fetchall()

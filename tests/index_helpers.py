@@ -128,7 +128,7 @@ class CountingEmbedder:
 def check_consistent(index: Index) -> dict[str, Any]:
     """Assert what a reader may rely on in the latest snapshot; returns its counts."""
     with index.snapshot() as snap:
-        c = snap.conn
+        c = snap._conn
         files = {r[0] for r in c.execute("SELECT path FROM files")}
         chunk_ids = {r[0] for r in c.execute("SELECT id FROM chunks")}
         orphans = c.execute("SELECT count(*) FROM chunks WHERE path NOT IN "

@@ -69,8 +69,8 @@ def index(root: Path) -> indexer.RefreshResult:
 def indexed_text(root: Path) -> str:
     """Every file path and full-text entry the index of ``root`` holds, as one string."""
     with Index.open(root, config.load()).snapshot() as snap:
-        rows = [*snap.conn.execute("SELECT path FROM files"),
-                *snap.conn.execute("SELECT body, symbol, path FROM chunks_fts")]
+        rows = [*snap._conn.execute("SELECT path FROM files"),
+                *snap._conn.execute("SELECT body, symbol, path FROM chunks_fts")]
     return "\n".join(str(field) for row in rows for field in row).lower()
 
 

@@ -31,14 +31,14 @@ def test_first_index_commits_every_chunk_with_a_vector(repo, settings, model):
         assert snap.revision == git(repo, "rev-parse", "HEAD")
         assert snap.branch == "main"
         # the lexical table holds code-aware tokens of text, symbol and path
-        hit = snap.conn.execute("SELECT c.path FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
+        hit = snap._conn.execute("SELECT c.path FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
                                 "WHERE chunks_fts MATCH 'backoff'").fetchall()
         assert hit == [("app/server.py",)]
-        split = snap.conn.execute("SELECT c.symbol FROM chunks_fts f JOIN chunks c ON "
+        split = snap._conn.execute("SELECT c.symbol FROM chunks_fts f JOIN chunks c ON "
                                   "c.id = f.rowid WHERE chunks_fts MATCH "
                                   "'symbol: parse AND symbol: header'").fetchall()
         assert split == [("parseHeader",)]
-        by_path = snap.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH "
+        by_path = snap._conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH "
                                     "'path: guide'").fetchone()[0]
         assert by_path >= 1
 
@@ -47,7 +47,7 @@ def test_vectors_belong_to_their_chunks(repo, settings, model):
     refresh(repo, settings, embedder=model)
     index = Index.open(repo, settings, embedder=model)
     with index.snapshot() as snap:
-        rows = snap.conn.execute("SELECT c.path, c.start_byte, c.end_byte, v.vector_id "
+        rows = snap._conn.execute("SELECT c.path, c.start_byte, c.end_byte, v.vector_id "
                                  "FROM chunks c JOIN vectors v USING (content_hash)").fetchall()
         texts = [document_text(p, (repo / p).read_bytes()[s:e].decode()) for p, s, e, _ in rows]
         expected = model.embed_documents(texts)
@@ -75,14 +75,14 @@ def test_touched_file_is_rehashed_once_and_not_rechunked(repo, settings, model):
     index = Index.open(repo, settings, embedder=model)
     query = "SELECT id FROM chunks WHERE path = 'app/db.py'"
     with index.snapshot() as snap:
-        ids = snap.conn.execute(query).fetchall()
+        ids = snap._conn.execute(query).fetchall()
     target = repo / "app" / "db.py"
     os.utime(target, ns=(time.time_ns(), time.time_ns() + 10**9))
     emb = CountingEmbedder(model)
     result = refresh(repo, settings, embedder=emb)
     assert result.nothing_changed and emb.texts == [] and result.generation == 1
     with index.snapshot() as snap:
-        assert snap.conn.execute(query).fetchall() == ids  # not re-chunked
+        assert snap._conn.execute(query).fetchall() == ids  # not re-chunked
     assert refresh(repo, settings, embedder=emb).timings.get("hash") is None  # stat data stored
 
 
@@ -90,7 +90,7 @@ def test_edit_reembeds_only_new_chunk_texts(repo, settings, model):
     refresh(repo, settings, embedder=model)
     index = Index.open(repo, settings, embedder=model)
     with index.snapshot() as snap:
-        old_ids = {r[0] for r in snap.conn.execute("SELECT id FROM chunks WHERE path != ?",
+        old_ids = {r[0] for r in snap._conn.execute("SELECT id FROM chunks WHERE path != ?",
                                                    ("app/db.py",))}
     path = repo / "app" / "db.py"
     path.write_text(path.read_text() + "\n\ndef vacuum(conn):\n    conn.execute('VACUUM')\n")
@@ -103,10 +103,10 @@ def test_edit_reembeds_only_new_chunk_texts(repo, settings, model):
     state = check_consistent(index)
     assert state["status"] == "complete"
     with index.snapshot() as snap:
-        kept = {r[0] for r in snap.conn.execute("SELECT id FROM chunks WHERE path != ?",
+        kept = {r[0] for r in snap._conn.execute("SELECT id FROM chunks WHERE path != ?",
                                                 ("app/db.py",))}
         assert kept == old_ids  # other files' chunks keep their ids
-        assert snap.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH "
+        assert snap._conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH "
                                  "'vacuum'").fetchone()[0] == 1
 
 
@@ -121,9 +121,9 @@ def test_add_and_delete(repo, settings, model):
     index = Index.open(repo, settings, embedder=model)
     check_consistent(index)
     with index.snapshot() as snap:
-        paths = {r[0] for r in snap.conn.execute("SELECT DISTINCT path FROM chunks")}
+        paths = {r[0] for r in snap._conn.execute("SELECT DISTINCT path FROM chunks")}
         assert "lib/util.js" not in paths and "app/cache.py" in paths
-        clusters = {r[0] for r in snap.conn.execute("SELECT cluster FROM clusters")}
+        clusters = {r[0] for r in snap._conn.execute("SELECT cluster FROM clusters")}
         assert clusters == {"", "app", "docs"}  # the emptied directory's cluster is gone
 
 

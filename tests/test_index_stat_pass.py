@@ -16,14 +16,14 @@ pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo
 
 def indexed_paths(index: Index) -> set[str]:
     with index.snapshot() as snap:
-        return {r[0] for r in snap.conn.execute("SELECT DISTINCT path FROM chunks")}
+        return {r[0] for r in snap._conn.execute("SELECT DISTINCT path FROM chunks")}
 
 
 def stored_stats(index: Index) -> tuple[bytes | None, dict[str, tuple[int, int]]]:
     """The stat blob (None when dropped) and the files table's own (size, mtime_ns)."""
     with index.snapshot() as snap:
-        blob = db.read_file_stats(snap.conn)
-        table = {p: (s, m) for p, s, m in snap.conn.execute(
+        blob = db.read_file_stats(snap._conn)
+        table = {p: (s, m) for p, s, m in snap._conn.execute(
             "SELECT path, size, mtime_ns FROM files")}
     return blob, table
 
@@ -144,7 +144,7 @@ def test_a_name_that_is_not_utf8_does_not_stop_a_refresh(repo, settings, model):
 
 def cluster_digests(index: Index) -> dict[str, bytes]:
     with index.snapshot() as snap:
-        return dict(snap.conn.execute("SELECT cluster, digest FROM clusters").fetchall())
+        return dict(snap._conn.execute("SELECT cluster, digest FROM clusters").fetchall())
 
 
 def test_an_edit_redigests_only_its_own_cluster(repo, settings, model):
@@ -180,7 +180,7 @@ def test_the_stat_blobs_follow_clusters_that_come_and_go(repo, settings, model):
     digests = cluster_digests(index)
     assert "lib" not in digests and "new/deep" in digests
     with index.snapshot() as snap:
-        shards = {r[0] for r in snap.conn.execute(
+        shards = {r[0] for r in snap._conn.execute(
             "SELECT key FROM meta WHERE key LIKE 'file_stats:%'")}
     assert shards == {db.FILE_STATS_SHARD + c for c in digests}
     assert refresh(repo, settings, embedder=model).nothing_changed

@@ -221,11 +221,11 @@ def test_a_split_class_is_found_at_its_declaration(indexed: Indexed, tmp_path: P
     assert "public class NodeTable" in top["content"]
     index = Index.open(root, config.load())
     with index.snapshot() as snap:
-        cands = [Candidate(*row, 0.1) for row in snap.conn.execute(
+        cands = [Candidate(*row, 0.1) for row in snap._conn.execute(
             "SELECT id, path, start_line, end_line, start_byte, end_byte, language, kind, "
             "symbol FROM chunks WHERE symbol LIKE 'NodeTable%' ORDER BY start_byte")]
-        parts = later_parts(snap.conn, cands, analyze("NodeTable.lookup0"))
-        banners = later_parts(snap.conn, cands, analyze("NodeTable"))
+        parts = later_parts(snap, cands, analyze("NodeTable.lookup0"))
+        banners = later_parts(snap, cands, analyze("NodeTable"))
     overloads = [c.id for c in cands if c.symbol == "NodeTable.lookup0"]
     assert len(overloads) == 2 and not parts & set(overloads)  # each declares itself
     named = [c.id for c in cands if c.symbol == "NodeTable"]

@@ -6,7 +6,6 @@ the budget lowered so that a handful of rows count as "common".
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,15 +48,15 @@ def snap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Snapshot]:
 
 
 def _symbols(snap: Snapshot, query: str) -> list[str]:
-    hits = lexical.search(snap.conn, analyze(query), limit=20)
-    names = dict(snap.conn.execute("SELECT id, symbol FROM chunks"))
+    hits = lexical.search(snap, analyze(query), limit=20)
+    names = dict(snap._conn.execute("SELECT id, symbol FROM chunks"))
     return [names[cid] for cid, _ in hits]
 
 
 def test_within_the_budget_every_term_matches(snap: Snapshot,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lexical, "SCORED_ROWS", 1000)
-    assert lexical.expression(snap.conn, analyze("sprocket widget")) == '"sprocket" OR "widget"'
+    assert lexical.expression(snap, analyze("sprocket widget")) == '"sprocket" OR "widget"'
     assert len(_symbols(snap, "sprocket widget")) == 13
 
 
@@ -68,22 +67,22 @@ def test_rows_of_the_rare_term_only_are_scored(snap: Snapshot) -> None:
 
 def test_other_terms_within_the_budget_still_score_the_rare_terms_rows(snap: Snapshot) -> None:
     query = analyze("sprocket bolt")
-    assert lexical.expression(snap.conn, query) == '("sprocket") AND ("sprocket" OR "bolt")'
+    assert lexical.expression(snap, query) == '("sprocket") AND ("sprocket" OR "bolt")'
     found = _symbols(snap, "sprocket bolt")
     assert found[0] == "part_2" and sorted(found) == ["part_0", "part_1", "part_2"]
     # a common term is left out of the scores altogether
-    assert lexical.expression(snap.conn, analyze("sprocket gasket")) == '"sprocket"'
+    assert lexical.expression(snap, analyze("sprocket gasket")) == '"sprocket"'
 
 
 def test_common_terms_only_match_rows_that_have_them_all(snap: Snapshot) -> None:
-    assert lexical.expression(snap.conn, analyze("gasket flange")) == '"gasket" AND "flange"'
+    assert lexical.expression(snap, analyze("gasket flange")) == '"gasket" AND "flange"'
     assert sorted(_symbols(snap, "gasket flange")) == ["part_5", "part_6", "part_7"]
 
 
 def test_common_terms_no_row_has_together_match_nothing(
         snap: Snapshot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lexical, "SCORED_ROWS", 2)  # sprocket (3 rows) is common now too
-    assert lexical.expression(snap.conn, analyze("sprocket flange")) is None
+    assert lexical.expression(snap, analyze("sprocket flange")) is None
     assert _symbols(snap, "sprocket flange") == []
 
 
@@ -94,26 +93,26 @@ def test_a_common_word_narrows_to_the_chunks_it_names(snap: Snapshot) -> None:
 def test_a_word_naming_more_chunks_than_the_budget_leaves_the_query_to_the_others(
         snap: Snapshot) -> None:
     # `part` is in every part_<i>'s name and path: 12 rows, over the budget of 5 every way
-    assert lexical.expression(snap.conn, analyze("part")) is None
+    assert lexical.expression(snap, analyze("part")) is None
     assert _symbols(snap, "part") == []
 
 
 def test_common_words_that_too_many_rows_have_together_match_nothing(snap: Snapshot) -> None:
     # widget (13 rows) and gasket (8) are both common, and 8 rows have both
-    assert lexical.expression(snap.conn, analyze("widget gasket")) is None
+    assert lexical.expression(snap, analyze("widget gasket")) is None
 
 
 def test_a_word_common_whole_is_not_counted_again_with_its_stem(
         snap: Snapshot, monkeypatch: pytest.MonkeyPatch) -> None:
     counted: list[str] = []
-    count = lexical._count
+    count = snap.fts_count
 
-    def recording(conn: sqlite3.Connection, match: str, cap: int) -> int:
+    def recording(match: str, cap: int) -> int:
         counted.append(match)
-        return count(conn, match, cap)
+        return count(match, cap)
 
-    monkeypatch.setattr(lexical, "_count", recording)
+    monkeypatch.setattr(snap, "fts_count", recording)
     stemmed = '("fasteners" OR "fastener" *)'
-    assert lexical.expression(snap.conn, analyze("fasteners")) == f"{{symbol path}} : {stemmed}"
+    assert lexical.expression(snap, analyze("fasteners")) == f"{{symbol path}} : {stemmed}"
     assert stemmed not in counted  # 6 rows have the whole word: over the budget of 5 already
     assert _symbols(snap, "fasteners") == ["fastener_kind"]

@@ -42,14 +42,14 @@ def test_a_connection_serves_later_snapshots_at_the_latest_generation(root: Path
     settings = config.load()
     index = Index.open(root, settings)
     with index.snapshot() as first:
-        conn, generation = first.conn, first.generation
-        assert first.conn.in_transaction and _count(first.conn) == 1
+        conn, generation = first._conn, first.generation
+        assert first._conn.in_transaction and _count(first._conn) == 1
     assert not conn.in_transaction  # the read transaction ended with the snapshot
     (root / "b.py").write_text("def beta():\n    return 2\n")
     refresh(root, settings, embed=False)
     with index.snapshot() as again:
-        assert again.conn is conn
-        assert again.generation == generation + 1 and _count(again.conn) == 2
+        assert again._conn is conn
+        assert again.generation == generation + 1 and _count(again._conn) == 2
 
 
 def test_an_open_snapshot_keeps_its_connection_and_generation(root: Path) -> None:
@@ -59,9 +59,9 @@ def test_an_open_snapshot_keeps_its_connection_and_generation(root: Path) -> Non
         (root / "b.py").write_text("def beta():\n    return 2\n")
         refresh(root, settings, embed=False)
         with index.snapshot() as new:
-            assert new.conn is not old.conn
-            assert new.generation == old.generation + 1 and _count(new.conn) == 2
-        assert _count(old.conn) == 1  # still its own generation, without beta
+            assert new._conn is not old._conn
+            assert new.generation == old.generation + 1 and _count(new._conn) == 2
+        assert _count(old._conn) == 1  # still its own generation, without beta
 
 
 def test_a_snapshot_closed_twice_lends_its_connection_once(root: Path) -> None:
@@ -70,21 +70,21 @@ def test_a_snapshot_closed_twice_lends_its_connection_once(root: Path) -> None:
     snap.close()
     snap.close()
     with index.snapshot() as one, index.snapshot() as two:
-        assert one.conn is not two.conn
+        assert one._conn is not two._conn
 
 
 def test_a_connection_closed_by_its_user_is_not_kept(root: Path) -> None:
     index = Index.open(root, config.load())
     with index.snapshot() as snap:
-        snap.conn.close()
+        snap._conn.close()
     with index.snapshot() as snap:
-        assert _count(snap.conn) == 1
+        assert _count(snap._conn) == 1
 
 
 def test_idle_connections_are_bounded(root: Path) -> None:
     index = Index.open(root, config.load())
     snaps = [index.snapshot() for _ in range(5)]
-    conns = [s.conn for s in snaps]
+    conns = [s._conn for s in snaps]
     for snap in snaps:
         snap.close()
     kept = [c for c in conns if not _is_closed(c)]
@@ -94,7 +94,7 @@ def test_idle_connections_are_bounded(root: Path) -> None:
 def test_no_connection_survives_the_removal_of_its_index(root: Path) -> None:
     index = Index.open(root, config.load())
     with index.snapshot() as snap:
-        old, generation = snap.conn, snap.generation
+        old, generation = snap._conn, snap.generation
     shutil.rmtree(index.dir)
     with pytest.raises(IndexMissing):
         index.snapshot()
@@ -104,14 +104,14 @@ def test_no_connection_survives_the_removal_of_its_index(root: Path) -> None:
     (root / "b.py").write_text("def beta():\n    return 2\n")
     refresh(root, config.load(), embed=False)
     with index.snapshot() as snap:
-        assert snap.generation == generation and snap.conn is not old
-        assert _count(snap.conn) == 2
+        assert snap.generation == generation and snap._conn is not old
+        assert _count(snap._conn) == 2
 
 
 def test_a_removed_index_is_let_go_as_soon_as_it_is_found_missing(root: Path) -> None:
     index = Index.open(root, config.load())
     with index.snapshot() as snap:
-        old = snap.conn
+        old = snap._conn
     shutil.rmtree(index.dir)
     with pytest.raises(IndexMissing):
         Index.open(root, config.load())  # what every command does first
@@ -123,9 +123,9 @@ def test_a_closed_snapshot_cannot_read_through_a_lent_connection(root: Path) -> 
     with index.snapshot() as snap:
         pass
     with index.snapshot() as other:  # borrows the connection `snap` had
-        assert snap.conn is not other.conn
+        assert snap._conn is not other._conn
         with pytest.raises(sqlite3.ProgrammingError):
-            snap.conn.execute("SELECT 1")
+            snap._conn.execute("SELECT 1")
 
 
 def test_only_the_indexes_read_last_keep_connections(tmp_path: Path, root: Path,
@@ -136,21 +136,21 @@ def test_only_the_indexes_read_last_keep_connections(tmp_path: Path, root: Path,
     (other / "b.py").write_text("def beta():\n    return 2\n")
     refresh(other, config.load(), embed=False)
     with Index.open(root, config.load()).snapshot() as snap:
-        first = snap.conn
+        first = snap._conn
     with Index.open(other, config.load()).snapshot() as snap:
-        assert _count(snap.conn) == 1
+        assert _count(snap._conn) == 1
     assert _is_closed(first)
 
 
 def test_a_rebuilt_index_never_gets_a_connection_to_the_old_file(root: Path) -> None:
     index = Index.open(root, config.load())
     with index.snapshot() as snap:
-        old = snap.conn
+        old = snap._conn
     shutil.rmtree(index.dir)  # no snapshot in between: the pool still holds the old connection
     (root / "b.py").write_text("def beta():\n    return 2\n")
     refresh(root, config.load(), embed=False)
     with index.snapshot() as snap:
-        assert snap.conn is not old and _count(snap.conn) == 2
+        assert snap._conn is not old and _count(snap._conn) == 2
     assert _is_closed(old)
 
 
@@ -164,13 +164,13 @@ def test_threads_never_share_a_connection(root: Path) -> None:
         for _ in range(200):
             with index.snapshot() as snap:
                 with lock:
-                    if id(snap.conn) in in_use:
+                    if id(snap._conn) in in_use:
                         failures.append("a connection lent to two snapshots at once")
-                    in_use.add(id(snap.conn))
-                if _count(snap.conn) != 1:
+                    in_use.add(id(snap._conn))
+                if _count(snap._conn) != 1:
                     failures.append("a wrong count")
                 with lock:
-                    in_use.discard(id(snap.conn))
+                    in_use.discard(id(snap._conn))
 
     threads = [threading.Thread(target=work) for _ in range(6)]
     for t in threads:

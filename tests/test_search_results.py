@@ -93,7 +93,7 @@ def _parts(refs: list[ProjectRef], symbol: str) -> list[tuple[int, int]]:
     from kenning.store import Index
 
     with Index.open(refs[0].root, config.load()).snapshot() as snap:
-        return snap.conn.execute("SELECT start_line, end_line FROM chunks WHERE symbol = ? "
+        return snap._conn.execute("SELECT start_line, end_line FROM chunks WHERE symbol = ? "
                                  "ORDER BY start_line", (symbol,)).fetchall()
 
 
@@ -123,7 +123,7 @@ def test_the_words_a_file_declares(in_decls: list[ProjectRef]) -> None:
     from kenning.store import Index
 
     with Index.open(in_decls[0].root, config.load()).snapshot() as snap:
-        found = declared_words(snap.conn, ["sensor.py", "table.rs", "gone.py"])
+        found = declared_words(snap, ["sensor.py", "table.rs", "gone.py"])
     assert found == {"sensor.py": {"calibrate", "sensor", "unrelated", "helper"},
                      "table.rs": {"find", "slot"}}
 
@@ -169,10 +169,10 @@ def test_short_pieces_that_declare_nothing_join_the_declaration_after_them(
     (root / "cart.rb").write_text(_cart())
     refresh(root, config.load())
     with Index.open(root, config.load()).snapshot() as snap:
-        rows = snap.conn.execute(
+        rows = snap._conn.execute(
             "SELECT id, path, start_line, end_line, start_byte, end_byte, language, kind, symbol "
             "FROM chunks WHERE path = 'cart.rb' ORDER BY start_byte").fetchall()
-        found = units(snap.conn, [Candidate(*row, 0.0) for row in rows])
+        found = units(snap, [Candidate(*row, 0.0) for row in rows])
     by_line = {row[2]: found.get(row[0]) for row in rows}
     pieces = [(row[2], row[3], row[7], row[8]) for row in rows]
     assert pieces[:3] == [(1, 1, "block", None), (3, 3, "module", "Shop"),
@@ -209,10 +209,10 @@ def test_a_short_declaration_comes_with_its_short_siblings(in_decls: list[Projec
     (root / "request.rb").write_text(_accessors())
     refresh(root, config.load())
     with Index.open(root, config.load()).snapshot() as snap:
-        rows = snap.conn.execute(
+        rows = snap._conn.execute(
             "SELECT id, path, start_line, end_line, start_byte, end_byte, language, kind, symbol "
             "FROM chunks WHERE path = 'request.rb' ORDER BY start_byte").fetchall()
-        found = units(snap.conn, [Candidate(*row, 0.0) for row in rows])
+        found = units(snap, [Candidate(*row, 0.0) for row in rows])
     by_symbol = {row[8]: found.get(row[0]) for row in rows}
     host = by_symbol["Request.host"]
     assert host is not None and (host.span[2], host.span[3], host.symbol) == (2, 4, "Request.host")

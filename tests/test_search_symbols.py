@@ -38,9 +38,9 @@ def snap(tmp_path: Path) -> Iterator[Snapshot]:
 
 
 def _found(snap: Snapshot, query: str) -> list[tuple[str, float]]:
-    names = dict(snap.conn.execute("SELECT id, symbol FROM chunks"))
+    names = dict(snap._conn.execute("SELECT id, symbol FROM chunks"))
     return [(names[cid], grade)
-            for cid, grade in symbols.search(snap.conn, analyze(query), limit=10)]
+            for cid, grade in symbols.search(snap, analyze(query), limit=10)]
 
 
 def test_prefix_matches_fill_the_room_the_whole_name_leaves(snap: Snapshot) -> None:
@@ -60,7 +60,7 @@ def test_enough_strong_matches_need_no_prefix_match(snap: Snapshot,
         return graded(conn, expression, *rest)
 
     monkeypatch.setattr(symbols, "_graded", recording)
-    found = symbols.search(snap.conn, analyze("request"), limit=1)
+    found = symbols.search(snap, analyze("request"), limit=1)
     assert [grade for _, grade in found] == [symbols.EXACT]
     assert asked == ['symbol : "request"']
 

@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 from kenning import config, kernels
 from kenning.errors import SharedBusy, SharedIndexError
-from kenning.search import classes
 from kenning.search.filters import Filters
 from kenning.search.query import analyze
 from kenning.shared import Engine, publish, publishing, read_head, retrieval
 from kenning.shared.engine import release_all, row_key
 from kenning.store import Index
+from kenning.store.reads import condition
 from shared_helpers import MILVUS_URI, require_engine
 
 require_engine()
@@ -55,7 +55,6 @@ def contract(shared: config.Settings, tmp_path: Path) -> Any:
         rows.append({"project": f"p{i % 3}", "path": f"{folder}/f{i % 7}.x", "language": language,
                      "kind": kind})
     db = sqlite3.connect(":memory:")
-    classes.register(db)  # --kind code and docs select by class
     db.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, project, path, language, kind, "
                "symbol)")
     db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, NULL)",
@@ -95,7 +94,8 @@ def test_engine_hamming_topk_equals_the_kernel_under_every_filter(contract: Any)
 
 def _check_topk(engine: Engine, bits: np.ndarray, db: sqlite3.Connection, filters: Filters,
                 projects: list[str] | None) -> None:
-    where, params = filters.bind(Path("/"))
+    keep = filters.bind(Path("/"))
+    where, params = condition(db, keep) if keep is not None else ("", [])
     sql = "SELECT c.id FROM chunks c WHERE " + " AND ".join(
         [w for w in (where, "c.project IN ({})".format(",".join("?" * len(projects)))
                      if projects else "") if w] or ["1"])
@@ -139,7 +139,7 @@ def _local_rows(settings: config.Settings, model: Any, root: Path) -> set[tuple[
     index = Index.open(root, settings, embedder=model)
     with index.snapshot() as snap:
         return {(p, (root / p).read_bytes()[s:e].decode()) for p, s, e in
-                snap.conn.execute("SELECT path, start_byte, end_byte FROM chunks")}
+                snap._conn.execute("SELECT path, start_byte, end_byte FROM chunks")}
 
 
 def _search(settings: config.Settings, model: Any, text: str, **filters: Any) -> list[dict]:

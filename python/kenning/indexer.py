@@ -276,7 +276,7 @@ class _Refresh:
         result.files_removed = sum(1 for p in removed_all if p in stored)
         result.chunks_added = len(chunks)
         stale = [*removed_all, *(r.path for r in replaced)]
-        result.chunks_removed = self.count_chunks(stale)
+        result.chunks_removed = writer.count_chunks(stale)
         for path in gone:  # vanished or unreadable since the walk: leave it out of the clusters
             digests.pop(path, None)
         if gone:
@@ -294,15 +294,6 @@ class _Refresh:
             self.emit({"type": "committed", "generation": generation, "files": len(replaced),
                        "removed": len(removed_all), "chunks": len(chunks)})  # searchable now
             crash_point("chunks-committed")
-
-    def count_chunks(self, paths: Sequence[str]) -> int:
-        total = 0
-        for i in range(0, len(paths), 500):
-            part = list(paths[i:i + 500])
-            marks = ",".join("?" * len(part))
-            total += self.writer.conn.execute(
-                f"SELECT count(*) FROM chunks WHERE path IN ({marks})", part).fetchone()[0]
-        return total
 
     def chunk_files(self, files: Sequence[SourceFile], digests: dict[str, bytes]
                     ) -> tuple[list[FileRow], list[tuple[Chunk, bytes]], list[str]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,12 +18,12 @@ def _dir_bytes(directory: Path) -> int:
     return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
 
 
-def _changed_since(root: Path, conn: sqlite3.Connection, max_file_size: int) -> dict[str, int]:
-    """Files added, changed (size or mtime) and removed since the last snapshot: one stat pass."""
+def _changed_since(root: Path, indexed: dict[str, tuple[int, int]],
+                   max_file_size: int) -> dict[str, int]:
+    """Files added, changed (size or mtime) and removed since the last snapshot (``indexed``:
+    path -> size and mtime): one stat pass."""
     from kenning.sources import walk
 
-    indexed = {row[0]: (row[1], row[2]) for row in
-               conn.execute("SELECT path, size, mtime_ns FROM files")}
     added = changed = 0
     seen = set()
     for file in walk(root, max_file_size=max_file_size):
@@ -45,7 +44,8 @@ def project_status(root: Path, settings: Settings | None = None) -> dict[str, An
     index = Index.open(root, settings)
     indexer = indexing_state.read(index.dir)
     with index.snapshot() as snap:
-        since = _changed_since(index.root, snap.conn, int(settings["index.max_file_size"]))
+        since = _changed_since(index.root, snap.file_states(),
+                               int(settings["index.max_file_size"]))
         problems = []
         if snap.generation == 0:
             problems.append(f"nothing has been indexed yet: run `kenning index {index.root}`")

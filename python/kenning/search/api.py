@@ -23,18 +23,18 @@ from kenning.errors import (
     StaleChunkId,
     UsageError,
 )
-from kenning.search import classes, dense, lexical, symbols
+from kenning.search import dense, lexical, symbols
 from kenning.search.filters import Filters
 from kenning.search.fusion import fuse
 from kenning.search.projects import ProjectRef, resolve_projects
 from kenning.search.query import Query, analyze
 from kenning.search.ranking import Candidate, later_parts, rank
-from kenning.search.snippets import SnippetReader, file_states
+from kenning.search.snippets import SnippetReader
 from kenning.search.units import declared_words, units
 from kenning.store.ids import ChunkId
 
 if TYPE_CHECKING:
-    from kenning.store import Index, Snapshot
+    from kenning.store import ChunkFilter, Index, Snapshot
 
 BRANCHES = ("dense", "lexical", "symbol")
 LEXICAL_DEPTH = 100  # ranked chunks each branch hands to fusion
@@ -114,15 +114,8 @@ def _lacks_vectors(ref: ProjectRef, ctx: _Context) -> bool:
         return snap.generation == 0 or snap.status != "complete"
 
 
-def _candidates(conn: Any, ids: list[int]) -> dict[int, Candidate]:
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    rows = conn.execute(
-        "SELECT id, path, start_line, end_line, start_byte, end_byte, language, kind, symbol "
-        f"FROM chunks WHERE id IN ({marks})", ids)
-    return {r[0]: Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], 0.0)
-            for r in rows}
+def _candidates(snap: Snapshot, ids: list[int]) -> dict[int, Candidate]:
+    return {r[0]: Candidate(*r, 0.0) for r in snap.chunk_rows(ids)}
 
 
 def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]], str | None]:
@@ -135,21 +128,20 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]
         if ref.root in ctx.refresh_failures:  # it could not even be created: say why
             raise ctx.refresh_failures[ref.root] from None
         raise
-    where, params = ctx.filters.bind(index.root)
+    keep = ctx.filters.bind(index.root)
     failure = index.last_failure()
     if failure is not None and index.root not in ctx.refresh_failures:
         ctx.warnings.append(_failed_refresh(index.root, failure["message"], failure.get("hint")))
     try:
-        return _search_snapshot(index, ctx, where, params)
+        return _search_snapshot(index, ctx, keep)
     except IndexDamaged as exc:  # kept: status shows it until `kenning index --full`
         index.record_failure(exc, "search")
         raise
 
 
-def _search_snapshot(index: Index, ctx: _Context, where: str,
-                     params: list[object]) -> tuple[list[dict[str, Any]], str | None]:
+def _search_snapshot(index: Index, ctx: _Context,
+                     keep: ChunkFilter | None) -> tuple[list[dict[str, Any]], str | None]:
     with index.snapshot() as snap:
-        conn = snap.conn
         if snap.generation == 0:  # a first index stopped before its first commit, or no files
             if index.root in ctx.refresh_failures:
                 raise ctx.refresh_failures[index.root]
@@ -159,24 +151,23 @@ def _search_snapshot(index: Index, ctx: _Context, where: str,
                                    hint=f"Run `kenning index {index.root}`.")
             ctx.warnings.append(f"{index.root} has no files to index.")
             return [], snap.revision
-        classes.register(conn)  # the --kind filter's classes
         if snap.status == "partial" and snap.chunks and not isinstance(ctx.embedder, WordsOnly):
             ctx.warnings.append(_partial_warning(index, snap, ctx))
-        scan = (_start_vector_scan(index, snap, ctx.query_vector, ctx.settings, where, params)
+        scan = (_start_vector_scan(index, snap, ctx.query_vector, ctx.settings, keep)
                 if ctx.query_vector is not None and "dense" in ctx.branches else None)
         rankings: dict[str, list[tuple[int, float]]] = {}
         cosine: dict[int, float] = {}
         wide = 2 * ctx.limit
         if "lexical" in ctx.branches:
-            rankings["lexical"] = lexical.search(conn, ctx.query, limit=max(LEXICAL_DEPTH, wide),
-                                                 where=where, params=params)
+            rankings["lexical"] = lexical.search(snap, ctx.query, limit=max(LEXICAL_DEPTH, wide),
+                                                 keep=keep)
         if "symbol" in ctx.branches:
-            rankings["symbol"] = symbols.search(conn, ctx.query, limit=max(SYMBOL_DEPTH, wide),
-                                                where=where, params=params)
+            rankings["symbol"] = symbols.search(snap, ctx.query, limit=max(SYMBOL_DEPTH, wide),
+                                                keep=keep)
         if scan is not None:
             depth = max(DENSE_DEPTH, wide)
             hits = scan.result()[: depth + depth // 2]  # room for unused vectors
-            owners = dense.chunks_of(conn, [v for v, _ in hits], where, params)
+            owners = snap.chunks_of_vectors([v for v, _ in hits], keep)
             ranked: list[tuple[int, float]] = []
             for vector_id, score in hits:
                 for chunk_id in owners.get(vector_id, ()):
@@ -188,22 +179,22 @@ def _search_snapshot(index: Index, ctx: _Context, where: str,
                 and len(ctx.query.terms) >= dense.FLOOR_MIN_TERMS):
             floor = ctx.floor
             missing = [cid for cid in fused if cid not in cosine]
-            cosine.update(dense.cosines(conn, snap, ctx.query_vector, missing))
+            cosine.update(dense.cosines(snap, ctx.query_vector, missing))
             symbol_hits = {cid for cid, _ in rankings.get("symbol", ())}
             # chunks with no vector yet (a partial index) are judged by the other branches
             fused = {cid: s for cid, s in fused.items()
                      if cid in symbol_hits or cosine.get(cid, floor) >= floor}
         # signals re-order the head of the fused list; deeper candidates cannot reach the page
         head = sorted(fused, key=lambda cid: -fused[cid])[: max(RANK_DEPTH, wide)]
-        cands = list(_candidates(conn, head).values())
+        cands = list(_candidates(snap, head).values())
         for cand in cands:
             cand.score = fused[cand.id]
-        ranked_cands = rank(cands, ctx.query, later_parts(conn, cands, ctx.query),
-                            lambda head: units(conn, head, (snap.token, snap.generation)),
+        ranked_cands = rank(cands, ctx.query, later_parts(snap, cands, ctx.query),
+                            lambda head: units(snap, head, (snap.token, snap.generation)),
                             depth=ctx.limit,
                             declared_of=lambda paths: declared_words(
-                                conn, paths, (snap.token, snap.generation)))[: ctx.limit]
-        reader = SnippetReader(index.root, file_states(conn, {c.path for c in ranked_cands}),
+                                snap, paths, (snap.token, snap.generation)))[: ctx.limit]
+        reader = SnippetReader(index.root, snap.file_states({c.path for c in ranked_cands}),
                                int(ctx.settings["index.max_file_size"]))
         results = []
         for c in ranked_cands:
@@ -249,14 +240,14 @@ _scans_lock = threading.Lock()
 
 
 def _start_vector_scan(index: Index, snap: Snapshot, query_vector: np.ndarray,
-                       settings: Settings, where: str,
-                       params: list[object]) -> Future[list[tuple[int, float]]]:
+                       settings: Settings,
+                       keep: ChunkFilter | None) -> Future[list[tuple[int, float]]]:
     """The vector branch's ``(vector id, cosine)`` list, on a worker thread when it is large."""
     from kenning.store import graph
 
     global _scans
-    allowed = (dense.allowed_vectors(snap.conn, snap.vector_rows, where, params)
-               if where else None)  # SQL stays on this thread: the connection is not shared
+    # reads stay on this thread: the snapshot's connection is not shared
+    allowed = snap.allowed_vectors(keep) if keep is not None else None
     ann_dir = index.dir if graph.wanted(settings, snap.vector_rows) else None
     if snap.vector_rows < OVERLAP_ROWS:
         done: Future[list[tuple[int, float]]] = Future()
@@ -465,18 +456,15 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
         if index.project_id != project_id:
             continue
         with index.snapshot() as snap:
-            row = snap.conn.execute(
-                "SELECT id, path, start_line, end_line, start_byte, end_byte, language, kind, "
-                "symbol, generation FROM chunks WHERE id = ?", (wanted.ordinal,)).fetchone()
-            _check_current(wanted, snap, None if row is None else row[9])
+            row = snap.chunk_row(wanted.ordinal)
+            _check_current(wanted, snap, None if row is None else row[1])
             assert row is not None  # refused above
-            found = Candidate(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
-                              row[8], 0.0)
-            unit = units(snap.conn, [found]).get(found.id) if scope != "chunk" else None
+            found = Candidate(*row[0], 0.0)
+            unit = units(snap, [found]).get(found.id) if scope != "chunk" else None
             if unit is not None:
                 found.start_byte, found.end_byte, found.start_line, found.end_line = unit.span
                 found.kind, found.symbol = unit.kind, unit.symbol
-            reader = SnippetReader(index.root, file_states(snap.conn, {found.path}),
+            reader = SnippetReader(index.root, snap.file_states({found.path}),
                                    int(settings["index.max_file_size"]))
             if context_lines:
                 reader.widen(found, context_lines)

@@ -5,13 +5,12 @@ Paths say most of it (``tests/``, ``*_test.go``, ``*.spec.ts``, ``*Test.java``, 
 ``Cargo.lock``); the language says prose (Markdown, reStructuredText, man pages); the symbol
 says inline test code (a Rust ``#[cfg(test)] mod tests`` qualifies its members ``tests.*``).
 Ranking puts these below the implementation unless the query asks for them, and ``--kind``
-filters by them inside retrieval (an SQL function, ``kenning_class``).
+filters by them inside retrieval (``chunk_class``, which the store calls on each chunk).
 """
 
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -89,7 +88,3 @@ def superseded(paths: Iterable[str], query: str = "") -> set[str]:
         old.update(path for version, path in group if version < newest)
     return old
 
-
-def register(conn: sqlite3.Connection) -> None:
-    """Make ``kenning_class(path, language, symbol)`` available to this connection's SQL."""
-    conn.create_function("kenning_class", 3, chunk_class, deterministic=True)

@@ -6,7 +6,6 @@ which orders them and is what the relevance floor is measured on (never the Hamm
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -43,21 +42,6 @@ def relevance_floor(model: str) -> float | None:
 ANN_FILE = graph.NAME  # the HNSW graph's file at vector epoch 0 (``graph.path`` names any epoch's)
 
 
-def allowed_vectors(conn: sqlite3.Connection, rows: int, where: str,
-                    params: list[object]) -> np.ndarray:
-    """The scan's ``allowed`` mask: one flag per vector row, set for the vectors of the chunks
-    that pass a filter. A mask costs the scan nothing, where row ids would have to be sorted
-    and deduplicated (vectors are shared by chunks) on every search."""
-    # one text of ids instead of a Python object per row: a third of the time at 35k rows
-    sql = ("SELECT group_concat(v.vector_id) FROM chunks c JOIN vectors v "
-           f"ON v.content_hash = c.content_hash WHERE v.vector_id < ? AND {where}")
-    ids = conn.execute(sql, [rows, *params]).fetchone()[0]
-    mask = np.zeros(rows, dtype=bool)
-    if ids:
-        mask[np.fromstring(ids, dtype=np.int64, sep=",")] = True
-    return mask
-
-
 def _shortlist(snap: Snapshot, bits: np.ndarray, k: int, allowed: np.ndarray | None,
                ann_dir: Path | None) -> np.ndarray:
     """Hamming candidates: from the HNSW graph when it holds exactly the snapshot's rows of the
@@ -75,8 +59,9 @@ def search(snap: Snapshot, query_vector: np.ndarray, *, shortlist: int = SHORTLI
            allowed: np.ndarray | None = None,
            ann_dir: Path | None = None) -> list[tuple[int, float]]:
     """``(vector id, rescored cosine)`` best first, among the rows ``allowed`` (a bool mask over
-    the vector rows, from ``allowed_vectors``) when given. ``ann_dir`` (the index folder, given when
-    ``index.vector_search`` asks for the graph) lets the shortlist come from its HNSW graph."""
+    the vector rows, from ``Snapshot.allowed_vectors``) when given. ``ann_dir`` (the index
+    folder, given when ``index.vector_search`` asks for the graph) lets the shortlist come from
+    its HNSW graph."""
     if snap.vector_rows == 0 or (allowed is not None and not allowed.any()):
         return []
     bits = kernels.binarize(query_vector[None, :], snap.center)
@@ -87,37 +72,10 @@ def search(snap: Snapshot, query_vector: np.ndarray, *, shortlist: int = SHORTLI
     return list(zip(candidates[order].tolist(), cosines[order].tolist(), strict=True))
 
 
-def chunks_of(conn: sqlite3.Connection, vector_ids: Iterable[int], where: str = "",
-              params: list[object] | None = None) -> dict[int, list[int]]:
-    """vector id -> the chunk ids that share it (and pass the filter)."""
-    ids = list(vector_ids)
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    sql = ("SELECT v.vector_id, c.id FROM vectors v "
-           f"JOIN chunks c ON c.content_hash = v.content_hash WHERE v.vector_id IN ({marks})")
-    args: list[object] = list(ids)
-    if where:
-        sql += f" AND {where}"
-        args += params or []
-    found: dict[int, list[int]] = {}
-    for vector_id, chunk_id in conn.execute(sql, args):
-        found.setdefault(vector_id, []).append(chunk_id)
-    for chunk_list in found.values():
-        chunk_list.sort()
-    return found
-
-
-def cosines(conn: sqlite3.Connection, snap: Snapshot, query_vector: np.ndarray,
+def cosines(snap: Snapshot, query_vector: np.ndarray,
             chunk_ids: Iterable[int]) -> dict[int, float]:
     """The rescored cosine of each chunk that has a vector (chunks still unembedded are absent)."""
-    ids = list(chunk_ids)
-    if not ids or snap.vector_rows == 0:
-        return {}
-    marks = ",".join("?" * len(ids))
-    rows = conn.execute(
-        "SELECT c.id, v.vector_id FROM chunks c JOIN vectors v ON v.content_hash = c.content_hash "
-        f"WHERE c.id IN ({marks}) AND v.vector_id < ?", [*ids, snap.vector_rows]).fetchall()
+    rows = snap.vectors_of_chunks(chunk_ids)
     if not rows:
         return {}
     vids = np.asarray([r[1] for r in rows], dtype=np.int64)

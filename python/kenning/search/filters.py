@@ -1,24 +1,26 @@
 """Filters applied inside retrieval: a path filter (glob or prefix), a language, a kind.
 
-Each filter becomes one SQL condition over ``chunks`` (alias ``c``), so every branch (the FTS5
-query, the symbol match and the allowed-row mask of the vector scan) honours it and a filtered
-search still returns a full page. A language or kind is one of a closed set: the usual aliases
-(``py``, ``rs``, ``golang``, ``c++``, ``functions`` ...) name their value, and anything else is
-refused with the valid values, never answered with an empty page.
+Each filter becomes one condition of a ``ChunkFilter`` that the store applies to every read, so
+every branch (the FTS5 query, the symbol match and the allowed-row mask of the vector scan)
+honours it and a filtered search still returns a full page. A language or kind is one of a
+closed set: the usual aliases (``py``, ``rs``, ``golang``, ``c++``, ``functions`` ...) name
+their value, and anything else is refused with the valid values, never answered with an empty
+page.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kenning.chunking.languages import KIND_KEYWORDS
 from kenning.chunking.languages import LANGUAGES as GRAMMARS
 from kenning.errors import UsageError
-from kenning.search.classes import CLASSES
+from kenning.search.classes import CLASSES, chunk_class
 from kenning.sources import LANGUAGES, detect_language
+from kenning.store.reads import ChunkFilter
 
 __all__ = ["KINDS", "LANGUAGES", "Filters", "normalize_path_filter"]
 
@@ -98,28 +100,20 @@ class Filters:
         self.language = canonical_language(self.language) if self.language else None
         self.kind = canonical_kind(self.kind) if self.kind else None
 
-    def bind(self, root: Path) -> tuple[str, list[object]]:
-        """The SQL condition (``""`` when nothing filters) and its parameters, for one project."""
-        clauses: list[str] = []
-        params: list[object] = []
+    def bind(self, root: Path) -> ChunkFilter | None:
+        """What the store keeps for this filter in one project (None when nothing filters)."""
+        globs: tuple[str, ...] = ()
+        under = None
         if self.path_filter is not None:
             pattern = normalize_path_filter(self.path_filter, root)
             if pattern and _GLOB_CHARS.search(pattern):
-                clauses.append("(c.path GLOB ? OR c.path GLOB ?)")
                 # `src/*.py` matches files directly in src; `**/` also matches zero directories
-                params += [pattern.replace("**/", "*"), pattern + "/*"]
+                globs = (pattern.replace("**/", "*"), pattern + "/*")
             elif pattern:
-                clauses.append("(c.path = ? OR substr(c.path, 1, ?) = ?)")
-                prefix = pattern.rstrip("/") + "/"
-                params += [pattern, len(prefix), prefix]
-        if self.language:
-            clauses.append("c.language = ?")
-            params.append(self.language)
+                under = pattern
+        keep = ChunkFilter(path_globs=globs, path_under=under, language=self.language)
         if self.kind in CLASSES or self.kind == "code":
-            # needs classes.register on the connection
-            clauses.append("kenning_class(c.path, c.language, c.symbol) = ?")
-            params.append(self.kind)
+            keep = replace(keep, class_of=chunk_class, class_is=self.kind)
         elif self.kind:
-            clauses.append("c.kind = ?")
-            params.append(self.kind)
-        return " AND ".join(clauses), params
+            keep = replace(keep, kind=self.kind)
+        return None if keep == ChunkFilter() else keep

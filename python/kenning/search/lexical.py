@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
+from typing import TYPE_CHECKING
 
 from kenning.search.query import Query
+
+if TYPE_CHECKING:
+    from kenning.store import ChunkFilter, Snapshot
 
 # bm25() column weights of chunks_fts(body, symbol, path): a term in the chunk's own name or
 # its file's path says more about the chunk than one occurrence in its body.
@@ -45,49 +48,44 @@ def _quoted(terms: list[str] | tuple[str, ...], stems: bool = True) -> list[str]
     return out
 
 
-def _count(conn: sqlite3.Connection, match: str, cap: int) -> int:
-    return int(conn.execute("SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts "
-                            "MATCH ? LIMIT ?)", (match, cap)).fetchone()[0])
-
-
-def _rows_up_to(conn: sqlite3.Connection, match: str, cap: int, whole: str) -> int:
+def _rows_up_to(snap: Snapshot, match: str, cap: int, whole: str) -> int:
     """How many rows ``match`` finds, counting no further than ``cap``. ``whole`` is ``match``
     with its words whole, no stem prefixes: it finds some of the same rows, and FTS5 streams
     them, where a prefix must first collect every row of every term it starts (16 ms for
     `"cookie" *` on a 1M-chunk index). When ``whole`` alone reaches the cap, so does ``match``,
     which is then never counted."""
     if whole != match:
-        rows = _count(conn, whole, cap)
+        rows = snap.fts_count(whole, cap)
         if rows >= cap:
             return rows
-    return _count(conn, match, cap)
+    return snap.fts_count(match, cap)
 
 
-def _within_budget(conn: sqlite3.Connection, match: str, whole: str) -> bool:
+def _within_budget(snap: Snapshot, match: str, whole: str) -> bool:
     """Whether ``match`` finds some rows, but no more than the scoring budget."""
-    return 0 < _rows_up_to(conn, match, SCORED_ROWS + 1, whole) <= SCORED_ROWS
+    return 0 < _rows_up_to(snap, match, SCORED_ROWS + 1, whole) <= SCORED_ROWS
 
 
-def expression(conn: sqlite3.Connection, query: Query) -> str | None:
+def expression(snap: Snapshot, query: Query) -> str | None:
     """The FTS5 MATCH expression: the rows of the rarest terms, scored by all but common ones."""
     if not query.terms:
         return None
     quoted, whole = _quoted(query.terms), _quoted(query.terms, stems=False)
     if len(quoted) == 1:
-        rows = _rows_up_to(conn, quoted[0], SCORED_ROWS + 1, whole[0])
+        rows = _rows_up_to(snap, quoted[0], SCORED_ROWS + 1, whole[0])
         if rows <= SCORED_ROWS:
             return quoted[0] if rows else None
         # a common single word: the chunks it names (symbol) or files (path) outrank the rest
         narrower = ("{symbol path} : ", "symbol : ")
         return next((c + quoted[0] for c in narrower
-                     if _within_budget(conn, c + quoted[0], c + whole[0])), None)
-    counted = sorted((_rows_up_to(conn, term, SCORED_ROWS + 1, whole[i]), i, term)
+                     if _within_budget(snap, c + quoted[0], c + whole[0])), None)
+    counted = sorted((_rows_up_to(snap, term, SCORED_ROWS + 1, whole[i]), i, term)
                      for i, term in enumerate(quoted))
     if counted[0][0] > SCORED_ROWS:
         # common words only: the rows that have them all; if none has (or too many have), the
         # words say little that the other branches would not
         every = " AND ".join(quoted)
-        return every if _within_budget(conn, every, " AND ".join(whole)) else None
+        return every if _within_budget(snap, every, " AND ".join(whole)) else None
     kept: list[tuple[int, str]] = []
     rows = 0
     for count, i, term in counted:
@@ -105,21 +103,13 @@ def expression(conn: sqlite3.Connection, query: Query) -> str | None:
     return f"({rare}) AND ({' OR '.join(scoring)})"
 
 
-def search(conn: sqlite3.Connection, query: Query, *, limit: int, where: str = "",
-           params: list[object] | None = None) -> list[tuple[int, float]]:
-    """``(chunk id, bm25 score)`` best first (higher is better), at most ``limit``."""
-    match = expression(conn, query)
+def search(snap: Snapshot, query: Query, *, limit: int,
+           keep: ChunkFilter | None = None) -> list[tuple[int, float]]:
+    """``(chunk id, bm25 score)`` best first (higher is better), at most ``limit``, among the
+    chunks ``keep`` keeps."""
+    match = expression(snap, query)
     if match is None:
         return []
-    weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
-    if where:
-        sql = (f"SELECT f.rowid, bm25(chunks_fts, {weights}) AS s FROM chunks_fts f "
-               f"JOIN chunks c ON c.id = f.rowid WHERE chunks_fts MATCH ? AND {where} "
-               "ORDER BY s LIMIT ?")
-        args: list[object] = [match, *(params or []), limit]
-    else:
-        sql = (f"SELECT rowid, bm25(chunks_fts, {weights}) AS s FROM chunks_fts "
-               "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?")
-        args = [match, limit]
     # FTS5's bm25() is lower-is-better; negate so every branch ranks higher-is-better
-    return [(row[0], -row[1]) for row in conn.execute(sql, args)]
+    return [(chunk_id, -score)
+            for chunk_id, score in snap.fts_top(match, COLUMN_WEIGHTS, limit, keep)]

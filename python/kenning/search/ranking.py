@@ -18,11 +18,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from kenning.search import symbols
 from kenning.search.classes import categories, superseded
@@ -30,6 +30,9 @@ from kenning.search.fusion import K
 from kenning.search.query import QUALIFIER, Query
 from kenning.search.units import Unit
 from kenning.tokens import split_identifier
+
+if TYPE_CHECKING:
+    from kenning.store import Snapshot
 
 DEFINITION_BOOST = 1.5  # the chunk defines a symbol the query names
 NAME_MATCH_BOOST = 1.2  # the words of the chunk's own name are in the query (in part: pro rata)
@@ -99,24 +102,17 @@ def _grade(candidate: Candidate, asked: _Asked) -> float:
     return symbols.best_grade(candidate.symbol, asked.names) if candidate.symbol else 0.0
 
 
-def later_parts(conn: sqlite3.Connection, candidates: list[Candidate], query: Query) -> set[int]:
+def later_parts(snap: Snapshot, candidates: list[Candidate], query: Query) -> set[int]:
     """Candidates named as a queried symbol that are not where it is declared: the later parts
     of a declaration too big for one chunk (a class's fields and banner comments between its
     methods carry the class's name, but its first chunk holds the declaration). Measured:
     semble-bench dev symbol queries 0.903 -> 0.917 NDCG@10 once parts get no definition boost."""
     asked = _Asked.of(query)
-    parts: set[int] = set()
-    for cand in candidates:
-        if _grade(cand, asked) < symbols.CASELESS:
-            continue
-        # the parts of one declaration share its signature too; overloads differ in theirs
-        first = conn.execute(
-            "SELECT min(p.start_byte) FROM chunks c JOIN chunks p ON p.path = c.path AND "
-            "p.symbol = c.symbol AND p.signature IS c.signature WHERE c.id = ?",
-            (cand.id,)).fetchone()[0]
-        if first is not None and cand.start_byte > first:
-            parts.add(cand.id)
-    return parts
+    named = [cand for cand in candidates if _grade(cand, asked) >= symbols.CASELESS]
+    # the parts of one declaration share its signature too; overloads differ in theirs
+    first = snap.declaration_starts([cand.id for cand in named])
+    return {cand.id for cand in named
+            if cand.id in first and cand.start_byte > first[cand.id]}
 
 
 def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int],

@@ -7,20 +7,10 @@ the lines of the declaration it leaves out above and below (``… 15 more lines 
 from __future__ import annotations
 
 import re
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from kenning import safe_read
-
-
-def file_states(conn: sqlite3.Connection, paths: set[str]) -> dict[str, tuple[int, int]]:
-    """path -> (size, mtime_ns) as indexed."""
-    if not paths:
-        return {}
-    marks = ",".join("?" * len(paths))
-    return {row[0]: (row[1], row[2]) for row in conn.execute(
-        f"SELECT path, size, mtime_ns FROM files WHERE path IN ({marks})", sorted(paths))}
 
 
 class SnippetReader:

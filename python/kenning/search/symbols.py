@@ -8,12 +8,15 @@ prefix.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from kenning.search.query import QUALIFIER, Query
 from kenning.tokens import code_tokens
+
+if TYPE_CHECKING:
+    from kenning.store import ChunkFilter, Snapshot
 
 EXACT, LAST_PART, CASELESS, CONTAINER, PREFIX = 4.0, 3.0, 2.0, 1.5, 1.0
 
@@ -46,21 +49,14 @@ def best_grade(symbol: str, names: Sequence[str]) -> float:
 WINDOW = 500  # rows of the FTS match graded per search
 
 
-def _graded(conn: sqlite3.Connection, expression: str, names: Sequence[str], where: str,
-            params: list[object] | None) -> tuple[list[tuple[int, float]], int]:
+def _graded(snap: Snapshot, expression: str, names: Sequence[str],
+            keep: ChunkFilter | None) -> tuple[list[tuple[int, float]], int]:
     """``(chunk id, grade)`` of the matching chunks among the first WINDOW rows the FTS
     ``expression`` finds, and how many rows it found (up to WINDOW)."""
-    sql = ("SELECT c.id, c.symbol FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
-           "WHERE chunks_fts MATCH ? AND c.symbol IS NOT NULL")
-    args: list[object] = [expression]
-    if where:
-        sql += f" AND {where}"
-        args += params or []
-    sql += f" LIMIT {WINDOW}"
     graded: list[tuple[int, float]] = []
     best_of: dict[str, float] = {}  # many chunks share a symbol (overloads, copies, tests)
     rows = 0
-    for chunk_id, symbol in conn.execute(sql, args):
+    for chunk_id, symbol in snap.symbol_rows(expression, WINDOW, keep):
         rows += 1
         best = best_of.get(symbol)
         if best is None:
@@ -70,8 +66,8 @@ def _graded(conn: sqlite3.Connection, expression: str, names: Sequence[str], whe
     return graded, rows
 
 
-def search(conn: sqlite3.Connection, query: Query, *, limit: int, where: str = "",
-           params: list[object] | None = None) -> list[tuple[int, float]]:
+def search(snap: Snapshot, query: Query, *, limit: int,
+           keep: ChunkFilter | None = None) -> list[tuple[int, float]]:
     """``(chunk id, grade)`` best first; empty when the query names no identifier."""
     names = query.symbol_names
     if not names:
@@ -87,10 +83,9 @@ def search(conn: sqlite3.Connection, query: Query, *, limit: int, where: str = "
     # matches all grade PREFIX, the lowest, so it runs only when the whole tokens leave room on
     # the list; and not when they fill the window, whose strong matches a wider match would
     # only crowd out.
-    scored, rows = _graded(conn, " OR ".join(f'symbol : "{t}"' for t in tokens), names, where,
-                           params)
+    scored, rows = _graded(snap, " OR ".join(f'symbol : "{t}"' for t in tokens), names, keep)
     if rows < WINDOW and sum(1 for _, strength in scored if strength > PREFIX) < limit:
-        scored, _ = _graded(conn, " OR ".join(f'symbol : "{t}"*' for t in tokens), names,
-                            where, params)
+        scored, _ = _graded(snap, " OR ".join(f'symbol : "{t}"*' for t in tokens), names,
+                            keep)
     scored.sort(key=lambda item: (-item[1], item[0]))
     return scored[:limit]

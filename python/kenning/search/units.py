@@ -15,12 +15,16 @@ chunk joined (up to the first chunk of the unit after it).
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from kenning.store.reads import FileChunk
+
+if TYPE_CHECKING:
+    from kenning.store import Snapshot
 
 from kenning.search.query import QUALIFIER
 from kenning.tokens import split_identifier
@@ -29,7 +33,7 @@ SHORT_LINES = 3  # a piece this short that declares nothing is no result of its 
 SIBLING_LINES = 12  # a short declaration shows short siblings around it up to this many lines
 
 # (id, start byte, end byte, start line, end line, kind, symbol, signature) of a chunk
-Row = tuple[int, int, int, int, int, str, "str | None", "str | None"]
+Row = FileChunk
 # (start byte, end byte, start line, end line)
 Span = tuple[int, int, int, int]
 
@@ -47,7 +51,7 @@ class Unit:
     symbol: str | None
 
 
-def units(conn: sqlite3.Connection, chunks: Iterable[Located],
+def units(snap: Snapshot, chunks: Iterable[Located],
           snapshot: tuple[str, int] | None = None) -> dict[int, Unit]:
     """Chunk id -> the unit it belongs to, for chunks that are not a unit on their own.
     ``snapshot`` (the index's token and generation) lets each file's runs be read once for
@@ -55,7 +59,7 @@ def units(conn: sqlite3.Connection, chunks: Iterable[Located],
     chunks = list(chunks)
     wanted = {c.id for c in chunks}
     found: dict[int, Unit] = {}
-    for runs in _runs(conn, sorted({c.path for c in chunks}), snapshot).values():
+    for runs in _runs(snap, sorted({c.path for c in chunks}), snapshot).values():
         for i, run in enumerate(runs):
             for row in run:
                 if row[0] in wanted and (unit := _unit(runs, i, row)) is not None:
@@ -63,12 +67,12 @@ def units(conn: sqlite3.Connection, chunks: Iterable[Located],
     return found
 
 
-def declared_words(conn: sqlite3.Connection, paths: Iterable[str],
+def declared_words(snap: Snapshot, paths: Iterable[str],
                    snapshot: tuple[str, int] | None = None) -> dict[str, frozenset[str]]:
     """Path -> the words of the names its declarations have (``Router.merge_nested``: router,
     merge, nested)."""
     found: dict[str, frozenset[str]] = {}
-    for path, runs in _runs(conn, sorted(set(paths)), snapshot).items():
+    for path, runs in _runs(snap, sorted(set(paths)), snapshot).items():
         names = {run[0][6] for run in runs if run[0][6]}
         found[path] = frozenset(word for name in names for part in QUALIFIER.split(name)
                                 for word in split_identifier(part) if len(word) > 1)
@@ -80,7 +84,7 @@ _CACHED_FILES = 2048
 _cache_lock = threading.Lock()
 
 
-def _runs(conn: sqlite3.Connection, paths: list[str],
+def _runs(snap: Snapshot, paths: list[str],
           snapshot: tuple[str, int] | None) -> dict[str, list[list[Row]]]:
     """Each file's chunks in runs (``_declarations``), from the cache where it has them."""
     out: dict[str, list[list[Row]]] = {}
@@ -92,12 +96,7 @@ def _runs(conn: sqlite3.Connection, paths: list[str],
     missing = [p for p in paths if p not in out]
     if not missing:
         return out
-    rows: dict[str, list[Row]] = {}
-    for row in conn.execute(
-            "SELECT path, id, start_byte, end_byte, start_line, end_line, kind, symbol, signature "
-            f"FROM chunks WHERE path IN ({','.join('?' * len(missing))}) ORDER BY path, start_byte",
-            missing):
-        rows.setdefault(row[0], []).append(row[1:])
+    rows = snap.file_chunks(missing)
     with _cache_lock:
         for path, file_rows in rows.items():
             out[path] = _declarations(file_rows)

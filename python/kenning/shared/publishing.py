@@ -88,13 +88,6 @@ class PublishResult:
 
 # -- the local side ------------------------------------------------------------------------------
 
-_CHUNK_SQL = (
-    "SELECT c.id, c.generation, c.path, c.start_byte, c.end_byte, c.start_line, c.end_line, "
-    "c.language, c.kind, c.symbol, c.signature, c.content_hash, v.vector_id, f.body, f.symbol, "
-    "f.path FROM chunks c JOIN vectors v ON v.content_hash = c.content_hash AND v.vector_id < ? "
-    "JOIN chunks_fts f ON f.rowid = c.id WHERE c.path IN ({marks}) ORDER BY c.path, c.start_byte")
-
-
 def _clip(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` UTF-8 bytes, on a character boundary."""
     data = text.encode()
@@ -117,10 +110,9 @@ def _chunk_rows(snap: Any, root: Path, project: str, paths: Sequence[str],
     """The engine rows of the chunks of ``paths``, vectors from the snapshot."""
     rows: list[dict[str, Any]] = []
     texts: dict[str, bytes | None] = {}
-    sql = _CHUNK_SQL.format(marks=",".join("?" * len(paths)))
     for (ordinal, generation, path, start_byte, end_byte, start_line, end_line, language, kind,
          symbol, signature, content_hash, vector_id, body_words, symbol_words,
-         path_words) in snap.conn.execute(sql, [snap.vector_rows, *paths]):
+         path_words) in snap.chunks_to_publish(paths):
         if path not in texts:
             texts[path] = _read_verified(root, path, digests[path], max_file_size)
             if texts[path] is None:
@@ -304,11 +296,9 @@ class _Publish:
 
     def _plan(self) -> _Plan:
         """What differs between the snapshot and the published manifest."""
-        engine, conn = self.engine, self.snap.conn
-        local_clusters = {c: bytes(d) for c, d in
-                          conn.execute("SELECT cluster, digest FROM clusters")}
-        local_files = {p: (bytes(d), c) for p, d, c in
-                       conn.execute("SELECT path, digest, cluster FROM files")}
+        engine = self.engine
+        local_clusters = self.snap.cluster_digests()
+        local_files = self.snap.file_digests()
         published_clusters: dict[str, bytes] = {}
         pending: list[dict[str, Any]] = []
         exists = engine.exists()  # not before the first publish (or in its dry run)

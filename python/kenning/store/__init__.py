@@ -27,6 +27,7 @@ from kenning import project
 from kenning.config import config_path, model_origin
 from kenning.errors import IndexBusy, IndexDamaged, IndexError_, IndexMissing, KenningError
 from kenning.store import db, ids, integrity, vectors
+from kenning.store.reads import ChunkFilter, SnapshotReads
 
 if TYPE_CHECKING:
     from kenning.config import Settings
@@ -38,7 +39,8 @@ PRECISION = "b1+int8"
 LOCK_NAME = "index.lock"
 FAILURE_NAME = "last_failure.json"  # the last failed refresh or damaged read, until fixed
 
-__all__ = ["LOCK_NAME", "PRECISION", "Index", "Snapshot", "make_descriptor", "project_id_for"]
+__all__ = ["LOCK_NAME", "PRECISION", "ChunkFilter", "Index", "Snapshot", "make_descriptor",
+           "project_id_for"]
 
 
 def make_descriptor(embedder: Embedder) -> dict[str, Any]:
@@ -54,11 +56,12 @@ def make_descriptor(embedder: Embedder) -> dict[str, Any]:
 
 
 @dataclass
-class Snapshot:
-    """A consistent read view: one SQLite read transaction plus the vector rows it commits to.
-    ``conn`` is lent by the process's pool of read connections and goes back on ``close()``."""
+class Snapshot(SnapshotReads):
+    """A consistent read view: one SQLite read transaction plus the vector rows it commits to,
+    read through the methods of ``SnapshotReads``. Its connection is lent by the process's pool
+    of read connections and goes back on ``close()``."""
 
-    conn: sqlite3.Connection
+    _conn: sqlite3.Connection
     generation: int
     revision: str | None
     branch: str | None
@@ -81,11 +84,11 @@ class Snapshot:
 
     def close(self) -> None:
         """End the read transaction; the connection goes back to the pool (or is closed), and
-        this snapshot's ``conn`` is a closed one from now on, so a late use fails loudly instead
-        of reading inside another snapshot."""
+        this snapshot's connection is a closed one from now on, so a late use fails loudly
+        instead of reading inside another snapshot."""
         lease, self._lease = self._lease, None
         if lease is not None:
-            conn, self.conn = self.conn, _CLOSED
+            conn, self._conn = self._conn, _CLOSED
             _readers.give_back(lease, conn)
 
     def __enter__(self) -> Snapshot:
@@ -201,7 +204,7 @@ class Index:
             raise db.failure(self.dir, exc, "read") from exc
         if snap is None:
             snap = (0, None, None, "partial", 0, 0, 0, None, "{}")
-        return Snapshot(conn=conn, generation=snap[0], revision=snap[1], branch=snap[2],
+        return Snapshot(_conn=conn, generation=snap[0], revision=snap[1], branch=snap[2],
                         status=snap[3], files=snap[4], chunks=snap[5], vectors=snap[6],
                         token=str(meta.get("index_token") or ids.LEGACY_TOKEN),
                         vector_rows=rows, vector_epoch=epoch, bits=view.bits, int8=view.int8,

@@ -268,6 +268,16 @@ class IndexWriter:
             "LEFT JOIN vectors v ON v.content_hash = c.content_hash").fetchone()
         return {"files": files, "chunks": chunks, "vectors": with_vector}
 
+    def count_chunks(self, paths: Sequence[str]) -> int:
+        """How many chunks the files ``paths`` have now."""
+        total = 0
+        for i in range(0, len(paths), 500):
+            part = list(paths[i:i + 500])
+            marks = ",".join("?" * len(part))
+            total += self.conn.execute(
+                f"SELECT count(*) FROM chunks WHERE path IN ({marks})", part).fetchone()[0]
+        return total
+
     def update_revision(self, git_head: str | None, git_branch: str | None) -> None:
         """Record a new HEAD on the latest snapshot when no file content changed (a commit)."""
         self.conn.execute("UPDATE snapshots SET git_head = ?, git_branch = ? WHERE generation = "
