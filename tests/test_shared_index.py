@@ -23,7 +23,7 @@ from kenning.search.query import analyze
 from kenning.shared import Engine, publish, publishing, read_head, retrieval
 from kenning.shared.engine import release_all, row_key
 from kenning.store import Index
-from kenning.store.reads import condition
+from kenning.store.chunk_filter import condition
 from shared_helpers import MILVUS_URI, require_engine
 
 require_engine()

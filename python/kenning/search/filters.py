@@ -20,7 +20,7 @@ from kenning.chunking.languages import LANGUAGES as GRAMMARS
 from kenning.errors import UsageError
 from kenning.search.classes import CLASSES, chunk_class
 from kenning.sources import LANGUAGES, detect_language
-from kenning.store.reads import ChunkFilter
+from kenning.store.chunk_filter import ChunkFilter
 
 __all__ = ["KINDS", "LANGUAGES", "Filters", "normalize_path_filter"]
 

@@ -27,7 +27,8 @@ from kenning import project
 from kenning.config import config_path, model_origin
 from kenning.errors import IndexBusy, IndexDamaged, IndexError_, IndexMissing, KenningError
 from kenning.store import db, ids, integrity, vectors
-from kenning.store.reads import ChunkFilter, SnapshotReads
+from kenning.store.chunk_filter import ChunkFilter
+from kenning.store.reads import SnapshotReads
 
 if TYPE_CHECKING:
     from kenning.config import Settings

@@ -1,75 +1,26 @@
 """The reads of one snapshot: every query the search side makes of an index, by name.
 
 ``Snapshot`` (``kenning.store``) inherits these methods; they run inside its read transaction.
-A ``ChunkFilter`` says which chunks a filtered read keeps, by their columns; it is turned into
+A ``ChunkFilter`` (``chunk_filter``) says which chunks a filtered read keeps; it is turned into
 SQL here, so no caller writes SQL against the schema.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
+
+from kenning.store import masks
+from kenning.store.chunk_filter import ChunkFilter, condition
 
 # (id, path, start line, end line, start byte, end byte, language, kind, symbol) of a chunk
 ChunkRow = tuple[int, str, int, int, int, int, "str | None", str, "str | None"]
 # (id, start byte, end byte, start line, end line, kind, symbol, signature) of a file's chunk
 FileChunk = tuple[int, int, int, int, int, str, "str | None", "str | None"]
-# A test of a chunk's (path, language, symbol) that names its class ("test", "docs", ...)
-Classifier = Callable[[str, "str | None", "str | None"], str]
-
 _CHUNK_COLUMNS = "id, path, start_line, end_line, start_byte, end_byte, language, kind, symbol"
-
-
-@dataclass(frozen=True)
-class ChunkFilter:
-    """Which chunks a filtered read keeps; every condition given must hold."""
-
-    path_globs: tuple[str, ...] = ()  # the path matches one of these SQLite GLOB patterns
-    path_under: str | None = None  # the path is this one, or a path inside this folder
-    language: str | None = None
-    languages_in: frozenset[str] | None = None  # the language is one of these
-    languages_out: frozenset[str] | None = None  # the language is none of these (or unknown)
-    kind: str | None = None
-    class_of: Classifier | None = None  # with ``class_is``: the chunk's class is that one
-    class_is: str | None = None
-
-
-_CLASS_FUNCTION = "kenning_class"
-
-
-def condition(conn: sqlite3.Connection, keep: ChunkFilter) -> tuple[str, list[object]]:
-    """``keep`` as a condition over ``chunks`` (alias ``c``) and its parameters, for ``conn``
-    (which learns the SQL function a class filter calls)."""
-    clauses: list[str] = []
-    params: list[object] = []
-    if keep.path_globs:
-        clauses.append("(" + " OR ".join(["c.path GLOB ?"] * len(keep.path_globs)) + ")")
-        params += keep.path_globs
-    if keep.path_under is not None:
-        prefix = keep.path_under.rstrip("/") + "/"
-        clauses.append("(c.path = ? OR substr(c.path, 1, ?) = ?)")
-        params += [keep.path_under, len(prefix), prefix]
-    if keep.language is not None:
-        clauses.append("c.language = ?")
-        params.append(keep.language)
-    if keep.languages_out is not None:
-        clauses.append(f"(c.language IS NULL OR c.language NOT IN "
-                       f"({','.join('?' * len(keep.languages_out))}))")
-        params += sorted(keep.languages_out)
-    if keep.languages_in is not None:
-        clauses.append(f"c.language IN ({','.join('?' * len(keep.languages_in))})")
-        params += sorted(keep.languages_in)
-    if keep.class_of is not None:
-        conn.create_function(_CLASS_FUNCTION, 3, keep.class_of, deterministic=True)
-        clauses.append(f"{_CLASS_FUNCTION}(c.path, c.language, c.symbol) = ?")
-        params.append(keep.class_is)
-    if keep.kind is not None:
-        clauses.append("c.kind = ?")
-        params.append(keep.kind)
-    return " AND ".join(clauses) or "1", params
 
 
 def _marks(values: Collection[object]) -> str:
@@ -80,6 +31,10 @@ class SnapshotReads:
     """The named reads of a snapshot (mixed into ``Snapshot``)."""
 
     _conn: sqlite3.Connection
+    directory: Path
+    token: str
+    generation: int
+    vector_epoch: int
     vector_rows: int
 
     # -- the lexical table (FTS5 over chunks_fts(body, symbol, path), rowid = chunk id)
@@ -192,6 +147,10 @@ class SnapshotReads:
     def allowed_vectors(self, keep: ChunkFilter) -> np.ndarray:
         """One flag per vector row, set for the vectors of the chunks ``keep`` keeps: the
         mask of a filtered scan."""
+        key = (self.token, self.vector_epoch, self.generation)
+        columns = masks.kept.columns(self.directory, key, self._conn, self.vector_rows)
+        if columns is not None:
+            return masks.allowed(columns, self._conn, keep, self.vector_rows)
         where, params = condition(self._conn, keep)
         # one text of ids instead of a Python object per row: a third of the time at 35k rows
         sql = ("SELECT group_concat(v.vector_id) FROM chunks c JOIN vectors v "

@@ -1,0 +1,62 @@
+"""Which chunks a filtered read keeps (``ChunkFilter``), and the SQL that keeps them.
+
+Search builds a ``ChunkFilter`` from the user's filters; only the store turns it into SQL.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# A test of a chunk's (path, language, symbol) that names its class ("test", "docs", ...)
+Classifier = Callable[[str, "str | None", "str | None"], str]
+
+
+@dataclass(frozen=True)
+class ChunkFilter:
+    """Which chunks a filtered read keeps; every condition given must hold."""
+
+    path_globs: tuple[str, ...] = ()  # the path matches one of these SQLite GLOB patterns
+    path_under: str | None = None  # the path is this one, or a path inside this folder
+    language: str | None = None
+    languages_in: frozenset[str] | None = None  # the language is one of these
+    languages_out: frozenset[str] | None = None  # the language is none of these (or unknown)
+    kind: str | None = None
+    class_of: Classifier | None = None  # with ``class_is``: the chunk's class is that one
+    class_is: str | None = None
+
+
+_CLASS_FUNCTION = "kenning_class"
+
+
+def condition(conn: sqlite3.Connection, keep: ChunkFilter) -> tuple[str, list[object]]:
+    """``keep`` as a condition over ``chunks`` (alias ``c``) and its parameters, for ``conn``
+    (which learns the SQL function a class filter calls)."""
+    clauses: list[str] = []
+    params: list[object] = []
+    if keep.path_globs:
+        clauses.append("(" + " OR ".join(["c.path GLOB ?"] * len(keep.path_globs)) + ")")
+        params += keep.path_globs
+    if keep.path_under is not None:
+        prefix = keep.path_under.rstrip("/") + "/"
+        clauses.append("(c.path = ? OR substr(c.path, 1, ?) = ?)")
+        params += [keep.path_under, len(prefix), prefix]
+    if keep.language is not None:
+        clauses.append("c.language = ?")
+        params.append(keep.language)
+    if keep.languages_out is not None:
+        clauses.append(f"(c.language IS NULL OR c.language NOT IN "
+                       f"({','.join('?' * len(keep.languages_out))}))")
+        params += sorted(keep.languages_out)
+    if keep.languages_in is not None:
+        clauses.append(f"c.language IN ({','.join('?' * len(keep.languages_in))})")
+        params += sorted(keep.languages_in)
+    if keep.class_of is not None:
+        conn.create_function(_CLASS_FUNCTION, 3, keep.class_of, deterministic=True)
+        clauses.append(f"{_CLASS_FUNCTION}(c.path, c.language, c.symbol) = ?")
+        params.append(keep.class_is)
+    if keep.kind is not None:
+        clauses.append("c.kind = ?")
+        params.append(keep.kind)
+    return " AND ".join(clauses) or "1", params

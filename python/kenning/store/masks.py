@@ -1,0 +1,192 @@
+"""The allowed-row mask of a filtered vector scan, from columns kept in memory per snapshot.
+
+Computing the mask in SQL (the vectors of the chunks a filter keeps: a join over every chunk)
+costs several times the search it serves on a large index. So once a snapshot has served a
+filtered search, the next one reads the columns it filters on (path, language, kind, each
+chunk's vector row, and each chunk's class) once into NumPy arrays, coded by distinct value.
+A filter is then judged on the distinct values alone, by the very SQL condition a row would be
+judged by, and turned into a mask by indexing. The first filtered search of a snapshot keeps to
+SQL: a process that searches once (the CLI) pays no more than that query.
+
+Chunks change only with a new generation, so the columns hold for a (token, vector epoch,
+generation); vectors that arrive within a generation are added to the vector column.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from kenning.store.chunk_filter import ChunkFilter, Classifier, condition
+
+_NULL = "\x01"  # stands for NULL in a concatenated column (no path, language or kind holds it)
+_KEPT_INDEXES = 8  # indexes whose columns are kept, the most recently searched
+
+
+@dataclass(frozen=True)
+class _Coded:
+    values: list[str | None]  # the distinct values
+    codes: np.ndarray  # per chunk (in id order): the index of its value
+
+
+@dataclass
+class _Columns:
+    key: tuple[str, int, int]  # index token, vector epoch, generation
+    ids: np.ndarray  # every chunk id, sorted
+    vectors: np.ndarray  # per chunk: its vector row, -1 for none
+    rows: int  # vector rows the vector column covers
+    coded: dict[str, _Coded] = field(default_factory=dict)
+    classes: dict[Classifier, _Coded] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Masks:
+    """The columns of the latest snapshot of each recently searched index."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[Path, _Columns] = OrderedDict()
+        self._seen: dict[Path, tuple[str, int, int]] = {}  # a snapshot filtered once by SQL
+        self._lock = threading.Lock()
+
+    def columns(self, directory: Path, key: tuple[str, int, int],
+                conn: sqlite3.Connection, rows: int) -> _Columns | None:
+        """The columns of the snapshot ``key`` (read through ``conn``, its connection), or None
+        the first time it asks (the caller then uses SQL)."""
+        with self._lock:
+            kept = self._kept.get(directory)
+            if kept is not None and kept.key == key:
+                self._kept.move_to_end(directory)
+            elif self._seen.get(directory) != key:
+                self._seen[directory] = key
+                return None
+            else:
+                kept = None
+        if kept is None:
+            kept = _read_columns(conn, key, rows)
+            with self._lock:
+                self._kept[directory] = kept
+                self._kept.move_to_end(directory)
+                while len(self._kept) > _KEPT_INDEXES:
+                    old, _ = self._kept.popitem(last=False)
+                    self._seen.pop(old, None)
+        if rows > kept.rows:
+            _add_vectors(conn, kept, rows)
+        return kept
+
+
+
+def allowed(columns: _Columns, conn: sqlite3.Connection, keep: ChunkFilter,
+            rows: int) -> np.ndarray:
+    """The mask of the vector rows below ``rows`` of the chunks ``keep`` keeps."""
+    passing = np.ones(len(columns.ids), dtype=bool)
+    parts = {"path": replace(ChunkFilter(), path_globs=keep.path_globs,
+                             path_under=keep.path_under),
+             "language": replace(ChunkFilter(), language=keep.language,
+                                 languages_in=keep.languages_in,
+                                 languages_out=keep.languages_out),
+             "kind": replace(ChunkFilter(), kind=keep.kind)}
+    for name, part in parts.items():
+        if part != ChunkFilter():
+            coded = _column(columns, conn, name)
+            passing &= _judged(conn, name, coded.values, part)[coded.codes]
+    if keep.class_of is not None:
+        coded = _classes(columns, conn, keep.class_of)
+        wanted = np.asarray([value == keep.class_is for value in coded.values], dtype=bool)
+        passing &= wanted[coded.codes]
+    vectors = columns.vectors[passing]
+    mask = np.zeros(rows, dtype=bool)
+    mask[vectors[(vectors >= 0) & (vectors < rows)]] = True
+    return mask
+
+
+def _judged(conn: sqlite3.Connection, name: str, values: list[str | None],
+            part: ChunkFilter) -> np.ndarray:
+    """Whether each of a column's distinct ``values`` passes ``part``, judged by SQLite with the
+    condition that judges chunk rows, so both agree on every value (GLOB, NULL, ...)."""
+    where, params = condition(conn, part)
+    found = conn.execute(f"SELECT c.i FROM (SELECT key AS i, value AS {name} FROM json_each(?)) "
+                         f"c WHERE {where}", [json.dumps(values), *params]).fetchall()
+    judged = np.zeros(len(values), dtype=bool)
+    judged[[row[0] for row in found]] = True
+    return judged
+
+
+def _read_columns(conn: sqlite3.Connection, key: tuple[str, int, int], rows: int) -> _Columns:
+    ids, vectors = conn.execute(
+        "SELECT group_concat(c.id), group_concat(coalesce(v.vector_id, -1)) FROM chunks c "
+        "LEFT JOIN vectors v ON v.content_hash = c.content_hash AND v.vector_id < ?",
+        (rows,)).fetchone()
+    ids_array, vectors_array = _numbers(ids), _numbers(vectors)
+    order = np.argsort(ids_array, kind="stable")
+    return _Columns(key, ids_array[order], vectors_array[order], rows)
+
+
+def _numbers(text: str | None) -> np.ndarray:
+    if not text:
+        return np.zeros(0, dtype=np.int64)
+    return np.fromstring(text, dtype=np.int64, sep=",")
+
+
+def _add_vectors(conn: sqlite3.Connection, columns: _Columns, rows: int) -> None:
+    """Add the vectors committed since the columns were read (within their generation)."""
+    with columns.lock:
+        if rows <= columns.rows:
+            return
+        ids, vectors = conn.execute(
+            "SELECT group_concat(c.id), group_concat(v.vector_id) FROM vectors v JOIN chunks c "
+            "ON c.content_hash = v.content_hash WHERE v.vector_id >= ? AND v.vector_id < ?",
+            (columns.rows, rows)).fetchone()
+        added = columns.vectors.copy()  # searches under way keep the array they hold
+        added[np.searchsorted(columns.ids, _numbers(ids))] = _numbers(vectors)
+        columns.vectors, columns.rows = added, rows
+
+
+def _strings(conn: sqlite3.Connection, columns: _Columns,
+             expressions: list[str]) -> list[list[str | None]]:
+    """The values of ``expressions`` (over ``chunks``) for each chunk, in id order."""
+    concat = ", ".join(f"group_concat(coalesce({e}, char(1)), char(0))" for e in expressions)
+    row = conn.execute(f"SELECT group_concat(id), {concat} FROM chunks").fetchone()
+    order = np.argsort(_numbers(row[0]), kind="stable")
+    found: list[list[str | None]] = []
+    for text in row[1:]:
+        values: list[str | None] = [None if v == _NULL else v for v in (text or "").split("\0")]
+        if not text:
+            values = []
+        found.append([values[i] for i in order] if len(order) else [])
+    return found
+
+
+def _coded(values: list[str | None]) -> _Coded:
+    index: dict[str | None, int] = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), dtype=np.int32,
+                        count=len(values))
+    return _Coded(list(index), codes)
+
+
+def _column(columns: _Columns, conn: sqlite3.Connection, name: str) -> _Coded:
+    with columns.lock:
+        coded = columns.coded.get(name)
+        if coded is None:
+            coded = columns.coded[name] = _coded(_strings(conn, columns, [name])[0])
+        return coded
+
+
+def _classes(columns: _Columns, conn: sqlite3.Connection, class_of: Classifier) -> _Coded:
+    """Each chunk's class, as ``class_of`` says."""
+    with columns.lock:
+        coded = columns.classes.get(class_of)
+        if coded is None:
+            paths, languages, symbols = _strings(conn, columns, ["path", "language", "symbol"])
+            coded = columns.classes[class_of] = _coded(
+                [class_of(str(p), lang, sym)
+                 for p, lang, sym in zip(paths, languages, symbols, strict=True)])
+        return coded
+
+
+kept = Masks()
