@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
 from index_helpers import FILES, make_repo
 from kenning.indexer import refresh
 from kenning.search.filters import Filters

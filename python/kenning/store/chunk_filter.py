@@ -20,8 +20,6 @@ class ChunkFilter:
     path_globs: tuple[str, ...] = ()  # the path matches one of these SQLite GLOB patterns
     path_under: str | None = None  # the path is this one, or a path inside this folder
     language: str | None = None
-    languages_in: frozenset[str] | None = None  # the language is one of these
-    languages_out: frozenset[str] | None = None  # the language is none of these (or unknown)
     kind: str | None = None
     class_of: Classifier | None = None  # with ``class_is``: the chunk's class is that one
     class_is: str | None = None
@@ -45,13 +43,6 @@ def condition(conn: sqlite3.Connection, keep: ChunkFilter) -> tuple[str, list[ob
     if keep.language is not None:
         clauses.append("c.language = ?")
         params.append(keep.language)
-    if keep.languages_out is not None:
-        clauses.append(f"(c.language IS NULL OR c.language NOT IN "
-                       f"({','.join('?' * len(keep.languages_out))}))")
-        params += sorted(keep.languages_out)
-    if keep.languages_in is not None:
-        clauses.append(f"c.language IN ({','.join('?' * len(keep.languages_in))})")
-        params += sorted(keep.languages_in)
     if keep.class_of is not None:
         conn.create_function(_CLASS_FUNCTION, 3, keep.class_of, deterministic=True)
         clauses.append(f"{_CLASS_FUNCTION}(c.path, c.language, c.symbol) = ?")

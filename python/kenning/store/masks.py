@@ -18,7 +18,7 @@ import json
 import sqlite3
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -85,12 +85,9 @@ def allowed(columns: _Columns, conn: sqlite3.Connection, keep: ChunkFilter,
             rows: int) -> np.ndarray:
     """The mask of the vector rows below ``rows`` of the chunks ``keep`` keeps."""
     passing = np.ones(len(columns.ids), dtype=bool)
-    parts = {"path": replace(ChunkFilter(), path_globs=keep.path_globs,
-                             path_under=keep.path_under),
-             "language": replace(ChunkFilter(), language=keep.language,
-                                 languages_in=keep.languages_in,
-                                 languages_out=keep.languages_out),
-             "kind": replace(ChunkFilter(), kind=keep.kind)}
+    parts = {"path": ChunkFilter(path_globs=keep.path_globs, path_under=keep.path_under),
+             "language": ChunkFilter(language=keep.language),
+             "kind": ChunkFilter(kind=keep.kind)}
     for name, part in parts.items():
         if part != ChunkFilter():
             coded = _column(columns, conn, name)
