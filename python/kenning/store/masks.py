@@ -27,12 +27,15 @@ from kenning.store.chunk_filter import ChunkFilter, Classifier, condition
 
 _NULL = "\x01"  # stands for NULL in a concatenated column (no path, language or kind holds it)
 _KEPT_INDEXES = 8  # indexes whose columns are kept, the most recently searched
+_KEPT_JUDGMENTS = 16  # per column
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Coded:
     values: list[str | None]  # the distinct values
     codes: np.ndarray  # per chunk (in id order): the index of its value
+    # the filters judged on the values lately (searches repeat theirs), and what passed
+    judged: OrderedDict[ChunkFilter, np.ndarray] = field(default_factory=OrderedDict)
 
 
 @dataclass
@@ -91,7 +94,9 @@ def allowed(columns: _Columns, conn: sqlite3.Connection, keep: ChunkFilter,
     for name, part in parts.items():
         if part != ChunkFilter():
             coded = _column(columns, conn, name)
-            passing &= _judged(conn, name, coded.values, part)[coded.codes]
+            with columns.lock:
+                judged = _judged(conn, name, coded, part)
+            passing &= judged[coded.codes]
     if keep.class_of is not None:
         coded = _classes(columns, conn, keep.class_of)
         wanted = np.asarray([value == keep.class_is for value in coded.values], dtype=bool)
@@ -102,15 +107,21 @@ def allowed(columns: _Columns, conn: sqlite3.Connection, keep: ChunkFilter,
     return mask
 
 
-def _judged(conn: sqlite3.Connection, name: str, values: list[str | None],
+def _judged(conn: sqlite3.Connection, name: str, coded: _Coded,
             part: ChunkFilter) -> np.ndarray:
-    """Whether each of a column's distinct ``values`` passes ``part``, judged by SQLite with the
+    """Whether each of a column's distinct values passes ``part``, judged by SQLite with the
     condition that judges chunk rows, so both agree on every value (GLOB, NULL, ...)."""
-    where, params = condition(conn, part)
-    found = conn.execute(f"SELECT c.i FROM (SELECT key AS i, value AS {name} FROM json_each(?)) "
-                         f"c WHERE {where}", [json.dumps(values), *params]).fetchall()
-    judged = np.zeros(len(values), dtype=bool)
-    judged[[row[0] for row in found]] = True
+    judged = coded.judged.get(part)
+    if judged is None:
+        where, params = condition(conn, part)
+        found = conn.execute(f"SELECT c.i FROM (SELECT key AS i, value AS {name} FROM "
+                             f"json_each(?)) c WHERE {where}",
+                             [json.dumps(coded.values), *params]).fetchall()
+        judged = np.zeros(len(coded.values), dtype=bool)
+        judged[[row[0] for row in found]] = True
+        coded.judged[part] = judged
+        while len(coded.judged) > _KEPT_JUDGMENTS:
+            coded.judged.popitem(last=False)
     return judged
 
 
@@ -149,13 +160,13 @@ def _strings(conn: sqlite3.Connection, columns: _Columns,
     """The values of ``expressions`` (over ``chunks``) for each chunk, in id order."""
     concat = ", ".join(f"group_concat(coalesce({e}, char(1)), char(0))" for e in expressions)
     row = conn.execute(f"SELECT group_concat(id), {concat} FROM chunks").fetchone()
-    order = np.argsort(_numbers(row[0]), kind="stable")
+    ids = _numbers(row[0])
+    order = None if np.array_equal(ids, columns.ids) else np.argsort(ids, kind="stable")
     found: list[list[str | None]] = []
     for text in row[1:]:
-        values: list[str | None] = [None if v == _NULL else v for v in (text or "").split("\0")]
-        if not text:
-            values = []
-        found.append([values[i] for i in order] if len(order) else [])
+        values: list[str | None] = ([None if v == _NULL else v for v in text.split("\0")]
+                                    if text else [])
+        found.append(values if order is None else [values[i] for i in order])
     return found
 
 
