@@ -64,9 +64,9 @@ def main() -> None:
                 vector = embedder.embed_query(q["query"])
                 hits = dense.search(snap, vector)
                 genuine_top.append(hits[0][1] if hits else 0.0)
-                ids = [r[0] for r in snap._conn.execute(
-                    "SELECT id FROM chunks WHERE path = ? AND NOT (end_line < ? OR start_line > ?)",
-                    (q["path"], q["start_line"], q["end_line"]))]
+                # the chunks of the target's file that overlap its lines
+                ids = [r[0] for r in snap.file_chunks([q["path"]]).get(q["path"], [])
+                       if not (r[4] < q["start_line"] or r[3] > q["end_line"])]
                 scores = dense.cosines(snap, vector, ids)
                 if scores:
                     genuine_target.append(max(scores.values()))
