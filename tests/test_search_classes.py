@@ -108,6 +108,18 @@ def test_a_version_folder_gives_way_to_its_current_counterpart() -> None:
     assert superseded(paths, "the v1 fields validator") == set()  # the query names it
 
 
+def test_an_alternative_gives_way_to_what_it_is_the_alternative_of() -> None:
+    paths = ["runtime/time_alt/wheel.rs", "runtime/time/sleep.rs", "client-darwin-legacy/a.kt",
+             "client-darwin/b.kt", "parse_old.py", "parse.py", "lone_alt/x.rs"]
+    assert superseded(paths) == {"runtime/time_alt/wheel.rs", "client-darwin-legacy/a.kt",
+                                 "parse_old.py"}
+    assert "runtime/time_alt/wheel.rs" not in superseded(paths, "the alt timer wheel")
+
+
+def test_compat_modules_are_compat_with_a_leading_underscore() -> None:
+    assert "compat" in categories("fastapi/_compat/v2.py")
+
+
 def test_behaviour_queries_rank_the_implementation_first(in_finder: list[ProjectRef]) -> None:
     found = _paths(in_finder, "expand a glob pattern into matching file paths")
     assert found[0] == ("src/lib.rs", "expand_glob")

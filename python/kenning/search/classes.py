@@ -35,7 +35,7 @@ _PATTERNS = {
         r"|(^|/)godoc[^/]*\.txt$"),
     "changelog": re.compile(r"(^|/)(changes|changelog|history|news|releases?|release-notes)"
                             r"(\.[a-z]+)?$", re.IGNORECASE),
-    "compat": re.compile(r"(^|/)(compat|legacy|polyfills?|shims?|deprecated|obsolete)(/|$)"
+    "compat": re.compile(r"(^|/)_?(compat|legacy|polyfills?|shims?|deprecated|obsolete)(/|$)"
                          r"|(^|/)[^/]*(compat|legacy)\.[^/]+$"),
     # man pages (roff sources `fd.1`, `man/`), besides the prose languages
     "docs": re.compile(r"(^|/)man[1-9]?/|(^|/)[^/.]+\.[1-9](\.in)?$"),
@@ -43,6 +43,9 @@ _PATTERNS = {
                              r"|[^/]*[-_.]completions?(\.[a-z]+)?$"),
 }
 _VERSION_DIR = re.compile(r"(^|/)v(\d+)/")
+# A folder or file named as the alternative of another: ``time_alt/``, ``darwin-legacy/``.
+_ALTERNATIVE = re.compile(r"(^|/)([^/]+?)[_-](old|alt|legacy|deprecated|bak|orig)(/|\.[^/]*$)",
+                          re.IGNORECASE)
 # Symbol components that mark test code inside a source file (`mod tests` and its members).
 _TEST_SCOPES = frozenset({"test", "tests"})
 
@@ -72,19 +75,33 @@ def chunk_class(path: str, language: str | None, symbol: str | None) -> str:
 def superseded(paths: Iterable[str], query: str = "") -> set[str]:
     """The paths under a version folder (``v1/``) whose counterpart, the same path without
     that folder or under a later version, is among ``paths`` too: copies kept for old users
-    (``pydantic/v1/fields.py`` beside ``pydantic/fields.py``). A version the query names stays."""
+    (``pydantic/v1/fields.py`` beside ``pydantic/fields.py``); and the paths in a folder or
+    file named as another's alternative (``time_alt/``, ``client-legacy/``, ``parse_old.py``)
+    when that other is among them. A version or an alternative the query names stays."""
+    paths = set(paths)
     named = {m.group(1) for m in re.finditer(r"\bv(\d+)\b", query.lower())}
+    words = set(re.findall(r"[a-z]+", query.lower()))
+    old = {path for path in paths if _alternative_of(path, paths, words)}
     groups: dict[str, list[tuple[float, str]]] = {}
-    for path in set(paths):
+    for path in paths:
         found = _VERSION_DIR.search(path)
         if found is None:
             groups.setdefault(path, []).append((float("inf"), path))
         elif found.group(2) not in named:
             rest = path[: found.start()] + found.group(1) + path[found.end():]
             groups.setdefault(rest, []).append((int(found.group(2)), path))
-    old: set[str] = set()
     for group in groups.values():
         newest = max(version for version, _ in group)
         old.update(path for version, path in group if version < newest)
     return old
 
+
+def _alternative_of(path: str, paths: set[str], words: set[str]) -> bool:
+    """Whether ``path`` is in a folder or file named as the alternative of one in ``paths``."""
+    found = _ALTERNATIVE.search(path)
+    if found is None or found.group(3).lower() in words:
+        return False
+    current = path[: found.start()] + found.group(1) + found.group(2)
+    if found.group(4) == "/":  # a folder: any file of its counterpart
+        return any(p.startswith(current + "/") for p in paths)
+    return current + found.group(4) in paths
