@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from kenning import config, kernels
-from kenning.errors import SharedBusy, SharedIndexError
+from kenning.errors import SharedBusy
 from kenning.search.filters import Filters
 from kenning.search.query import analyze
 from kenning.shared import Engine, publish, publishing, read_head, retrieval
@@ -270,17 +270,6 @@ def test_concurrent_publishers_of_one_project_are_serialised(shared: config.Sett
             "claimed_at": time.time()})
     taken_over = publish(repo, shared, embedder=model)
     assert taken_over.generation == 2 and taken_over.files_changed == 1
-
-
-def test_an_unreachable_engine_is_one_sentence(model: Any, repo: Path,
-                                               monkeypatch: pytest.MonkeyPatch):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]  # closed once the block ends: nothing listens there
-    monkeypatch.setenv("KENNING_SHARED_URI", f"http://127.0.0.1:{port}")
-    with pytest.raises(SharedIndexError, match="Cannot reach the shared index") as err:
-        publish(repo, config.load(), embedder=model)
-    assert err.value.exit_code == 5
 
 
 def test_primary_keys_are_deterministic():

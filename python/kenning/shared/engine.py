@@ -63,15 +63,28 @@ def row_key(*parts: object) -> str:
     return hashlib.blake2b(joined.encode(), digest_size=16).hexdigest()
 
 
-def _failure(exc: Exception) -> str:
-    """``auth``, ``unreachable`` or ``other``: from a gRPC status where there is one, else
-    from the words of pymilvus's message (its error codes differ between versions)."""
-    code = getattr(exc, "code", None)
-    status = getattr(code() if callable(code) else None, "name", "")
-    if status in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
+# Milvus's own codes for a refused login (merr: not authenticated, privilege not permitted)
+AUTH_CODES = (1400, 1401)
+
+
+def _failure(exc: BaseException) -> str:
+    """``auth``, ``unreachable`` or ``other``: from the gRPC status of the error or of the one
+    it wraps (pymilvus reports a login refused by the server as "Fail connecting", with the
+    UNAUTHENTICATED call as its cause), else from Milvus's code or the words of its message."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and seen not in chain:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    for error in chain:
+        code = getattr(error, "code", None)
+        status = getattr(code() if callable(code) else None, "name", "")
+        if status in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
+            return "auth"
+        if status in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+            return "unreachable"
+    if getattr(exc, "code", None) in AUTH_CODES:
         return "auth"
-    if status in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
-        return "unreachable"
     text = str(exc).lower()
     if any(word in text for word in ("auth", "credential", "password", "api key",
                                      "permission denied", "unauthenticated")):
@@ -134,15 +147,19 @@ class Engine:
 
     def _error(self, doing: str, exc: Exception) -> SharedIndexError:
         failure = _failure(exc)
-        if failure == "auth":
-            return SharedAuthError(
-                f"{self.where} refused the credentials while {doing}.",
-                hint=f"Put a valid token (user:password or an API key) in ${self.token_env}.")
+        where = self.where[0].upper() + self.where[1:]
+        if failure == "auth":  # the sentence names the variable, never the token
+            given = (f"the token in ${self.token_env}" if self.token
+                     else f"a connection without a token (${self.token_env} is empty)")
+            return SharedAuthError(f"{where} refused {given} while {doing}.",
+                                   hint=f"Put a valid token (user:password or an API key) in "
+                                   f"${self.token_env}, or name another variable in "
+                                   "shared.token_env.")
         if failure == "unreachable":
             return SharedIndexError(f"Cannot reach {self.where} while {doing}.",
                                     hint="Check shared.uri and that the server is running.")
         message = getattr(exc, "message", None) or str(exc)
-        return SharedIndexError(f"{self.where} failed while {doing}: {message}.")
+        return SharedIndexError(f"{where} failed while {doing}: {message}.")
 
     @property
     def client(self) -> Any:

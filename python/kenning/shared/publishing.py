@@ -262,11 +262,13 @@ def publish(root: Path, settings: Settings, *, dry_run: bool = False,
     ``refresh=False``). ``dry_run`` reports what would be sent and changes nothing."""
     from kenning.embedding import borrowed
     from kenning.indexer import refresh as refresh_index
-    from kenning.store import Index
+    from kenning.store import Index, make_descriptor
 
     started = time.perf_counter()
     configured_uri(settings)  # a missing or bad shared.uri is said before any indexing
     with borrowed(settings, embedder) as emb:
+        with Engine(settings, make_descriptor(emb)) as engine:
+            engine.exists()  # an engine that is unreachable or refuses the token: before indexing
         if refresh:
             done = refresh_index(root, settings, embedder=emb, wait=True, progress=progress)
             if done.vectors_missing:
