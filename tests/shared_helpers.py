@@ -1,12 +1,15 @@
-"""The engine the shared-index tests run on: milvus-lite in a file of each test's own, or the
-server named by KENNING_TEST_MILVUS_URI, from which each test removes what it published (test
-modules load the fixture ``shared_uri`` with ``pytest_plugins = ["shared_helpers"]``)."""
+"""The engine the shared-index tests run on: milvus-lite in a file of the test's (``shared_uri``)
+or of the test module's (``module_shared_uri``: tests that publish projects of their own share
+one embedded engine, which costs seconds to start), or the server named by
+KENNING_TEST_MILVUS_URI, from which what the tests published is removed afterwards (test modules
+load the fixtures with ``pytest_plugins = ["shared_helpers"]``)."""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,27 +23,47 @@ def require_engine() -> None:
         pytest.importorskip("milvus_lite")
 
 
-@pytest.fixture
-def shared_uri(tmp_path: Path) -> Iterator[str]:
+@contextmanager
+def engine_at(folder: Path, projects_under: Path) -> Iterator[str]:
+    """An engine: milvus-lite in a file in ``folder``, stopped afterwards, or the test server,
+    from which the projects published from under ``projects_under`` go afterwards."""
     from kenning.shared.engine import release_all
 
-    if not MILVUS_URI:
-        yield str(tmp_path / "shared.db")
-        release_all()  # stop the test's embedded engine
-        return
-    yield MILVUS_URI
+    try:
+        yield MILVUS_URI or str(folder / "shared.db")
+        if MILVUS_URI:
+            _remove_published(folder, projects_under)
+    finally:
+        release_all()  # stop the embedded engine (or close the connection)
+
+
+def _remove_published(folder: Path, base: Path) -> None:
     from kenning import config
     from kenning.embedding import make_embedder
     from kenning.shared import Engine, remove
     from kenning.store import make_descriptor
 
-    settings = config.load({"shared.uri": MILVUS_URI})
-    embedder = make_embedder(settings)
-    with Engine(settings, make_descriptor(embedder)) as engine:
-        heads = (engine.query(engine.manifest, 'kind == "head"', ["project", "info"], "listing")
-                 if engine.exists() else [])
-    for head in heads:
-        if str(json.loads(head["info"]).get("root", "")).startswith(str(tmp_path)):
-            remove(settings, head["project"], embedder=embedder)
-    embedder.close()
-    release_all()
+    with pytest.MonkeyPatch.context() as patch:  # a module's fixture outlives a test's env
+        patch.setenv("KENNING_CONFIG", str(folder / "cleanup.toml"))
+        settings = config.load({"shared.uri": str(MILVUS_URI)})
+        embedder = make_embedder(settings)
+        with Engine(settings, make_descriptor(embedder)) as engine:
+            heads = (engine.query(engine.manifest, 'kind == "head"', ["project", "info"],
+                                  "listing") if engine.exists() else [])
+        for head in heads:
+            if str(json.loads(head["info"]).get("root", "")).startswith(str(base)):
+                remove(settings, head["project"], embedder=embedder)
+        embedder.close()
+
+
+@pytest.fixture
+def shared_uri(tmp_path: Path) -> Iterator[str]:
+    with engine_at(tmp_path, tmp_path) as uri:
+        yield uri
+
+
+@pytest.fixture(scope="module")
+def module_shared_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    # the module's tests publish projects of their own, each under its test's folder
+    with engine_at(tmp_path_factory.mktemp("shared"), tmp_path_factory.getbasetemp()) as uri:
+        yield uri

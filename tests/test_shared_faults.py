@@ -6,18 +6,19 @@ structured MCP error, and the token never appears in anything kenning writes."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from index_helpers import kenning_cli
+from index_helpers import kenning_cli, make_repo
 from kenning import config
 from kenning.errors import IndexMissing
 from kenning.store import Index
 from milvus_auth_server import AuthServer, refusing_server
-from test_mcp_server import World, serve, world  # noqa: F401 - the indexed MCP projects
+from test_mcp_server import serve
 
 pytest.importorskip("pymilvus")
 pytest_plugins = ["index_helpers"]
@@ -80,17 +81,20 @@ def test_a_missing_token_is_named_as_missing(refusing: AuthServer, repo: Path,
 
 
 def test_mcp_code_search_with_a_refused_token_is_a_structured_error(
-        server: AuthServer, world: World, tmp_path: Path):  # noqa: F811 - the fixture
+        server: AuthServer, tmp_path: Path):
     log = tmp_path / "mcp.log"
-    env = world.env(KENNING_SHARED_URI=server.uri, MILVUS_TOKEN=SECRET,
-                    KENNING_SEARCH_BACKEND="both")
-    with serve(env, world.alpha / "src", log) as client:
-        for arguments in ({}, {"project": "example.com/team/elsewhere"}):  # here + shared, shared
-            body = client.error("code_search", query="exponential backoff", **arguments)
-            assert body["error"] == "shared_auth_refused"
-            assert body["message"] == (f"The shared index at {server.uri} refused the token in "
-                                       "$MILVUS_TOKEN while connecting.")
-            assert SECRET not in json.dumps(body)
+    here = make_repo(tmp_path / "here")
+    env = {name: os.environ[name] for name in ("KENNING_HOME", "KENNING_CONFIG", "PYTHONPATH")
+           if name in os.environ}
+    env.update(KENNING_SHARED_URI=server.uri, MILVUS_TOKEN=SECRET,
+               KENNING_SEARCH_BACKEND="both")
+    with serve(env, here, log) as client:  # a project published from elsewhere
+        body = client.error("code_search", query="exponential backoff",
+                            project="example.com/team/elsewhere")
+        assert body["error"] == "shared_auth_refused"
+        assert body["message"] == (f"The shared index at {server.uri} refused the token in "
+                                   "$MILVUS_TOKEN while connecting.")
+        assert SECRET not in json.dumps(body)
     assert SECRET not in log.read_text()
 
 

@@ -31,8 +31,9 @@ pytest_plugins = ["index_helpers", "shared_helpers"]
 
 
 @pytest.fixture
-def shared(shared_uri: str, monkeypatch: pytest.MonkeyPatch) -> config.Settings:
-    monkeypatch.setenv("KENNING_SHARED_URI", shared_uri)
+def shared(module_shared_uri: str, monkeypatch: pytest.MonkeyPatch) -> config.Settings:
+    """One engine for the module: each test publishes a project of its own (its own root)."""
+    monkeypatch.setenv("KENNING_SHARED_URI", module_shared_uri)
     return config.load({"embedder.batch_size": "8", "embedder.concurrency": "1"})
 
 
@@ -142,16 +143,16 @@ def _local_rows(settings: config.Settings, model: Any, root: Path) -> set[tuple[
                 snap._conn.execute("SELECT path, start_byte, end_byte FROM chunks")}
 
 
-def _search(settings: config.Settings, model: Any, text: str, **filters: Any) -> list[dict]:
-    from kenning.store import make_descriptor
-
-    with Engine(settings, make_descriptor(model)) as engine:
+def _search(settings: config.Settings, model: Any, root: Path, text: str,
+            **filters: Any) -> list[dict]:
+    index = Index.open(root, settings, embedder=model)
+    with Engine(settings, index.descriptor) as engine:
         query = analyze(text)
         return retrieval.search(
             engine, query, np.asarray(model.embed_query(text), np.float32), Filters(**filters),
-            projects=None, branches=frozenset({"dense", "lexical", "symbol"}), limit=5,
-            floor=0.0, floor_min_terms=3, depths={"dense": 100, "lexical": 100, "symbol": 50,
-                                                  "rank": 60}, roots={},
+            projects=[index.project_id], branches=frozenset({"dense", "lexical", "symbol"}),
+            limit=5, floor=0.0, floor_min_terms=3,
+            depths={"dense": 100, "lexical": 100, "symbol": 50, "rank": 60}, roots={},
             max_file_size=1 << 20)
 
 
@@ -160,7 +161,7 @@ def test_publish_search_edit_publish_again(shared: config.Settings, model: Any, 
     assert (first.generation, first.files_added, first.rows_deleted) == (1, 5, 0)
     rows = _engine_rows(shared, model, repo)
     assert {(r["path"], r["text"]) for r in rows} == _local_rows(shared, model, repo)
-    hits = _search(shared, model, "exponential backoff for failed requests")
+    hits = _search(shared, model, repo, "exponential backoff for failed requests")
     assert hits[0]["path"] == "app/server.py" and "RetryPolicy" in hits[0]["content"]
     assert hits[0]["stale"] is False  # no checkout here: the engine's text, as published
 
@@ -176,7 +177,7 @@ def test_publish_search_edit_publish_again(shared: config.Settings, model: Any, 
     rows = _engine_rows(shared, model, repo)
     assert {(r["path"], r["text"]) for r in rows} == _local_rows(shared, model, repo)
     assert not any("Exponential backoff" in r["text"] for r in rows)
-    hits = _search(shared, model, "jittered pauses between reconnection tries")
+    hits = _search(shared, model, repo, "jittered pauses between reconnection tries")
     assert hits[0]["path"] == "app/server.py" and "Jittered" in hits[0]["content"]
 
 
@@ -208,12 +209,13 @@ def test_bm25_ranks_the_row_with_the_term_first(shared: config.Settings, model: 
                                                 repo: Path):
     publish(repo, shared, embedder=model)
     index = Index.open(repo, shared, embedder=model)
+    ours = retrieval.expression(Filters(), [index.project_id])
     with Engine(shared, index.descriptor) as engine:
         for text, path in (("journal_mode", "app/db.py"), ("parseHeader", "lib/util.js"),
                            ("TOML", "docs/guide.md")):
-            hits = retrieval.bm25(engine, analyze(text), 5, "")
+            hits = retrieval.bm25(engine, analyze(text), 5, ours)
             assert hits and hits[0][0]["path"] == path
-        hits = retrieval.symbol_rows(engine, analyze("start_server"), 5, "")
+        hits = retrieval.symbol_rows(engine, analyze("start_server"), 5, ours)
         assert hits[0][0]["symbol"] == "start_server"
 
 
@@ -276,6 +278,25 @@ def test_primary_keys_are_deterministic():
     assert row_key("p", "a.py", 0, 10) == row_key("p", "a.py", 0, 10)
     assert row_key("p", "a.py", 0, 10) != row_key("p", "a.py", 0, 11)
     assert len(row_key("p")) == 32
+
+
+def test_a_declaration_is_put_together_only_where_the_rows_pin_every_byte():
+    from kenning.shared.reading import _stitched
+
+    def row(start: int, line: int, text: str) -> dict[str, Any]:
+        return {"start_byte": start, "end_byte": start + len(text.encode()), "start_line": line,
+                "text": text}
+
+    first, second = "def f():\n    a = 1\n", "    return a\n"
+    # the parts meet, or only line breaks lie between them: the declaration, byte for byte
+    assert _stitched([row(0, 1, first), row(19, 3, second)], (0, 32, 1, 3)) == first + second
+    assert (_stitched([row(0, 1, first), row(21, 5, second)], (0, 34, 1, 5))
+            == first + "\n\n" + second)
+    # two bytes between them on one line: spaces, a comment? unknown, so no declaration
+    assert _stitched([row(0, 1, first), row(21, 3, second)], (0, 34, 1, 3)) is None
+    # a part the engine cut at its text limit
+    assert _stitched([row(0, 1, first), {**row(19, 3, second), "end_byte": 99}],
+                     (0, 99, 1, 3)) is None
 
 
 def test_publish_cli_prints_json_and_a_summary(shared: config.Settings, repo: Path):

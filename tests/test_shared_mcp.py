@@ -1,6 +1,6 @@
-"""The MCP server over the shared index, through a real client session: code_search with the id
-of a project published from elsewhere, find_repositories across the shared index, and
-code_index_status with each project's published generation."""
+"""The MCP server over the shared index, through a real client session: code_search and
+code_get_chunk with the id of a project published from elsewhere, find_repositories across the
+shared index, and code_index_status with each project's published generation."""
 
 from __future__ import annotations
 
@@ -42,6 +42,10 @@ def test_mcp_tools_reach_the_published_projects(tmp_path: Path, model: Any, shar
                           project=other_id).structured_content
         assert found["results"][0]["project"] == other_id
         assert found["results"][0]["path"] == "billing/invoice.py"
+        # read back from the engine: this server has no checkout of it
+        read = client.ok("code_get_chunk", id=found["results"][0]["id"]).structured_content
+        assert "def render_invoice(order)" in read["content"] and not read["body_may_be_stale"]
+        assert read["project"] == other_id
         repos = client.ok("find_repositories", query="printable invoice with taxes")
         assert repos.structured_content["repositories"][0]["project"] == other_id
         status = client.ok("code_index_status")

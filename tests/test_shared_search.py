@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from index_helpers import make_repo
 from kenning import config
-from kenning.errors import UsageError
-from kenning.search import ProjectRef, search
+from kenning.errors import StaleChunkId, UsageError
+from kenning.search import ProjectRef, get_chunk, search
 from kenning.shared import publish
 from kenning.store import Index
 from shared_helpers import require_engine
@@ -27,21 +30,60 @@ OTHER = {"billing/invoice.py": '''def render_invoice(order) -> str:
 ''', "billing/README.md": "# Billing\n\nInvoices and payments.\n"}
 
 
+LONG = ("import functools\n\n\n@functools.lru_cache\ndef calibrate_sensor(reading):\n"
+        '    """Turn a raw sensor reading into degrees."""\n'
+        + "".join(f"    total_{i} = reading.value * {i} + offset_{i}\n" for i in range(45))
+        + "    celsius = (total_44 - 32) * 5 / 9  # fahrenheit to celsius conversion\n"
+        + "    return celsius\n\n\ndef unrelated_helper(x):\n    return x + 1\n")
+OTHER_FILES = {**OTHER, "sensor/calibrate.py": LONG}
+
+
 def _settings(backend: str, uri: str) -> config.Settings:
     return config.load({"search.backend": backend, "shared.uri": uri,
                         "embedder.batch_size": "8", "embedder.concurrency": "1"})
 
 
-@pytest.fixture
-def two(tmp_path: Path, model: Any, shared_uri: str) -> Any:
-    """The fixture repository here, and another project published from elsewhere."""
-    from index_helpers import make_repo
+@dataclass
+class World:
+    home: Path
+    here: Path  # indexed here, not published
+    other: Path  # published, as from another machine
+    uri: str
 
-    uri = shared_uri
-    here = make_repo(tmp_path / "here")
-    other = make_repo(tmp_path / "other", OTHER)
-    publish(other, _settings("local", uri), embedder=model)
-    return here, other, uri
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, module_shared_uri: str, model: Any) -> World:
+    """The fixture repository indexed here, and another project published; once per module
+    (tests that change what is published publish projects of their own)."""
+    from kenning.indexer import refresh
+
+    base = tmp_path_factory.mktemp("world")
+    found = World(base / "home", make_repo(base / "here"), make_repo(base / "other", OTHER_FILES),
+                  module_shared_uri)
+    with pytest.MonkeyPatch.context() as patch:
+        _use_home(patch, found.home)
+        settings = _settings("local", found.uri)
+        assert refresh(found.here, settings, embedder=model).status == "complete"
+        publish(found.other, settings, embedder=model)
+    return found
+
+
+def _use_home(patch: pytest.MonkeyPatch, home: Path) -> None:
+    patch.setenv("KENNING_HOME", str(home / "data"))
+    patch.setenv("KENNING_CONFIG", str(home / "config.toml"))
+
+
+@pytest.fixture
+def two(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Path, str]]:
+    """The module's projects, in its home; the other checkout is put back as published after
+    a test changed it."""
+    _use_home(monkeypatch, world.home)
+    yield world.here, world.other, world.uri
+    for name, text in OTHER_FILES.items():
+        path = world.other / name
+        if path.is_symlink() or not path.is_file() or path.read_text() != text:
+            path.unlink(missing_ok=True)
+            path.write_text(text)
 
 
 def _ref(root: Path, settings: config.Settings, model: Any) -> ProjectRef:
@@ -115,25 +157,75 @@ def test_cli_searches_a_published_project_by_id(two: Any, model: Any,
         assert hits[0]["id"] == snap.chunk_id(pid, ordinal)
 
 
-def test_remove_index_shared_takes_a_project_out(two: Any, model: Any,
+def test_remove_index_shared_takes_a_project_out(two: Any, model: Any, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch):
     from click.testing import CliRunner
     from kenning.cli import cli
 
-    here, other, uri = two
+    here, _, uri = two
     monkeypatch.setenv("KENNING_SHARED_URI", uri)
-    pid = _ref(other, config.load(), model).id
+    gone = make_repo(tmp_path / "gone", {"ledger/close.py": OTHER["billing/invoice.py"]})
+    publish(gone, config.load(), embedder=model)
+    pid = _ref(gone, config.load(), model).id
     result = CliRunner().invoke(cli, ["remove-index", "--shared", pid, "--json-output"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["chunks"] >= 2
+    assert json.loads(result.output)["chunks"] >= 1
     settings = _settings("shared", uri)
     out = search("printable invoice", [_ref(here, settings, model)], settings=settings,
                  embedder=model)
-    assert not any(r["project"] == pid for r in out["results"])
-    assert Index.open(other, settings, embedder=model).exists()  # the local index stays
+    assert out["results"] and not any(r["project"] == pid for r in out["results"])
+    assert Index.open(gone, settings, embedder=model).exists()  # the local index stays
     again = CliRunner().invoke(cli, ["remove-index", "--shared", pid])
     assert isinstance(again.exception, UsageError) and again.exception.exit_code == 2
     assert str(again.exception).startswith(f"{pid} is not in the shared index")
+
+
+def test_get_chunk_reads_a_project_only_in_the_shared_index(two: Any, model: Any):
+    here, other, uri = two
+    settings = _settings("shared", uri)
+    refs = [_ref(here, settings, model)]  # no checkout of the other project among them
+    out = search("turn a raw sensor reading into degrees", refs, settings=settings,
+                 embedder=model)
+    top = out["results"][0]
+    assert top["path"] == "sensor/calibrate.py"
+    whole = get_chunk(top["id"], refs, settings=settings, embedder=model)
+    # the whole declaration, as the engine holds it, as a checkout of it would give
+    checkout = get_chunk(top["id"], [_ref(other, settings, model)], settings=settings,
+                         embedder=model)
+    assert {k: whole[k] for k in checkout} == checkout and "note" not in whole
+    assert whole["content"].startswith("@functools.lru_cache\ndef calibrate_sensor")
+    assert whole["content"].endswith("return celsius") and not whole["stale"]
+    part = get_chunk(top["id"], refs, settings=settings, embedder=model, scope="chunk")
+    assert part["scope"] == "chunk" and part["content"] in whole["content"]
+    assert part["end_line"] - part["start_line"] < whole["end_line"] - whole["start_line"]
+    around = get_chunk(top["id"], refs, settings=settings, embedder=model, context_lines=3)
+    assert around["content"] == whole["content"]
+    assert "No context lines" in around["note"]
+
+
+def test_a_shared_chunk_id_goes_stale_when_its_file_is_published_again(two: Any, model: Any,
+                                                                       tmp_path: Path):
+    here, _, uri = two
+    settings = _settings("shared", uri)
+    solo = make_repo(tmp_path / "solo", {"billing/invoice.py": OTHER["billing/invoice.py"]})
+    publish(solo, settings, embedder=model)
+    refs = [_ref(here, settings, model)]
+    pid = _ref(solo, settings, model).id
+    found = search("printable invoice", refs, settings=settings, embedder=model,
+                   shared_projects=[pid])["results"][0]
+    assert "render_invoice" in get_chunk(found["id"], refs, settings=settings,
+                                         embedder=model)["content"]
+    invoice = solo / "billing/invoice.py"
+    invoice.write_text(invoice.read_text().replace("printable", "PDF"))
+    publish(solo, settings, embedder=model)
+    with pytest.raises(StaleChunkId, match="no longer in the shared index"):
+        get_chunk(found["id"], refs, settings=settings, embedder=model)
+    fresh = search("PDF invoice", refs, settings=settings, embedder=model,
+                   shared_projects=[pid])["results"][0]
+    assert "PDF invoice" in get_chunk(fresh["id"], refs, settings=settings,
+                                      embedder=model)["content"]
+    with pytest.raises(UsageError, match="No project 'nowhere/else'"):
+        get_chunk("nowhere/else:00000000:1:1", refs, settings=settings, embedder=model)
 
 
 @pytest.mark.timeout(120)

@@ -138,6 +138,8 @@ def chunk(result: dict[str, Any], *, max_tokens: int) -> Rendered:
     if stale:
         header.append("warning: the file changed since it was indexed; the body may not match "
                       "the lines named; search again for a fresh id.")
+    if result.get("note"):
+        header.append("note: " + clean_label(str(result["note"]), 300))
     budget = Budget(max_tokens - NOTICE_TOKENS)
     budget.spend("\n".join(header) + "\n" * 3 + wrap("", origin=_origin(result), nonce=nonce))
     part, cut = head_lines(text, budget.left)

@@ -135,6 +135,9 @@ class Service:
         from kenning.search import get_chunk
 
         wanted = ChunkId.parse(chunk_id)
+        if self._published_only(wanted.project):  # a result of the shared index
+            return get_chunk(str(wanted), [], settings=self._shared_settings(),
+                             embedder=self.embedder, scope=scope, context_lines=context_lines)
         served = self.registry.select(wanted.project)
         return get_chunk(str(wanted), [p.ref for p in served if p.ref],
                          settings=self.settings, embedder=self.embedder, scope=scope,

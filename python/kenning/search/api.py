@@ -475,5 +475,17 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
                     "language": found.language, "kind": found.kind, "symbol": found.symbol,
                     "scope": scope, "content": content, "stale": stale,
                     "revision": snap.revision}
+    if settings["search.backend"] != "local" and settings["shared.uri"]:
+        return _get_shared_chunk(wanted, settings, embedder, scope, context_lines)
     raise UsageError(f"No project {project_id!r} among the searched projects.",
                      hint="Pass the project's root or configure it.")
+
+
+def _get_shared_chunk(wanted: ChunkId, settings: Settings, embedder: Embedder | None,
+                      scope: str, context_lines: int) -> dict[str, Any]:
+    """A chunk of a project published to the shared index and not checked out here."""
+    from kenning.shared import Engine, reading
+    from kenning.store import make_descriptor
+
+    with borrowed(settings, embedder) as emb, Engine(settings, make_descriptor(emb)) as engine:
+        return reading.get_chunk(engine, wanted, scope=scope, context_lines=context_lines)

@@ -79,6 +79,17 @@ def declared_words(snap: Snapshot, paths: Iterable[str],
     return found
 
 
+def unit_of(rows: Sequence[Row], chunk: int) -> Unit | None:
+    """The unit of the chunk with id ``chunk`` among ``rows``, every chunk of its file in byte
+    order (as ``units``, for rows that are not in SQLite: the shared index's)."""
+    runs = _declarations(rows)
+    for i, run in enumerate(runs):
+        for row in run:
+            if row[0] == chunk:
+                return _unit(runs, i, row)
+    return None
+
+
 _cache: OrderedDict[tuple[str, int, str], list[list[Row]]] = OrderedDict()
 _CACHED_FILES = 2048
 _cache_lock = threading.Lock()
