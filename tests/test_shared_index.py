@@ -49,7 +49,8 @@ def contract(shared: config.Settings, tmp_path: Path) -> Any:
     rng = np.random.default_rng(7)
     bits = rng.integers(0, 256, (240, DIMS // 8), dtype=np.uint8)
     layout = [("src/a", "python", "function"), ("src/b", "rust", "struct"),
-              ("docs", "markdown", "section"), ("src/a_b", "python", "class")]
+              ("docs", "markdown", "section"), ("src/a_b", "python", "class"),
+              ("tests", "python", "function")]
     rows = []
     for i in range(len(bits)):
         folder, language, kind = layout[i % len(layout)]
@@ -67,7 +68,8 @@ def contract(shared: config.Settings, tmp_path: Path) -> Any:
         "id": str(i), **r, "content_hash": "", "ordinal": i, "generation": 1, "start_line": 1,
         "end_line": 1, "start_byte": 0, "end_byte": 1, "symbol": "", "signature": "",
         "symbol_words": [], "text": "", "words": "w", "bits": bits[i].tobytes(),
-        "rescore": ""} for i, r in enumerate(rows)], "loading")
+        "rescore": "", "chunk_class": classes.chunk_class(r["path"], r["language"], None)}
+        for i, r in enumerate(rows)], "loading")
     yield engine, bits, db
     if MILVUS_URI:
         engine.client.drop_collection(engine.chunks)
@@ -84,7 +86,8 @@ FILTERS = [
     (Filters(language="Rust"), None),
     (Filters(kind="docs"), None),
     (Filters(kind="code", path_filter="src"), ["p2"]),
-    (Filters(kind="class", language="python"), ["p1"]),  # 20 rows: fewer than k
+    (Filters(kind="class", language="python"), ["p1"]),  # 16 rows: fewer than k
+    (Filters(kind="test"), ["p0", "p1"]),
 ]
 
 
@@ -203,6 +206,70 @@ def test_a_removed_file_disappears_and_dry_run_changes_nothing(shared: config.Se
         assert "lib" not in {r["key"] for r in engine.query(
             engine.manifest, f'project == "{index.project_id}" and kind == "cluster"', ["key"],
             "reading")}
+
+
+CLASSED = {
+    "src/app.py": "def serve(port):\n    \"\"\"Serve the app on a port.\"\"\"\n    return port\n",
+    "src/lib.rs": ("/// Adds two numbers.\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n"
+                   "#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n"
+                   "        assert_eq!(super::add(1, 2), 3);\n    }\n}\n"),
+    "tests/test_app.py": "def test_serve():\n    assert serve(80) == 80\n",
+    "docs/guide.md": "# Guide\n\nHow to serve the app.\n",
+    "gen/api_pb2.py": "DESCRIPTOR = object()\n\n\ndef serve_pb(port):\n    return port\n",
+    "completions/app.bash": "complete -W 'serve stop' app\n",
+    "examples/demo.py": "def demo():\n    return serve(8080)\n",
+}
+
+
+def test_kind_filters_give_the_same_rows_locally_and_in_the_engine(
+        shared: config.Settings, model: Any, tmp_path: Path):
+    from index_helpers import make_repo
+
+    root = make_repo(tmp_path / "classed", CLASSED)
+    publish(root, shared, embedder=model)
+    index = Index.open(root, shared, embedder=model)
+    with index.snapshot() as snap, Engine(shared, index.descriptor) as engine:
+        classes.register(snap.conn)
+        for kind in ("code", "docs", "test", "generated", "completion", "example", "function"):
+            where, params = Filters(kind=kind).bind(root)
+            local = set(snap.conn.execute(
+                f"SELECT c.path, c.start_byte FROM chunks c WHERE {where}", params))
+            expr = retrieval.expression(Filters(kind=kind), [index.project_id])
+            remote = {(r["path"], r["start_byte"]) for r in engine.query(
+                engine.chunks, expr, ["path", "start_byte"], "filtering")}
+            assert local and remote == local, kind
+    hits = _search(shared, model, root, "serve the app on a port", kind="test")
+    assert hits and {h["path"] for h in hits} <= {"tests/test_app.py", "src/lib.rs"}
+
+
+@pytest.mark.skipif(bool(MILVUS_URI), reason="it drops the model's collection")
+def test_a_collection_made_before_classes_says_how_to_get_them(
+        shared_uri: str, model: Any, repo: Path, monkeypatch: pytest.MonkeyPatch):
+    from kenning.search import search
+    from kenning.search.projects import ProjectRef
+    from kenning.shared import remove
+
+    monkeypatch.setattr(Engine, "create_with_classes", False)
+    settings = config.load({"shared.uri": shared_uri, "search.backend": "shared"})
+    publish(repo, settings, embedder=model)
+    pid = Index.open(repo, settings, embedder=model).project_id
+    refs = [ProjectRef(pid, repo)]
+    out = search("start the server", refs, settings=settings, embedder=model, kind="function",
+                 refresh=False)
+    assert out["results"] and not out["warnings"]  # a declaration kind needs no class
+    out = search("start the server", refs, settings=settings, embedder=model, kind="test",
+                 refresh=False)
+    assert out["warnings"] == [
+        f"The shared index at {shared_uri} holds chunks published before their class was "
+        "stored, so --kind test cannot filter them. Results come from the local indexes only."]
+    monkeypatch.setattr(Engine, "create_with_classes", True)
+    remove(settings, pid, embedder=model)  # the last project: the old collection goes
+    publish(repo, settings, embedder=model)
+    with Engine(settings, Index.open(repo, settings, embedder=model).descriptor) as engine:
+        assert engine.classes
+    out = search("start the server", refs, settings=settings, embedder=model, kind="test",
+                 refresh=False)
+    assert not out["warnings"]
 
 
 def test_bm25_ranks_the_row_with_the_term_first(shared: config.Settings, model: Any,

@@ -38,6 +38,7 @@ PATH_MAX = 4_096
 SYMBOL_WORDS_MAX = 64  # tokens of a symbol name kept for the symbol branch
 SERVER_SCHEMES = ("http://", "https://", "tcp://", "unix:")  # else a milvus-lite file
 MANIFEST_DIM = 8  # Milvus wants a vector field in every collection; the manifest's is unused
+CLASS_FIELD = "chunk_class"
 
 
 def require_pymilvus() -> Any:
@@ -116,6 +117,8 @@ def configured_uri(settings: Settings) -> tuple[str, bool]:
 class Engine:
     """A client of the shared index for one embedding descriptor."""
 
+    create_with_classes = True  # False only to make a collection as they were before classes
+
     def __init__(self, settings: Settings, descriptor: dict[str, Any]) -> None:
         self.uri, self.lite = configured_uri(settings)
         token_env = str(settings["shared.token_env"] or "")
@@ -190,6 +193,27 @@ class Engine:
 
     # -- collections ----------------------------------------------------------------------------
 
+    @property
+    def classes(self) -> bool:
+        """Whether the chunks collection stores each chunk's class (collections created before
+        it did lack the field, and a schema cannot gain one on every engine)."""
+        key = (self.uri, self.chunks)
+        if key not in _classes:  # only a yes is kept: another process may make it anew
+            with self.calls("reading its schema"):
+                fields = self.client.describe_collection(self.chunks)["fields"]
+            if any(f["name"] == CLASS_FIELD for f in fields):
+                _classes.add(key)
+            else:
+                return False
+        return True
+
+    def drop(self) -> None:
+        """Drop both collections (the manifest first: without it they count as absent)."""
+        with self.calls("dropping its collections"):
+            self.client.drop_collection(self.manifest)
+            self.client.drop_collection(self.chunks)
+        _classes.discard((self.uri, self.chunks))
+
     def exists(self) -> bool:
         with self.calls("looking for its collections"):
             return bool(self.client.has_collection(self.manifest))
@@ -223,6 +247,8 @@ class Engine:
             schema.add_field(name, dt.INT64)
         self._varchar(schema, "language", 64)  # "" for plain text: no nullable fields in lite
         self._varchar(schema, "kind", 64)
+        if self.create_with_classes:
+            self._varchar(schema, CLASS_FIELD, 16)  # classes.chunk_class, for --kind test ...
         self._varchar(schema, "symbol", PATH_MAX)
         self._varchar(schema, "signature", PATH_MAX)
         schema.add_field("symbol_words", dt.ARRAY, element_type=dt.VARCHAR,
@@ -298,6 +324,7 @@ class Engine:
 
 # connections by (uri, token), kept for the life of the process
 _clients: dict[tuple[str, str], Any] = {}
+_classes: set[tuple[str, str]] = set()  # (uri, chunks collection) known to store classes
 _clients_lock = threading.Lock()
 
 
@@ -308,6 +335,7 @@ def release_all() -> None:
     with _clients_lock:
         kept = list(_clients.items())
         _clients.clear()
+        _classes.clear()
     for (uri, _), client in kept:
         client.close()
         if not uri.startswith(SERVER_SCHEMES):

@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any
 from kenning import kernels, safe_read
 from kenning.config import Settings
 from kenning.errors import IndexError_, SharedBusy
+from kenning.search.classes import chunk_class
 from kenning.shared.engine import (
+    CLASS_FIELD,
     MANIFEST_DIM,
     PATH_MAX,
     SYMBOL_WORDS_MAX,
@@ -105,9 +107,10 @@ def _read_verified(root: Path, path: str, digest: bytes, limit: int) -> bytes | 
 
 
 def _chunk_rows(snap: Any, root: Path, project: str, paths: Sequence[str],
-                digests: dict[str, bytes], skipped: list[str],
-                max_file_size: int) -> list[dict[str, Any]]:
-    """The engine rows of the chunks of ``paths``, vectors from the snapshot."""
+                digests: dict[str, bytes], skipped: list[str], max_file_size: int,
+                classes: bool) -> list[dict[str, Any]]:
+    """The engine rows of the chunks of ``paths``, vectors from the snapshot (and each chunk's
+    class where the collection has the field)."""
     rows: list[dict[str, Any]] = []
     texts: dict[str, bytes | None] = {}
     for (ordinal, generation, path, start_byte, end_byte, start_line, end_line, language, kind,
@@ -136,6 +139,8 @@ def _chunk_rows(snap: Any, root: Path, project: str, paths: Sequence[str],
             "text": _clip(data[start_byte:end_byte].decode("utf-8", "replace"), TEXT_MAX),
             "words": _clip(words, TEXT_MAX), "bits": snap.bits[vector_id].tobytes(),
             "rescore": rescore})
+        if classes:
+            rows[-1][CLASS_FIELD] = chunk_class(path, language, symbol)
     return rows
 
 
@@ -357,6 +362,7 @@ class _Publish:
         self.emit({"type": "publish_diff", "added": len(plan.added),
                    "changed": len(plan.changed), "removed": len(plan.removed)})
         sending = [*plan.added, *plan.changed]
+        classes = engine.classes if engine.exists() else engine.create_with_classes
         if not dry_run:  # 1. mark: a publish killed from here on leaves these files to redo
             engine.upsert(engine.manifest, [
                 _manifest_row(project, "file", p, cluster=plan.cluster_of[p])
@@ -365,7 +371,7 @@ class _Publish:
         files_done = 0
         for part in _batches(sending, PATHS_PER_QUERY):  # 2. upsert the chunks
             rows = _chunk_rows(self.snap, self.root, project, part, plan.digests,
-                               result.skipped, self.max_file_size)
+                               result.skipped, self.max_file_size, classes)
             for i in range(0, len(rows), UPSERT_ROWS):
                 batch = rows[i:i + UPSERT_ROWS]
                 if not dry_run:
@@ -455,4 +461,7 @@ def remove(settings: Settings, project: str, *, embedder: Embedder | None = None
         engine.delete_where(engine.manifest, f'{at_project} and kind != "head"',
                             "deleting its manifest")
         engine.delete_ids(engine.manifest, [row_key(project, "head", "")], "deleting its head")
+        if not engine.classes and not engine.query(engine.manifest, 'kind == "head"', ["id"],
+                                                   "listing what is left", limit=1):
+            engine.drop()  # empty, and made before classes: the next publish makes it anew
         return len(rows)

@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 
 from kenning import kernels, safe_read
-from kenning.chunking import DOCS_LANGUAGES
-from kenning.errors import UsageError
+from kenning.errors import SharedIndexError, UsageError
 from kenning.search import symbols
+from kenning.search.classes import CLASSES
 from kenning.search.filters import Filters, normalize_path_filter
 from kenning.search.fusion import fuse
 from kenning.search.query import QUALIFIER, Query
 from kenning.search.ranking import Candidate, rank
-from kenning.shared.engine import Engine, one_of, quote
+from kenning.shared.engine import CLASS_FIELD, Engine, one_of, quote
 from kenning.store.ids import LEGACY_TOKEN, ChunkId
 from kenning.tokens import code_tokens
 
@@ -72,15 +72,10 @@ def expression(filters: Filters, projects: Sequence[str] | None) -> str:
             clauses.append(f"(path == {quote(pattern)} or path like {quote(_like(prefix) + '%')})")
     if filters.language:
         clauses.append(f"language == {quote(filters.language.lower())}")
-    if filters.kind:
-        kind = filters.kind.lower()
-        if kind == "code":
-            prose = ", ".join(quote(name) for name in sorted(DOCS_LANGUAGES))
-            clauses.append(f"language not in [{prose}]")
-        elif kind == "docs":
-            clauses.append(one_of("language", sorted(DOCS_LANGUAGES)))
-        else:
-            clauses.append(f"kind == {quote(kind)}")
+    if filters.kind in (*CLASSES, "code"):  # a class, as Filters.bind selects it locally
+        clauses.append(f"{CLASS_FIELD} == {quote(filters.kind)}")
+    elif filters.kind:
+        clauses.append(f"kind == {quote(filters.kind)}")
     return " and ".join(f"({c})" for c in clauses)
 
 
@@ -270,6 +265,13 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
     heads = {p: h for p, h in published(engine, projects).items() if p not in exclude}
     if not heads:
         return []
+    if filters.kind in (*CLASSES, "code") and not engine.classes:
+        raise SharedIndexError(
+            f"The shared index at {engine.uri} holds chunks published before their class was "
+            "stored, so "
+            f"--kind {filters.kind} cannot filter them.",
+            hint="Publish its projects again into a new collection: `kenning remove-index "
+            "--shared PROJECT` each (the emptied collection is dropped), then `kenning publish`.")
     expr = expression(filters, sorted(heads))
     pk_of: dict[str, int] = {}  # engine primary key -> a small int id for fusion and ranking
     rows: dict[int, dict[str, Any]] = {}
