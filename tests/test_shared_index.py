@@ -286,6 +286,34 @@ def test_bm25_ranks_the_row_with_the_term_first(shared: config.Settings, model: 
         assert hits[0][0]["symbol"] == "start_server"
 
 
+WEIGHED = {
+    # "ledger" three times in a body; once in a body and in the symbol; in a path and a body
+    "src/audit.py": ("def audit(entries):\n    \"\"\"Check each ledger line against the ledger "
+                     "totals.\"\"\"\n    return [e for e in entries if e.ledger]\n"),
+    "src/totals.py": "def ledger_total(rows):\n    return sum(r.amount for r in rows)\n",
+    "ledger/report.py": "def monthly(rows):\n    return [r.ledger for r in rows]\n",
+    "src/other.py": "def unrelated(x):\n    return x * 2\n",
+}
+
+
+def test_bm25_weighs_symbol_and_path_as_the_local_branch_does(shared: config.Settings,
+                                                              model: Any, tmp_path: Path):
+    from index_helpers import make_repo
+    from kenning.search import lexical
+
+    root = make_repo(tmp_path / "weighed", WEIGHED)
+    publish(root, shared, embedder=model)
+    index = Index.open(root, shared, embedder=model)
+    query = analyze("ledger")
+    with index.snapshot() as snap, Engine(shared, index.descriptor) as engine:
+        where = {i: p for i, p in snap.conn.execute("SELECT id, path FROM chunks")}
+        local = [where[i] for i, _ in lexical.search(snap.conn, query, limit=10)]
+        remote = [row["path"] for row, _ in retrieval.bm25(
+            engine, query, 10, retrieval.expression(Filters(), [index.project_id]))]
+    # the name outweighs three mentions in a body, the path one; unweighted it would be last
+    assert local == remote == ["src/totals.py", "ledger/report.py", "src/audit.py"]
+
+
 def test_an_interrupted_publish_converges_on_the_next(shared: config.Settings, model: Any,
                                                       repo: Path):
     publish(repo, shared, embedder=model)

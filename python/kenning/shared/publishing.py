@@ -33,6 +33,7 @@ from kenning import kernels, safe_read
 from kenning.config import Settings
 from kenning.errors import IndexError_, SharedBusy
 from kenning.search.classes import chunk_class
+from kenning.search.lexical import COLUMN_WEIGHTS
 from kenning.shared.engine import (
     CLASS_FIELD,
     MANIFEST_DIM,
@@ -55,9 +56,12 @@ RENEW = 60.0  # a long publish renews its claim this often
 UPSERT_ROWS = 500  # chunk rows per upsert call
 PATHS_PER_QUERY = 200  # paths named in one filter expression
 DELETE_IDS = 16_384  # ids per delete call: one call costs ~0.6 s at 200k rows in milvus-lite
-# bm25 column weights of the local lexical table (body 1, symbol 4, path 2), approximated in the
-# engine's single BM25 field by repeating the symbol's and the path's tokens
-SYMBOL_REPEAT, PATH_REPEAT = 4, 2
+# FTS5's bm25() counts a hit in a weighted column as `weight` hits of one frequency per row, so
+# the symbol's and the path's tokens repeated by their weight (relative to the body's) in the
+# engine's single BM25 field give the same weighted frequencies as the local lexical branch;
+# only the row length both normalise by differs (FTS5 counts each token once).
+_BODY_W, _SYMBOL_W, _PATH_W = COLUMN_WEIGHTS
+SYMBOL_REPEAT, PATH_REPEAT = round(_SYMBOL_W / _BODY_W), round(_PATH_W / _BODY_W)
 
 Progress = Callable[[dict[str, Any]], None]
 
