@@ -305,42 +305,6 @@ class _Publish:
         self.result, self.emit, self.max_file_size = result, emit, max_file_size
         self.at_project = f"project == {quote(project)}"
 
-    def _plan(self) -> _Plan:
-        """What differs between the snapshot and the published manifest."""
-        engine = self.engine
-        local_clusters = self.snap.cluster_digests()
-        local_files = self.snap.file_digests()
-        published_clusters: dict[str, bytes] = {}
-        pending: list[dict[str, Any]] = []
-        exists = engine.exists()  # not before the first publish (or in its dry run)
-        if exists:
-            published_clusters = _hex_manifest(engine.query(
-                engine.manifest, f'{self.at_project} and kind == "cluster"', ["key", "digest"],
-                "reading the published clusters"))
-            pending = engine.query(engine.manifest,
-                                   f'{self.at_project} and kind == "file" and digest == ""',
-                                   ["key", "cluster"], "reading unfinished files")
-        _, changed_c, added_c, removed_c = kernels.diff(published_clusters, local_clusters)
-        dirty = list(dict.fromkeys([*changed_c, *added_c, *removed_c,
-                                    *(r["cluster"] for r in pending)]))
-        published: dict[str, bytes] = {}
-        published_cluster: dict[str, str] = {}
-        for part in _batches(dirty if exists else [], PATHS_PER_QUERY):
-            rows = engine.query(engine.manifest, f'{self.at_project} and kind == "file" and '
-                                f'{one_of("cluster", part)}', ["key", "digest", "cluster"],
-                                "reading the published files")
-            published.update(_hex_manifest(rows))
-            published_cluster.update((r["key"], r["cluster"]) for r in rows)
-        wanted = set(dirty)
-        local = {p: d for p, (d, c) in local_files.items() if c in wanted}
-        _, changed, added, removed = kernels.diff(published, local)
-        return _Plan(added, changed, removed,
-                     clusters={c: local_clusters[c] for c in [*changed_c, *added_c]},
-                     removed_clusters=removed_c,
-                     digests={p: d for p, (d, _) in local_files.items()},
-                     cluster_of={**published_cluster,
-                                 **{p: c for p, (_, c) in local_files.items()}})
-
     def go(self, dry_run: bool) -> None:
         engine, project = self.engine, self.project
         if not dry_run:
@@ -360,7 +324,7 @@ class _Publish:
     def _run(self, claim: _Claim, before: dict[str, Any], dry_run: bool) -> None:
         engine, result, project = self.engine, self.result, self.project
         result.generation = int(before.get("generation") or 0)
-        plan = self._plan()
+        plan = plan_of(engine, self.snap, project)
         result.files_added, result.files_changed = len(plan.added), len(plan.changed)
         result.files_removed = len(plan.removed)
         self.emit({"type": "publish_diff", "added": len(plan.added),
@@ -438,6 +402,43 @@ class _Plan:
     removed_clusters: list[str]
     digests: dict[str, bytes]  # path -> digest of every file of the snapshot
     cluster_of: dict[str, str]  # path -> cluster, local or (removed files) published
+
+
+def plan_of(engine: Engine, snap: Any, project: str) -> _Plan:
+    """What differs between a snapshot and the project's published manifest: the clusters
+    whose digests differ, then the files of those (files a publish began to change count as
+    changed)."""
+    at_project = f"project == {quote(project)}"
+    local_clusters = snap.cluster_digests()
+    local_files = snap.file_digests()
+    published_clusters: dict[str, bytes] = {}
+    pending: list[dict[str, Any]] = []
+    exists = engine.exists()  # not before the first publish (or in its dry run)
+    if exists:
+        published_clusters = _hex_manifest(engine.query(
+            engine.manifest, f'{at_project} and kind == "cluster"', ["key", "digest"],
+            "reading the published clusters"))
+        pending = engine.query(engine.manifest, f'{at_project} and kind == "file" and digest == ""',
+                               ["key", "cluster"], "reading unfinished files")
+    _, changed_c, added_c, removed_c = kernels.diff(published_clusters, local_clusters)
+    dirty = list(dict.fromkeys([*changed_c, *added_c, *removed_c,
+                                *(r["cluster"] for r in pending)]))
+    published: dict[str, bytes] = {}
+    published_cluster: dict[str, str] = {}
+    for part in _batches(dirty if exists else [], PATHS_PER_QUERY):
+        rows = engine.query(engine.manifest, f'{at_project} and kind == "file" and '
+                            f'{one_of("cluster", part)}', ["key", "digest", "cluster"],
+                            "reading the published files")
+        published.update(_hex_manifest(rows))
+        published_cluster.update((r["key"], r["cluster"]) for r in rows)
+    wanted = set(dirty)
+    local = {p: d for p, (d, c) in local_files.items() if c in wanted}
+    _, changed, added, removed = kernels.diff(published, local)
+    return _Plan(added, changed, removed,
+                 clusters={c: local_clusters[c] for c in [*changed_c, *added_c]},
+                 removed_clusters=removed_c,
+                 digests={p: d for p, (d, _) in local_files.items()},
+                 cluster_of={**published_cluster, **{p: c for p, (_, c) in local_files.items()}})
 
 
 def remove(settings: Settings, project: str, *, embedder: Embedder | None = None) -> int:
