@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 from kenning import config, kernels
 from kenning.errors import SharedBusy
+from kenning.indexer import refresh
+from kenning.search import classes
 from kenning.search.filters import Filters
 from kenning.search.query import analyze
 from kenning.shared import Engine, publish, publishing, read_head, retrieval
@@ -321,6 +323,8 @@ def test_an_interrupted_publish_converges_on_the_next(shared: config.Settings, m
     db_file.write_text(db_file.read_text().replace("Open the database in WAL mode.",
                                                    "Open the store with a write-ahead log."))
     (repo / "README.md").unlink()
+    # indexed here, where the model is loaded: the publish killed below has nothing to embed
+    assert refresh(repo, shared, embedder=model).status == "complete"
     release_all()  # an embedded engine's file is for one process at a time
     env = {**os.environ, "KENNING_TEST_KILL_AT": "chunks-sent"}
     killed = subprocess.run([sys.executable, "-m", "kenning", "publish", str(repo)], env=env,
