@@ -192,7 +192,7 @@ def test_get_chunk_reads_a_project_only_in_the_shared_index(two: Any, model: Any
     # the whole declaration, as the engine holds it, as a checkout of it would give
     checkout = get_chunk(top["id"], [_ref(other, settings, model)], settings=settings,
                          embedder=model)
-    assert {k: whole[k] for k in checkout} == checkout and "note" not in whole
+    assert whole == checkout and whole["note"] is None
     assert whole["content"].startswith("@functools.lru_cache\ndef calibrate_sensor")
     assert whole["content"].endswith("return celsius") and not whole["stale"]
     part = get_chunk(top["id"], refs, settings=settings, embedder=model, scope="chunk")
@@ -201,6 +201,10 @@ def test_get_chunk_reads_a_project_only_in_the_shared_index(two: Any, model: Any
     around = get_chunk(top["id"], refs, settings=settings, embedder=model, context_lines=3)
     assert around["content"] == whole["content"]
     assert "No context lines" in around["note"]
+    import kenning  # the Python API's record carries the note
+
+    assert kenning.get_chunk(top["id"], here, settings=settings, context_lines=3).note == (
+        around["note"])
 
 
 def test_a_shared_chunk_id_goes_stale_when_its_file_is_published_again(two: Any, model: Any,

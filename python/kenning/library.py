@@ -115,6 +115,7 @@ class Chunk(_Typed):
     content: str
     stale: bool
     revision: str | None
+    note: str | None  # what the content lacks of what was asked (a project only published)
 
 
 @dataclass(frozen=True)

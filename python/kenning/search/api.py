@@ -474,7 +474,7 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
                     "start_byte": found.start_byte, "end_byte": found.end_byte,
                     "language": found.language, "kind": found.kind, "symbol": found.symbol,
                     "scope": scope, "content": content, "stale": stale,
-                    "revision": snap.revision}
+                    "revision": snap.revision, "note": None}
     if settings["search.backend"] != "local" and settings["shared.uri"]:
         return _get_shared_chunk(wanted, settings, embedder, scope, context_lines)
     raise UsageError(f"No project {project_id!r} among the searched projects.",

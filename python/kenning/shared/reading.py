@@ -69,7 +69,7 @@ def get_chunk(engine: Engine, wanted: ChunkId, *, scope: str,
             "start_line": span[2], "end_line": span[3], "start_byte": span[0],
             "end_byte": span[1], "language": row["language"] or None, "kind": kind,
             "symbol": symbol, "scope": scope, "content": text, "stale": False,
-            "revision": head.revision, **({"note": " ".join(notes)} if notes else {})}
+            "revision": head.revision, "note": " ".join(notes) or None}
 
 
 def _row(r: dict[str, Any]) -> Row:
