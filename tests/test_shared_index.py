@@ -316,6 +316,26 @@ def test_bm25_weighs_symbol_and_path_as_the_local_branch_does(shared: config.Set
     assert local == remote == ["src/totals.py", "ledger/report.py", "src/audit.py"]
 
 
+def test_the_engine_answers_what_ranking_and_status_read_of_a_snapshot(
+        shared: config.Settings, model: Any, repo: Path):
+    from kenning.search.units import declared_words
+
+    publish(repo, shared, embedder=model)
+    (repo / "app/db.py").write_text("def close(conn):\n    conn.close()\n")
+    (repo / "app/cache.py").write_text("def evict(key):\n    return key\n")
+    assert refresh(repo, shared, embedder=model).status == "complete"
+    index = Index.open(repo, shared, embedder=model)
+    with index.snapshot() as snap, Engine(shared, index.descriptor) as engine:
+        # the names each published file declares, for ranking, as the local index has them
+        paths = ["app/server.py", "lib/util.js", "docs/guide.md"]
+        local = declared_words(snap, paths)
+        assert retrieval.declared(engine, index.project_id, paths) == local
+        assert {"start", "server", "retry", "policy"} <= local["app/server.py"]
+        # how far the snapshot is ahead of what was published
+        assert publishing.unpublished(engine, snap, index.project_id) == {
+            "added": 1, "changed": 1, "removed": 0}
+
+
 def test_an_interrupted_publish_converges_on_the_next(shared: config.Settings, model: Any,
                                                       repo: Path):
     publish(repo, shared, embedder=model)

@@ -71,12 +71,14 @@ def declared_words(snap: Snapshot, paths: Iterable[str],
                    snapshot: tuple[str, int] | None = None) -> dict[str, frozenset[str]]:
     """Path -> the words of the names its declarations have (``Router.merge_nested``: router,
     merge, nested)."""
-    found: dict[str, frozenset[str]] = {}
-    for path, runs in _runs(snap, sorted(set(paths)), snapshot).items():
-        names = {run[0][6] for run in runs if run[0][6]}
-        found[path] = frozenset(word for name in names for part in QUALIFIER.split(name)
-                                for word in split_identifier(part) if len(word) > 1)
-    return found
+    return {path: name_words(run[0][6] for run in runs if run[0][6])
+            for path, runs in _runs(snap, sorted(set(paths)), snapshot).items()}
+
+
+def name_words(names: Iterable[str]) -> frozenset[str]:
+    """The words of declared names (``Router.merge_nested``: router, merge, nested)."""
+    return frozenset(word for name in set(names) for part in QUALIFIER.split(name)
+                     for word in split_identifier(part) if len(word) > 1)
 
 
 def unit_of(rows: Sequence[Row], chunk: int) -> Unit | None:

@@ -39,6 +39,7 @@ SYMBOL_WORDS_MAX = 64  # tokens of a symbol name kept for the symbol branch
 SERVER_SCHEMES = ("http://", "https://", "tcp://", "unix:")  # else a milvus-lite file
 MANIFEST_DIM = 8  # Milvus wants a vector field in every collection; the manifest's is unused
 CLASS_FIELD = "chunk_class"
+PATHS_PER_QUERY = 200  # paths named in one filter expression
 
 
 def require_pymilvus() -> Any:

@@ -38,6 +38,7 @@ from kenning.shared.engine import (
     CLASS_FIELD,
     MANIFEST_DIM,
     PATH_MAX,
+    PATHS_PER_QUERY,
     SYMBOL_WORDS_MAX,
     TEXT_MAX,
     Engine,
@@ -54,7 +55,6 @@ from kenning.store.writer import crash_point
 LEASE = 600.0  # seconds a claim holds without being renewed
 RENEW = 60.0  # a long publish renews its claim this often
 UPSERT_ROWS = 500  # chunk rows per upsert call
-PATHS_PER_QUERY = 200  # paths named in one filter expression
 DELETE_IDS = 16_384  # ids per delete call: one call costs ~0.6 s at 200k rows in milvus-lite
 # FTS5's bm25() counts a hit in a weighted column as `weight` hits of one frequency per row, so
 # the symbol's and the path's tokens repeated by their weight (relative to the body's) in the
@@ -439,6 +439,14 @@ def plan_of(engine: Engine, snap: Any, project: str) -> _Plan:
                  removed_clusters=removed_c,
                  digests={p: d for p, (d, _) in local_files.items()},
                  cluster_of={**published_cluster, **{p: c for p, (_, c) in local_files.items()}})
+
+
+def unpublished(engine: Engine, snap: Any, project: str) -> dict[str, int]:
+    """How many files of a snapshot a publish would send or delete: added, changed and removed
+    since the project's published manifest."""
+    plan = plan_of(engine, snap, project)
+    return {"added": len(plan.added), "changed": len(plan.changed),
+            "removed": len(plan.removed)}
 
 
 def remove(settings: Settings, project: str, *, embedder: Embedder | None = None) -> int:

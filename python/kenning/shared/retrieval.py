@@ -17,6 +17,7 @@ import re
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,8 @@ from kenning.search.filters import Filters, normalize_path_filter
 from kenning.search.fusion import fuse
 from kenning.search.query import QUALIFIER, Query
 from kenning.search.ranking import Candidate, rank
-from kenning.shared.engine import CLASS_FIELD, Engine, one_of, quote
+from kenning.search.units import name_words
+from kenning.shared.engine import CLASS_FIELD, PATHS_PER_QUERY, Engine, one_of, quote
 from kenning.store.ids import LEGACY_TOKEN, ChunkId
 from kenning.tokens import code_tokens
 
@@ -208,6 +210,19 @@ def _later_parts(engine: Engine, cands: list[Candidate], rows: dict[int, dict[st
     return parts
 
 
+def declared(engine: Engine, project: str, paths: Sequence[str]) -> dict[str, frozenset[str]]:
+    """Path -> the words of the names its published chunks declare (``units.declared_words``
+    of the engine's rows)."""
+    names: dict[str, set[str]] = {path: set() for path in paths}
+    for i in range(0, len(paths), PATHS_PER_QUERY):
+        for row in engine.query(engine.chunks, _and(f"project == {quote(project)}",
+                                                    one_of("path", paths[i:i + PATHS_PER_QUERY])),
+                                ["path", "symbol"], "reading the names files declare"):
+            if row["symbol"]:
+                names[row["path"]].add(row["symbol"])
+    return {path: name_words(found) for path, found in names.items()}
+
+
 class _Snippets:
     """Snippets from a local checkout where it has the same chunk text, else the engine's."""
 
@@ -307,7 +322,8 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
                      if cid in symbol_hits or cosine.get(cid, floor) >= floor}
         head = sorted(fused, key=lambda cid: -fused[cid])[:depths["rank"]]
         cands = [_candidate(cid, rows[cid], fused[cid]) for cid in head]
-        ranked = rank(cands, query, _later_parts(engine, cands, rows, query))[:limit]
+        ranked = rank(cands, query, _later_parts(engine, cands, rows, query),
+                      declared_of=partial(declared, engine, project))[:limit]
         for c in ranked:
             row = rows[c.id]
             results.append({
