@@ -231,10 +231,11 @@ def test_kind_filters_give_the_same_rows_locally_and_in_the_engine(
     publish(root, shared, embedder=model)
     index = Index.open(root, shared, embedder=model)
     with index.snapshot() as snap, Engine(shared, index.descriptor) as engine:
-        classes.register(snap.conn)
         for kind in ("code", "docs", "test", "generated", "completion", "example", "function"):
-            where, params = Filters(kind=kind).bind(root)
-            local = set(snap.conn.execute(
+            keep = Filters(kind=kind).bind(root)
+            assert keep is not None
+            where, params = condition(snap._conn, keep)
+            local = set(snap._conn.execute(
                 f"SELECT c.path, c.start_byte FROM chunks c WHERE {where}", params))
             expr = retrieval.expression(Filters(kind=kind), [index.project_id])
             remote = {(r["path"], r["start_byte"]) for r in engine.query(
@@ -308,8 +309,8 @@ def test_bm25_weighs_symbol_and_path_as_the_local_branch_does(shared: config.Set
     index = Index.open(root, shared, embedder=model)
     query = analyze("ledger")
     with index.snapshot() as snap, Engine(shared, index.descriptor) as engine:
-        where = {i: p for i, p in snap.conn.execute("SELECT id, path FROM chunks")}
-        local = [where[i] for i, _ in lexical.search(snap.conn, query, limit=10)]
+        where = {i: p for i, p in snap._conn.execute("SELECT id, path FROM chunks")}
+        local = [where[i] for i, _ in lexical.search(snap, query, limit=10)]
         remote = [row["path"] for row, _ in retrieval.bm25(
             engine, query, 10, retrieval.expression(Filters(), [index.project_id]))]
     # the name outweighs three mentions in a body, the path one; unweighted it would be last
