@@ -5,11 +5,13 @@ costs several times the search it serves on a large index. So once a snapshot ha
 filtered search, the next one reads the columns it filters on (path, language, kind, each
 chunk's vector row, and each chunk's class) once into NumPy arrays, coded by distinct value.
 A filter is then judged on the distinct values alone, by the very SQL condition a row would be
-judged by, and turned into a mask by indexing. The first filtered search of a snapshot keeps to
+judged by, and turned into a mask by indexing. The first filtered search of an index keeps to
 SQL: a process that searches once (the CLI) pays no more than that query.
 
 Chunks change only with a new generation, so the columns hold for a (token, vector epoch,
-generation); vectors that arrive within a generation are added to the vector column.
+generation); vectors that arrive within a generation are added to the vector column, and the
+columns of a later generation are carried over: the chunks of the files that changed are
+dropped and their new ones read, so an edit costs a scan of the chunk ids, not a new read.
 """
 
 from __future__ import annotations
@@ -60,28 +62,33 @@ class Masks:
     def columns(self, directory: Path, key: tuple[str, int, int],
                 conn: sqlite3.Connection, rows: int) -> _Columns | None:
         """The columns of the snapshot ``key`` (read through ``conn``, its connection), or None
-        the first time it asks (the caller then uses SQL)."""
+        when the caller should use SQL: the first time an index is asked, or for a snapshot
+        older than the one whose columns are kept."""
         with self._lock:
             kept = self._kept.get(directory)
-            if kept is not None and kept.key == key:
-                self._kept.move_to_end(directory)
-            elif self._seen.get(directory) != key:
-                self._seen[directory] = key
+            seen, self._seen[directory] = self._seen.get(directory), key
+        if kept is not None and kept.key == key:
+            found = kept
+        elif kept is not None and kept.key[:2] == key[:2]:
+            if kept.key[2] > key[2]:
                 return None
-            else:
-                kept = None
-        if kept is None:
-            kept = _read_columns(conn, key, rows)
+            found = _carried(conn, kept, key, rows)  # a later generation: carry them over
+        elif seen == key:  # asked again: worth reading
+            found = _read_columns(conn, key, rows)
+        else:
+            return None
+        if found is not kept:
             with self._lock:
-                self._kept[directory] = kept
+                current = self._kept.get(directory)
+                if current is None or current.key[:2] != key[:2] or current.key[2] < key[2]:
+                    self._kept[directory] = found
                 self._kept.move_to_end(directory)
                 while len(self._kept) > _KEPT_INDEXES:
                     old, _ = self._kept.popitem(last=False)
                     self._seen.pop(old, None)
-        if rows > kept.rows:
-            _add_vectors(conn, kept, rows)
-        return kept
-
+        if rows > found.rows:
+            _add_vectors(conn, found, rows)
+        return found
 
 
 def allowed(columns: _Columns, conn: sqlite3.Connection, keep: ChunkFilter,
@@ -133,6 +140,47 @@ def _read_columns(conn: sqlite3.Connection, key: tuple[str, int, int], rows: int
     ids_array, vectors_array = _numbers(ids), _numbers(vectors)
     order = np.argsort(ids_array, kind="stable")
     return _Columns(key, ids_array[order], vectors_array[order], rows)
+
+
+def _carried(conn: sqlite3.Connection, old: _Columns, key: tuple[str, int, int],
+             rows: int) -> _Columns:
+    """The columns of a later generation of the same vector epoch, from ``old``'s: chunks come
+    and go only with a generation, a chunk keeps its vector row within an epoch, and a new
+    chunk's id is above every earlier one, so the chunks that stay keep their values and only
+    the new ones are read."""
+    ids = np.sort(_numbers(conn.execute("SELECT group_concat(id) FROM chunks").fetchone()[0]))
+    with old.lock:
+        last = int(old.ids[-1]) if len(old.ids) else -1
+        at = np.minimum(np.searchsorted(ids, old.ids), max(len(ids) - 1, 0))
+        stay = ids[at] == old.ids if len(ids) else np.zeros(len(old.ids), dtype=bool)
+        added = ids[ids > last]
+        if int(stay.sum()) + len(added) != len(ids):  # not what a later generation holds
+            return _read_columns(conn, key, rows)
+        vectors = old.vectors[stay]
+        base = min(old.rows, rows)  # _add_vectors brings the rest
+        new = conn.execute(
+            "SELECT c.id, coalesce(v.vector_id, -1), c.path, c.language, c.kind, c.symbol "
+            "FROM chunks c LEFT JOIN vectors v ON v.content_hash = c.content_hash AND "
+            "v.vector_id < ? WHERE c.id > ? ORDER BY c.id", (rows, last)).fetchall()
+        carried = _Columns(key, np.concatenate([old.ids[stay], added]),
+                           np.concatenate([vectors, np.asarray([r[1] for r in new],
+                                                               dtype=np.int64)]), base)
+        column = {"path": 2, "language": 3, "kind": 4}
+        for name, coded in old.coded.items():
+            carried.coded[name] = _extended(coded, stay, [r[column[name]] for r in new])
+        for class_of, coded in old.classes.items():
+            carried.classes[class_of] = _extended(
+                coded, stay, [class_of(r[2], r[3], r[5]) for r in new])
+    return carried
+
+
+def _extended(coded: _Coded, stay: np.ndarray, added: list[str | None]) -> _Coded:
+    """``coded`` for the chunks that ``stay``, then the ``added`` ones."""
+    values = list(coded.values)
+    index = {value: i for i, value in enumerate(values)}
+    codes = [index.setdefault(value, len(index)) for value in added]
+    values.extend(list(index)[len(values):])
+    return _Coded(values, np.concatenate([coded.codes[stay], np.asarray(codes, dtype=np.int32)]))
 
 
 def _numbers(text: str | None) -> np.ndarray:
