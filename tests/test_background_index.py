@@ -49,7 +49,7 @@ def test_an_indexer_that_died_is_reported_and_the_next_search_resumes_it(root: P
     index_dir = Path(_status(root)["index_dir"])
     assert (index_dir / indexing_state.STATE_NAME).exists()  # left behind by the dead process
     status = _status(root)
-    assert status["indexer"] is None and status["vectors"] == 0
+    assert status["indexer"] is None and status["chunks_embedded"] == 0
     text = subprocess.run([*KENNING, "status", str(root)], capture_output=True, text=True,
                           check=True).stdout
     assert f"indexer    none running; `kenning index {root}` finishes the index" in text
@@ -60,7 +60,7 @@ def test_an_indexer_that_died_is_reported_and_the_next_search_resumes_it(root: P
     assert not any("being built" in w for w in warnings)
     assert "being computed in the background" in found.stderr  # resumed
     deadline = time.monotonic() + 300
-    while (status := _status(root))["vectors"] < status["chunks"]:
+    while (status := _status(root))["chunks_embedded"] < status["chunks"]:
         assert time.monotonic() < deadline, status
         time.sleep(0.5)
 

@@ -92,7 +92,7 @@ def test_status(indexed: Indexed, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = kenning_cli(capsys, "status", str(indexed.root), "--json-output")
     assert code == 0
     info = json.loads(out)
-    assert info["healthy"] is True and info["chunks"] == info["vectors"] > 0
+    assert info["healthy"] is True and info["chunks"] == info["chunks_embedded"] > 0
     assert info["model"] == "all-MiniLM-L6-v2" and info["dims"] == 384
     assert info["changed_since"] == {"added": 0, "changed": 0, "removed": 0}
     code, out, _ = kenning_cli(capsys, "status", str(indexed.root))

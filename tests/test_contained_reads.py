@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from index_helpers import WALK_BACKENDS
 from kenning import config, indexer, safe_read, sources
-from kenning.cli.status_cmd import project_status
+from kenning.index_admin import project_status
 from kenning.sources import WalkStats, changes, walk
 from kenning.store import Index
 from test_mcp_server import serve
@@ -131,7 +131,8 @@ def test_fifos_and_dev_zero_as_source_and_ignore_files_neither_hang_nor_exhaust_
         "lib/paths.py", "src/deep/x.py", "src/keep.py", "src/target.py"]
     assert stats.skipped["symlink"] == 2  # zero.py, src/.gitignore; a FIFO is no file at all
     assert index(root).files == 4
-    assert project_status(root)["changed_since"] == {"added": 0, "changed": 0, "removed": 0}
+    changed = project_status(root, config.load())["changed_since"]
+    assert changed == {"added": 0, "changed": 0, "removed": 0}
     assert cli_search(root, "retry the request")["results"]
 
 

@@ -42,7 +42,7 @@ def _wait_for_vectors(root: Path, timeout: float = 300.0) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
         status = _status(root)
-        if status["chunks"] and status["vectors"] == status["chunks"]:
+        if status["chunks"] and status["chunks_embedded"] == status["chunks"]:
             return status
         assert time.monotonic() < deadline, f"the background index never finished: {status}"
         time.sleep(0.5)

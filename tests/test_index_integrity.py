@@ -29,7 +29,8 @@ def test_a_first_index_killed_before_its_commit_says_to_run_index(repo, capsys):
     code, out, _ = kenning_cli(capsys, "status", str(repo), "--json-output")
     status = json.loads(out)
     assert code == 0 and not status["healthy"]
-    assert f"run `kenning index {repo}`" in status["problems"][0]
+    assert status["state"] == "not indexed"
+    assert status["problems"][0]["hint"] == f"Run `kenning index {repo}`."
     code, out, err = kenning_cli(capsys, "search", "open the database", str(repo), "--no-refresh")
     assert code == 4 and not out
     assert "no indexed snapshot yet" in err and f"Run `kenning index {repo}`" in err
@@ -46,6 +47,10 @@ def built(repo, settings, model):
     with index.snapshot() as snap:
         assert snap.vector_rows > 8 and snap.status == "complete"
     return index
+
+
+def _problems_text(status: dict) -> str:
+    return " ".join(f"{p['message']} {p['hint']}" for p in status["problems"])
 
 
 def _damaged_everywhere(capsys, repo: Path, what: str) -> None:
@@ -180,7 +185,7 @@ def test_a_damaged_full_text_table_is_reported_and_repaired(built, repo, capsys,
     assert code == 4 and "is damaged" in err and "kenning index --full" in err
     code, out, _ = kenning_cli(capsys, "status", str(repo), "--json-output")
     status = json.loads(out)
-    assert not status["healthy"] and "kenning index --full" in " ".join(status["problems"])
+    assert not status["healthy"] and "kenning index --full" in _problems_text(status)
     check = _doctor_index_check(capsys)
     assert not check["ok"] and "full-text table is damaged" in check["detail"]
     with built.snapshot() as snap:
@@ -211,7 +216,7 @@ def test_a_full_disk_answers_search_from_the_snapshot_and_status_says_why(built,
                              capture_output=True, text=True, timeout=300, preexec_fn=full)
     assert indexed.returncode == 4 and "Traceback" not in indexed.stderr  # as in the background
     code, out, _ = kenning_cli(capsys, "status", str(repo), "--json-output")
-    problems = " ".join(json.loads(out)["problems"])
+    problems = _problems_text(json.loads(out))
     assert "failed: Cannot write" in problems and "disk space" in problems
     code, out, _ = kenning_cli(capsys, "search", "open the database", str(repo), "--no-refresh",
                            "--json-output")
@@ -252,8 +257,10 @@ def test_the_mcp_status_shows_damage_and_a_failed_index_run(built, repo, model):
                                      hint="Free some disk space."), "index")
     project = service.status(None)["projects"][0]
     assert project["state"] == "ready"
-    assert [p["message"] for p in project["problems"]] == [
-        "Cannot write the vector files in x: File too large."]
+    [problem] = project["problems"]
+    assert problem["message"].endswith("failed: Cannot write the vector files in x: File too "
+                                       "large.")
+    assert problem["error"] == "index_unreadable" and problem["hint"] == "Free some disk space."
     with (built.dir / INT8).open("r+b") as fh:
         fh.truncate(100)
     project = service.status(None)["projects"][0]

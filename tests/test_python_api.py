@@ -66,7 +66,7 @@ def test_records_serialise_to_the_json_of_the_cli(indexed: Indexed) -> None:
     assert chunk.to_dict()["type"] == "chunk" and "def evict" in chunk.content
     status = kenning.status(root)
     assert status.to_dict() == cli_json("status", root)
-    assert status.healthy and status.chunks == status.vectors > 0
+    assert status.healthy and status.chunks == status.chunks_embedded > 0
     with pytest.raises(ValueError, match="not a search_result record"):
         kenning.SearchResult.from_dict({**found.to_dict(), "extra": 1})
 

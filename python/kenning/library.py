@@ -120,32 +120,37 @@ class Chunk(_Typed):
 
 @dataclass(frozen=True)
 class Status(_Typed):
-    """What the index of a project holds and whether it is healthy: counts, the snapshot
-    (``generation``, ``revision``, ``last_snapshot`` in seconds since the epoch), the files
-    changed since (``changed_since``: added, changed, removed), ``problems`` in words, and the
-    indexer running on it, if any (pid, progress)."""
+    """What the index of a project holds and whether it is healthy: ``state`` (``not
+    indexed``, ``ready``, ``embedding``, ``indexing``, ``unreadable``), the last snapshot
+    (``generation``, ``revision``, ``indexed_at`` in ISO 8601 UTC), counts, the files changed
+    since (``changed_since``: added, changed, removed), ``problems`` (each ``{"error",
+    "message", "hint"}``), the indexer running on it, if any (pid, progress), and its
+    generation in the shared index (``published``, when one is configured). The keys are
+    those of ``kenning status --json-output`` (``kenning.index_admin.ProjectStatus``)."""
 
     TYPE: ClassVar[str] = "status"
     project: str
     root: str
-    index_dir: str
-    model: str
-    dims: int
-    files: int
-    chunks: int
-    vectors: int
-    generation: int
-    status: str
-    size_bytes: int
-    last_snapshot: float | None
-    revision: str | None
-    branch: str | None
-    changed_since: dict[str, int]
+    state: str
     healthy: bool
-    problems: list[str]
-    indexer: dict[str, Any] | None
+    problems: list[dict[str, Any]]
+    index_dir: str | None
+    model: str
+    dims: int | None
     model_origin: str
     config: str
+    generation: int
+    status: str | None
+    revision: str | None
+    branch: str | None
+    indexed_at: str | None
+    files: int
+    chunks: int
+    chunks_embedded: int
+    size_bytes: int
+    changed_since: dict[str, int] | None
+    indexer: dict[str, Any] | None
+    published: dict[str, Any] | None
 
 
 def load_settings(overrides: Mapping[str, Any] | None = None) -> Settings:
@@ -217,6 +222,6 @@ def status(path: PathLike = ".", *, settings: Settings | None = None) -> Status:
     """What the index of the project at ``path`` holds and whether it is healthy;
     ``IndexMissing`` if it has none for the configured model."""
     from kenning import project
-    from kenning.cli.status_cmd import project_status
+    from kenning.index_admin import project_status
 
     return Status.from_dict(project_status(project.find_root(path), settings or load_settings()))

@@ -151,9 +151,14 @@ def home_error(exc: OSError) -> IndexError_:
                             "KENNING_HOME to a folder you can write to.")
 
 
+def model_slug(model: str) -> str:
+    """The part of an index's descriptor folder name that names its model."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-").lower()
+
+
 def descriptor_slug(descriptor: Mapping[str, Any]) -> str:
     """A readable, collision-safe folder name for an embedding descriptor."""
-    model = re.sub(r"[^A-Za-z0-9._-]+", "-", str(descriptor["model"])).strip("-").lower()
+    model = model_slug(str(descriptor["model"]))
     canonical = json.dumps(dict(descriptor), sort_keys=True)
     digest = hashlib.blake2b(canonical.encode(), digest_size=4).hexdigest()
     return f"{model}-{descriptor['dims']}-{digest}"

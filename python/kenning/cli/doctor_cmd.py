@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -76,9 +75,8 @@ def run_checks() -> list[dict[str, Any]]:
         return str(home)
 
     def round_trip() -> str:
-        from kenning.project import index_dir
         from kenning.search import ProjectRef, search
-        from kenning.store import make_descriptor, project_id_for
+        from kenning.store import index_dirs, project_id_for, remove_dir
 
         with tempfile.TemporaryDirectory(prefix="kenning-doctor-") as tmp:
             root = Path(tmp).resolve()
@@ -88,35 +86,22 @@ def run_checks() -> list[dict[str, Any]]:
                 result = search("how are failed calls retried", [ProjectRef(pid, root)],
                                 settings=state["settings"], embedder=state["embedder"], limit=3)
             finally:
-                shutil.rmtree(index_dir(make_descriptor(state["embedder"]), pid),
-                              ignore_errors=True)
+                for directory in index_dirs(pid):
+                    remove_dir(directory)
             hits = result["results"]
             if not hits or hits[0]["path"] != "retry.py":
                 raise RuntimeError("the probe file was not found by a search")
             return f"indexed a probe file and found it (score {hits[0]['score']:.3f})"
 
     def index_integrity() -> str:
-        import sqlite3
-
-        from kenning.cli.status_cmd import _project_dirs
-        from kenning.errors import IndexDamaged
+        from kenning.index_admin import check
         from kenning.project import find_root
-        from kenning.store import db, project_id_for
-        from kenning.store.integrity import full_check
 
         root = find_root(Path.cwd())
-        dirs = _project_dirs(project_id_for(root, state["settings"]))
-        if not dirs:
+        count = check(root, state["settings"])
+        if not count:
             return f"{root} has no index yet"
-        for directory in dirs:
-            try:
-                problems = full_check(directory)
-            except sqlite3.OperationalError as exc:  # busy, or a folder that cannot be written
-                raise db.failure(directory, exc, "check") from exc
-            if problems:
-                raise IndexDamaged(f"The index in {directory} is damaged: "
-                                   f"{'; '.join(problems)}.", hint=db.REPAIR_HINT)
-        return (f"{len(dirs)} index{'es' if len(dirs) > 1 else ''} of {root} checked in full: "
+        return (f"{count} index{'es' if count > 1 else ''} of {root} checked in full: "
                 "database, full-text table, vector files and their checksums")
 
     if _check("config", load_config, checks):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -18,7 +19,8 @@ from kenning.config import Settings
 from kenning.embedding.profiles import Profile, output_dims, profile_for
 from kenning.errors import ConfigError, EmbedderError
 
-__all__ = ["Embedder", "WordsOnly", "borrowed", "dimensioned", "document_text", "make_embedder"]
+__all__ = ["Embedder", "Identity", "WordsOnly", "borrowed", "dimensioned", "document_text",
+           "identity", "make_embedder"]
 
 
 class Embedder(Protocol):
@@ -52,10 +54,67 @@ def _profile(settings: Settings, model: str) -> Profile:
                        document_prefix=settings["embedder.document_prefix"])
 
 
+@dataclass(frozen=True)
+class Identity:
+    """What names the vectors of the configured embedder, read from settings alone (no model
+    loaded, no server asked): model, document prefix, and dims when they are known without
+    asking (configured, the model's native dims, or remembered from an earlier answer)."""
+
+    backend: str
+    model: str
+    document_prefix: str
+    dims: int | None
+
+    def descriptor(self) -> dict[str, object]:
+        return {"backend": self.backend, "model": self.model, "dims": self.dims,
+                "document_prefix": self.document_prefix}
+
+
+def identity(settings: Settings) -> Identity:
+    """The identity of the embedder ``make_embedder(settings)`` makes; ConfigError as it would."""
+    backend = settings["embedder.backend"]
+    requested = settings["embedder.dims"]
+    if backend == "local":
+        from kenning.embedding.local import DIMS, MODEL_NAME, check_model_name
+
+        check_model_name(settings["embedder.model"])
+        profile = _profile(settings, MODEL_NAME)
+        output_dims(profile, MODEL_NAME, requested)
+        return Identity(backend, MODEL_NAME, profile.document_prefix, DIMS)
+    from kenning.embedding.remote import remembered_dims
+
+    model, url = _remote_target(settings)
+    profile = _profile(settings, model)
+    dims = output_dims(profile, model, requested) or remembered_dims(backend, url, model)
+    return Identity(backend, model, profile.document_prefix, dims)
+
+
+def _remote_target(settings: Settings) -> tuple[str, str]:
+    """The model and the server URL of a remote backend."""
+    backend = settings["embedder.backend"]
+    model = settings["embedder.model"]
+    if backend == "ollama":
+        from kenning.embedding.ollama import DEFAULT_MODEL, default_url
+
+        return model or DEFAULT_MODEL, settings["embedder.url"] or default_url()
+    if backend == "openai":
+        from kenning.embedding.openai import DEFAULT_MODEL as OPENAI_MODEL
+
+        url = settings["embedder.url"]
+        if not url:
+            raise ConfigError(
+                "The openai backend needs embedder.url, the server's base URL.",
+                hint="For example `kenning config set embedder.url http://localhost:8080/v1` "
+                "(llama.cpp) or https://api.openai.com/v1.",
+            )
+        return model or OPENAI_MODEL, url
+    raise ConfigError(f"Unknown embedder.backend {backend!r}.",
+                      hint="Use local, ollama or openai.")
+
+
 def make_embedder(settings: Settings) -> Embedder:
     """The configured backend; cheap: models load and servers are contacted on first use."""
     backend = settings["embedder.backend"]
-    model = settings["embedder.model"]
     common = {
         "dims": settings["embedder.dims"],
         "batch_size": settings["embedder.batch_size"],
@@ -65,33 +124,20 @@ def make_embedder(settings: Settings) -> Embedder:
     if backend == "local":
         from kenning.embedding.local import MODEL_NAME, LocalEmbedder, check_model_name
 
-        check_model_name(model)
+        check_model_name(settings["embedder.model"])
         profile = _profile(settings, MODEL_NAME)
         output_dims(profile, MODEL_NAME, common["dims"])  # MiniLM is not Matryoshka
         return LocalEmbedder(profile)
+    model, url = _remote_target(settings)
     if backend == "ollama":
-        from kenning.embedding.ollama import DEFAULT_MODEL, OllamaEmbedder, default_url
+        from kenning.embedding.ollama import OllamaEmbedder
 
-        model = model or DEFAULT_MODEL
-        return OllamaEmbedder(model=model, url=settings["embedder.url"] or default_url(),
-                              profile=_profile(settings, model),
+        return OllamaEmbedder(model=model, url=url, profile=_profile(settings, model),
                               keep_alive=settings["embedder.keep_alive"], **common)
-    if backend == "openai":
-        from kenning.embedding.openai import DEFAULT_MODEL as OPENAI_MODEL
-        from kenning.embedding.openai import OpenAIEmbedder
+    from kenning.embedding.openai import OpenAIEmbedder
 
-        url = settings["embedder.url"]
-        if not url:
-            raise ConfigError(
-                "The openai backend needs embedder.url, the server's base URL.",
-                hint="For example `kenning config set embedder.url http://localhost:8080/v1` "
-                "(llama.cpp) or https://api.openai.com/v1.",
-            )
-        model = model or OPENAI_MODEL
-        return OpenAIEmbedder(model=model, url=url, profile=_profile(settings, model),
-                              api_key_env=settings["embedder.api_key_env"], **common)
-    raise ConfigError(f"Unknown embedder.backend {backend!r}.",
-                      hint="Use local, ollama or openai.")
+    return OpenAIEmbedder(model=model, url=url, profile=_profile(settings, model),
+                          api_key_env=settings["embedder.api_key_env"], **common)
 
 
 @contextmanager

@@ -108,6 +108,20 @@ def _dims_cache_path() -> Path:
     return kenning_home() / "cache" / "embedder-dims.json"
 
 
+def _dims_key(backend: str, url: str, model: str) -> str:
+    return f"{backend} {url.rstrip('/')} {model}"
+
+
+def remembered_dims(backend: str, url: str, model: str) -> int | None:
+    """The dims ``model`` at ``url`` answered with before, if it ever did."""
+    try:
+        value = json.loads(_dims_cache_path().read_text(encoding="utf-8")).get(
+            _dims_key(backend, url, model))
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and value > 0 else None
+
+
 class RemoteEmbedder:
     backend = "remote"
 
@@ -220,16 +234,8 @@ class RemoteEmbedder:
     def _probe(self) -> None:
         self._embed_checked(["kenning dims probe"])
 
-    def _cache_key(self) -> str:
-        return f"{self.backend} {self.url} {self.model}"
-
     def _remembered_dims(self) -> int | None:
-        try:
-            value = json.loads(_dims_cache_path().read_text(encoding="utf-8")).get(
-                self._cache_key())
-        except (OSError, ValueError, AttributeError):
-            return None
-        return value if isinstance(value, int) and value > 0 else None
+        return remembered_dims(self.backend, self.url, self.model)
 
     def _remember_dims(self, dims: int) -> None:
         """Persist learned dims, so the index of this model is found with the server down."""
@@ -240,7 +246,7 @@ class RemoteEmbedder:
             known = {}
         if not isinstance(known, dict):
             known = {}
-        known[self._cache_key()] = dims
+        known[_dims_key(self.backend, self.url, self.model)] = dims
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -27,7 +27,6 @@ from kenning.store.ids import ChunkId
 if TYPE_CHECKING:
     from kenning.embedding import Embedder
     from kenning.search import ProjectRef
-    from kenning.store import Index
 
 log = logging.getLogger("kenning.mcp")
 
@@ -332,72 +331,29 @@ class Service:
         return report
 
     def _project_status(self, served: Served) -> dict[str, Any]:
-        from kenning.store import Index
+        """The library's status record, with what this server knows besides: its indexing
+        job's progress, its last refresh and the last error it met."""
+        from kenning.index_admin import project_status, unavailable_status
 
         assert served.ref is not None
-        report: dict[str, Any] = {"project": served.id, "root": str(served.ref.root)}
-        problems: list[dict[str, Any]] = []
+        report: dict[str, Any]
         try:
-            index = Index.open(served.ref.root, self.settings, embedder=self.embedder)
-            report.update(_snapshot_report(index))  # a damaged index is found here
-        except IndexMissing as exc:
-            report["state"] = "not indexed"
-            problems.append({**exc.to_dict(), "hint": "code_reindex indexes it; so does the "
-                                                      "first code_search."})
+            report = dict(project_status(served.ref.root, self.settings))
         except KenningError as exc:
-            report["state"] = "unreadable"
-            problems.append(exc.to_dict())
-        else:
-            failure = index.last_failure()  # of an index run this server did not start
-            if failure is not None:
-                problems.append({"error": failure.get("error"), "message": failure["message"],
-                                 "hint": failure.get("hint")})
-            if self.settings["shared.uri"]:
-                report["published"] = _published_report(self.settings, index, report)
+            report = dict(unavailable_status(served.ref.root, self.settings, exc))
+            if isinstance(exc, IndexMissing):
+                report["problems"][-1]["hint"] = ("code_reindex indexes it; so does the first "
+                                                  "code_search.")
+        report["project"] = served.id
         if served.job is not None and served.job.running:
             report["state"] = "indexing"
             report["progress"] = served.job.progress
         if served.last_result is not None:
             report["last_refresh"] = served.last_result
         if served.last_error is not None:
-            problems.append(served.last_error.to_dict())
-        report["problems"] = problems
+            report["problems"].append(served.last_error.to_dict())
+            report["healthy"] = False
         return report
-
-
-def _snapshot_report(index: Index) -> dict[str, Any]:
-    with index.snapshot() as snap:
-        if not snap.generation:
-            return {"state": "not indexed", "index_dir": str(index.dir)}
-        return {"state": "ready" if snap.status == "complete" else "embedding",
-                "index_dir": str(index.dir), "generation": snap.generation,
-                "revision": snap.revision, "branch": snap.branch, "status": snap.status,
-                "indexed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(snap.created_at))
-                if snap.created_at else None,
-                "files": snap.files, "chunks": snap.chunks, "chunks_embedded": snap.vectors,
-                "model": snap.descriptor.get("model"), "dims": snap.descriptor.get("dims")}
-
-
-def _published_report(settings: Settings, index: Index,
-                      local: dict[str, Any]) -> dict[str, Any]:
-    """The project's published generation in the shared index, and how far the local snapshot
-    is ahead of the one published."""
-    from kenning.shared import Engine, read_head
-
-    try:
-        with Engine(settings, index.descriptor) as engine:
-            head = read_head(engine, index.project_id) if engine.exists() else None
-    except KenningError as exc:
-        return {"problem": exc.to_dict()}
-    if head is None:
-        return {"generation": 0, "hint": f"`kenning publish {index.root}` publishes it."}
-    published = int(head.get("snapshot_generation") or 0)
-    return {"generation": head.get("generation"), "state": head.get("state"),
-            "snapshot_generation": published, "revision": head.get("revision"),
-            "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                          time.gmtime(head["published_at"]))
-            if head.get("published_at") else None,
-            "local_generations_ahead": max(0, int(local.get("generation") or 0) - published)}
 
 
 def _progress_note(progress: dict[str, Any] | None) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -32,7 +33,7 @@ from kenning.store.reads import SnapshotReads
 
 if TYPE_CHECKING:
     from kenning.config import Settings
-    from kenning.embedding import Embedder
+    from kenning.embedding import Embedder, Identity
     from kenning.store.repair import Repair
     from kenning.store.writer import IndexWriter
 
@@ -40,20 +41,42 @@ PRECISION = "b1+int8"
 LOCK_NAME = "index.lock"
 FAILURE_NAME = "last_failure.json"  # the last failed refresh or damaged read, until fixed
 
-__all__ = ["LOCK_NAME", "PRECISION", "ChunkFilter", "Index", "Snapshot", "make_descriptor",
-           "project_id_for"]
+__all__ = ["LOCK_NAME", "PRECISION", "ChunkFilter", "Index", "Snapshot", "dir_bytes",
+           "index_dirs", "make_descriptor", "project_id_for"]
 
 
-def make_descriptor(embedder: Embedder) -> dict[str, Any]:
-    """What decides the index folder: a change of any of these is a new index, never a mix."""
+def make_descriptor(embedder: Embedder | Identity, dims: int | None = None) -> dict[str, Any]:
+    """What decides the index folder: a change of any of these is a new index, never a mix.
+    ``dims`` stands for the embedder's when given."""
     from kenning.chunking import CHUNKER_VERSION
 
-    descriptor = {"model": embedder.model, "dims": int(embedder.dims), "precision": PRECISION,
-                  "chunker_version": CHUNKER_VERSION, "schema_version": project.SCHEMA_VERSION}
+    dims = embedder.dims if dims is None else dims
+    if dims is None:
+        raise ValueError(f"the dims of {embedder.model} are not known")
+    descriptor = {"model": embedder.model, "dims": int(dims),
+                  "precision": PRECISION, "chunker_version": CHUNKER_VERSION,
+                  "schema_version": project.SCHEMA_VERSION}
     prefix = embedder.descriptor().get("document_prefix")
     if prefix:  # the vectors depend on it: another prefix must not share the index
         descriptor["document_prefix"] = prefix
     return descriptor
+
+
+def _on_disk(ident: Embedder | Identity, pid: str) -> dict[str, Any] | None:
+    """The descriptor of an existing index of ``pid`` for ``ident``'s model, found by its
+    folder name, when the dims of the model are not known without asking its server (folders
+    are ``<model>-<dims>-<digest>``; the digest must match the dims read). Real dims are
+    preferred to an index of words only (dims 0)."""
+    slug = project.model_slug(ident.model)
+    found = []
+    for folder in (project.kenning_home() / "indices").glob(f"{slug}-*/{pid}"):
+        dims = folder.parent.name[len(slug) + 1:].partition("-")[0]
+        if not dims.isdigit() or not (folder / db.DB_NAME).exists():
+            continue
+        descriptor = make_descriptor(ident, int(dims))
+        if project.descriptor_slug(descriptor) == folder.parent.name:
+            found.append(descriptor)
+    return max(found, key=lambda d: int(d["dims"]), default=None)
 
 
 @dataclass
@@ -116,21 +139,40 @@ class Index:
     @classmethod
     def open(cls, root: Path, settings: Settings, *, embedder: Embedder | None = None,
              create: bool = False) -> Index:
-        """The index of ``root`` for the configured embedder; IndexMissing if absent."""
-        if embedder is None:
+        """The index of ``root`` for the configured embedder; IndexMissing if absent.
+
+        It is located from settings alone: no model is loaded and no server asked, unless
+        ``create`` needs the dims of a remote model that never answered. ``embedder``: the
+        one to index with, whose dims then name the index."""
+        from kenning.embedding import identity
+
+        root = Path(root).resolve()
+        pid = project_id_for(root, settings)
+        descriptor: dict[str, Any] | None
+        if embedder is not None:
+            model = embedder.model
+            descriptor = make_descriptor(embedder)
+            if not descriptor["dims"]:  # words only: the model's real index may be on disk
+                descriptor = _on_disk(embedder, pid) or descriptor
+        else:
+            ident = identity(settings)
+            model = ident.model
+            # dims unknown: a remote model whose dims were never learned here, or forgotten
+            descriptor = (make_descriptor(ident) if ident.dims is not None else
+                          _on_disk(ident, pid))
+        if descriptor is None and create:
             from kenning.embedding import borrowed
 
             with borrowed(settings) as made:
-                return cls.open(root, settings, embedder=made, create=create)
-        root = Path(root).resolve()
-        descriptor = make_descriptor(embedder)
-        pid = project_id_for(root, settings)
-        index = cls(root, pid, descriptor, project.index_dir(descriptor, pid))
-        if create:
+                descriptor = make_descriptor(made)  # the dims, asked of the server
+        index = (None if descriptor is None else
+                 cls(root, pid, descriptor, project.index_dir(descriptor, pid)))
+        if index is not None and create:
             index._create()
-        elif not index.exists():
-            _readers.drop(index.dir)  # removed: its kept connections and maps must go too
-            raise IndexMissing(f"{root} has no index for {descriptor['model']} yet (the model "
+        elif index is None or not index.exists():
+            if index is not None:
+                _readers.drop(index.dir)  # removed: its kept connections and maps must go too
+            raise IndexMissing(f"{root} has no index for {model} yet (the model "
                                f"comes from {model_origin(settings)}; config file "
                                f"{config_path()}).",
                                hint=f"Run `kenning index {root}` first, or choose the model of "
@@ -166,6 +208,19 @@ class Index:
         kept = self.last_failure()
         if kept is not None and (damage or kept.get("error") != IndexDamaged.code):
             (self.dir / FAILURE_NAME).unlink(missing_ok=True)
+
+    def size_bytes(self) -> int:
+        return dir_bytes(self.dir)
+
+    def remove(self) -> int:
+        """Delete this index (under its lock, so never under a writer); the bytes freed.
+        IndexBusy while another process writes it."""
+        return remove_dir(self.dir)
+
+    def check(self) -> None:
+        """Check the whole index (database, full-text table, every vector block); IndexDamaged
+        with its repair when any part is damaged, IndexError_ when it cannot be read."""
+        check_dir(self.dir)
 
     def _create(self) -> None:
         if not self.exists():
@@ -243,6 +298,53 @@ class Index:
             raise db.failure(self.dir, exc, "update") from exc
         finally:
             lock.release()
+
+
+def dir_bytes(directory: Path) -> int:
+    """The bytes of the files under ``directory`` (0 when it does not exist)."""
+    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+
+
+def index_dirs(project_id: str | None = None) -> list[Path]:
+    """The index folders of ``project_id`` (one per embedding descriptor), or of every project."""
+    indices = project.kenning_home() / "indices"
+    if not indices.is_dir():
+        return []
+    return sorted(p for p in indices.glob(f"*/{project_id or '*'}") if p.is_dir())
+
+
+def remove_dir(directory: Path) -> int:
+    """Delete the index in ``directory`` under its lock, and its descriptor folder when that is
+    left empty; the bytes freed. IndexBusy while another process writes it."""
+    lock = FileLock(directory / LOCK_NAME, timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise IndexBusy(f"The index in {directory} is being written by another process.",
+                        hint="Wait for the indexing to finish, then remove it.") from None
+    except OSError as exc:  # the folder cannot be written: a read-only home
+        raise project.home_error(exc) from None
+    try:
+        size = dir_bytes(directory)
+        shutil.rmtree(directory)
+    finally:
+        lock.release()
+    _readers.drop(directory)  # its kept connections and maps must go too
+    parent = directory.parent
+    if parent.is_dir() and not any(parent.iterdir()):
+        parent.rmdir()
+    return size
+
+
+def check_dir(directory: Path) -> None:
+    """``Index.check`` for the index in ``directory``."""
+    try:
+        problems = integrity.full_check(directory)
+    except sqlite3.OperationalError as exc:  # busy, or a folder that cannot be written
+        raise db.failure(directory, exc, "check") from exc
+    if problems:
+        raise IndexDamaged(f"The index in {directory} is damaged: {'; '.join(problems)}.",
+                           hint=db.REPAIR_HINT)
 
 
 def project_id_for(root: Path, settings: Settings) -> str:

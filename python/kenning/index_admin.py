@@ -1,0 +1,247 @@
+"""Status, removal and checks of indexes: one record, which the CLI and the MCP server render.
+
+``project_status`` returns a ``ProjectStatus`` (plain JSON-ready data: ``json.dumps`` takes it
+as it is); ``unavailable_status`` gives the same keys for a project whose index cannot be read.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+from kenning.errors import IndexMissing, KenningError
+
+if TYPE_CHECKING:
+    from kenning.config import Settings
+    from kenning.store import Index, Snapshot
+
+# "not indexed": no committed snapshot; "ready": every chunk has a vector; "embedding": some
+# chunks still lack one; "indexing": an indexer is running now; "unreadable": the index cannot
+# be read (damaged, or a folder that cannot be opened).
+State = Literal["not indexed", "ready", "embedding", "indexing", "unreadable"]
+
+
+class Problem(TypedDict):
+    error: str | None  # the error code (``kenning.errors``), None for a plain remark
+    message: str
+    hint: str | None
+
+
+class ChangedSince(TypedDict):
+    added: int
+    changed: int
+    removed: int
+
+
+class ProjectStatus(TypedDict):
+    """What a project's index holds and whether it is healthy (``kenning status
+    --json-output`` and each project of MCP ``code_index_status``)."""
+
+    type: Literal["status"]
+    project: str
+    root: str
+    state: State
+    healthy: bool
+    problems: list[Problem]
+    index_dir: str | None  # None when there is no index for the configured model
+    model: str
+    dims: int | None
+    model_origin: str  # the setting that chose the model
+    config: str  # the config file
+    generation: int  # of the last committed snapshot; 0: none yet
+    status: str | None  # of that snapshot: "complete" or "partial"
+    revision: str | None  # git HEAD when it was committed
+    branch: str | None
+    indexed_at: str | None  # when it was committed, ISO 8601 UTC
+    files: int
+    chunks: int
+    chunks_embedded: int  # chunks that have a vector
+    size_bytes: int
+    changed_since: ChangedSince | None  # files changed on disk since that snapshot
+    indexer: dict[str, Any] | None  # the process indexing it now (``indexing_state.read``)
+    published: dict[str, Any] | None  # its generation in the shared index, if one is set
+
+
+def _iso(at: float | None) -> str | None:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)) if at else None
+
+
+def _problem(message: str, hint: str | None = None, error: str | None = None) -> Problem:
+    return {"error": error, "message": message, "hint": hint}
+
+
+def _changed_since(root: Path, snap: Snapshot, max_file_size: int) -> ChangedSince:
+    """Files added, changed (size or mtime) and removed since ``snap``: one stat pass."""
+    from kenning.sources import walk
+
+    indexed = snap.file_states()
+    added = changed = 0
+    seen = set()
+    for file in walk(root, max_file_size=max_file_size):
+        seen.add(file.path)
+        state = indexed.get(file.path)
+        if state is None:
+            added += 1
+        elif state != (file.size, file.mtime_ns):
+            changed += 1
+    return {"added": added, "changed": changed, "removed": len(set(indexed) - seen)}
+
+
+def _base(root: Path, project_id: str, settings: Settings, model: str,
+          dims: int | None) -> ProjectStatus:
+    from kenning import config
+
+    return {"type": "status", "project": project_id, "root": str(root), "state": "not indexed",
+            "healthy": False, "problems": [], "index_dir": None, "model": model, "dims": dims,
+            "model_origin": config.model_origin(settings), "config": str(config.config_path()),
+            "generation": 0, "status": None, "revision": None, "branch": None,
+            "indexed_at": None, "files": 0, "chunks": 0, "chunks_embedded": 0, "size_bytes": 0,
+            "changed_since": None, "indexer": None, "published": None}
+
+
+def project_status(root: Path, settings: Settings, *, index: Index | None = None,
+                   changes: bool = True) -> ProjectStatus:
+    """The status of the index of ``root`` for the configured model (``index``: that index,
+    already open). IndexMissing when there is none, IndexError_ when it cannot be read.
+    ``changes``: count the files changed on disk since the last snapshot (one stat pass)."""
+    from kenning import indexing_state
+    from kenning.store import Index
+
+    if index is None:
+        index = Index.open(root, settings)
+    report = _base(index.root, index.project_id, settings, str(index.descriptor["model"]),
+                   int(index.descriptor["dims"]))
+    report["index_dir"] = str(index.dir)
+    problems = report["problems"]
+    with index.snapshot() as snap:
+        report["generation"], report["status"] = snap.generation, snap.status
+        report["revision"], report["branch"] = snap.revision, snap.branch
+        report["indexed_at"] = _iso(snap.created_at)
+        report["files"], report["chunks"] = snap.files, snap.chunks
+        report["chunks_embedded"] = snap.vectors
+        if changes:
+            report["changed_since"] = _changed_since(index.root, snap,
+                                                     int(settings["index.max_file_size"]))
+    report["size_bytes"] = index.size_bytes()
+    report["indexer"] = indexing_state.read(index.dir)
+    if snap.generation == 0:
+        problems.append(_problem("Nothing has been indexed yet.",
+                                 f"Run `kenning index {index.root}`."))
+    elif snap.vectors < snap.chunks:
+        problems.append(_problem(f"{snap.chunks - snap.vectors} chunks have no vector yet.",
+                                 None if report["indexer"] else
+                                 f"`kenning index {index.root}` computes them."))
+    failure = index.last_failure()
+    if failure is not None:
+        problems.append(_failure(failure))
+    report["state"] = ("indexing" if report["indexer"] is not None else
+                       "not indexed" if snap.generation == 0 else
+                       "ready" if snap.status == "complete" else "embedding")
+    report["healthy"] = not problems
+    if settings["shared.uri"]:
+        report["published"] = published_status(settings, index, snap.generation)
+    return report
+
+
+def unavailable_status(root: Path, settings: Settings, error: KenningError) -> ProjectStatus:
+    """The status of a project whose index ``project_status`` could not read (``error``)."""
+    from kenning.embedding import identity
+    from kenning.store import project_id_for
+
+    ident = identity(settings)  # settings that are wrong fail before any index is opened
+    report = _base(root, project_id_for(root, settings), settings, ident.model, ident.dims)
+    report["state"] = "not indexed" if isinstance(error, IndexMissing) else "unreadable"
+    report["problems"].append(_problem(error.message, error.hint, error.code))
+    return report
+
+
+def _failure(failure: dict[str, Any]) -> Problem:
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(failure.get("at") or 0)))
+    return _problem(f"The index run of {when} failed: {failure['message']}",
+                    failure.get("hint"), failure.get("error"))
+
+
+def published_status(settings: Settings, index: Index, generation: int) -> dict[str, Any]:
+    """The project's published generation in the shared index, and how far the local snapshot
+    (``generation``) is ahead of the one published."""
+    from kenning.shared import Engine, read_head
+
+    try:
+        with Engine(settings, index.descriptor) as engine:
+            head = read_head(engine, index.project_id) if engine.exists() else None
+    except KenningError as exc:
+        return {"problem": exc.to_dict()}
+    if head is None:
+        return {"generation": 0, "hint": f"`kenning publish {index.root}` publishes it."}
+    published = int(head.get("snapshot_generation") or 0)
+    return {"generation": head.get("generation"), "state": head.get("state"),
+            "snapshot_generation": published, "revision": head.get("revision"),
+            "published_at": _iso(head.get("published_at")),
+            "local_generations_ahead": max(0, generation - published)}
+
+
+class Removal(TypedDict):
+    type: Literal["remove_index"]
+    removed: list[str]  # the folders removed
+    bytes_freed: int
+
+
+def index_dirs(root: Path | None, settings: Settings) -> list[Path]:
+    """The index folders of the project at ``root`` (every model's), or of every project."""
+    from kenning.store import index_dirs as dirs
+    from kenning.store import project_id_for
+
+    return dirs(None if root is None else project_id_for(root, settings))
+
+
+def remove(root: Path | None, settings: Settings, *, cache: bool = False) -> Removal:
+    """Delete the indexes of the project at ``root`` (every model's; None: of every project),
+    and with ``cache`` the model cache. IndexMissing when ``root`` has none and no cache is to
+    go; IndexBusy when one is being written (those before it are removed)."""
+    import shutil
+
+    from kenning.project import kenning_home
+    from kenning.store import dir_bytes, remove_dir
+
+    dirs = index_dirs(root, settings)
+    if root is not None and not dirs and not cache:
+        raise IndexMissing(f"{root} has no index to remove.")
+    report: Removal = {"type": "remove_index", "removed": [], "bytes_freed": 0}
+    for directory in dirs:
+        report["bytes_freed"] += remove_dir(directory)
+        report["removed"].append(str(directory))
+    cache_dir = kenning_home() / "cache"
+    if cache and cache_dir.is_dir():
+        report["bytes_freed"] += dir_bytes(cache_dir)
+        shutil.rmtree(cache_dir)
+        report["removed"].append(str(cache_dir))
+    return report
+
+
+def check(root: Path, settings: Settings) -> int:
+    """Check every index of the project at ``root`` in full; how many there are. IndexDamaged
+    (with its repair) for the first that is damaged."""
+    from kenning.store import check_dir
+
+    dirs = index_dirs(root, settings)
+    for directory in dirs:
+        check_dir(directory)
+    return len(dirs)
+
+
+def paths() -> dict[str, Any]:
+    """Where kenning keeps everything, with the size of each."""
+    from kenning import config, usage_log
+    from kenning.project import kenning_home
+    from kenning.store import dir_bytes
+
+    home = kenning_home()
+    places = {"config": config.config_path(), "home": home, "indexes": home / "indices",
+              "model_cache": home / "cache", "usage_log": usage_log.log_path(),
+              "agent_backups": home / "backups"}
+    return {"type": "paths", **{
+        name: {"path": str(place), "exists": place.exists(),
+               "bytes": (dir_bytes(place) if place.is_dir() else
+                         place.stat().st_size if place.is_file() else 0)}
+        for name, place in places.items()}}
