@@ -30,9 +30,11 @@ KENNING = [sys.executable, "-m", "kenning"]
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The search fixture repository; any backlog of vectors is left to the background."""
     from search_fixtures import REPO, write_repo
 
+    monkeypatch.setenv("KENNING_SEARCH_EMBED_LIMIT", "0")
     return write_repo(tmp_path / "repo", REPO)
 
 
@@ -93,10 +95,8 @@ def test_a_down_embedder_is_named_instead_of_a_background_build(
         embed_server: EmbedServer, root: Path) -> None:
     settings = config.load(embed_server.settings("ollama"))
     embed_server.stop()
-    deferred: list[Path] = []
-    result = search("parse_header", resolve_projects(settings, [root]), settings=settings,
-                    defer_vectors=deferred.append)
-    assert deferred == []  # no indexer started that would fail at once
+    result = search("parse_header", resolve_projects(settings, [root]), settings=settings)
+    assert result["vectors_deferred"] == []  # no indexer started that would fail at once
     assert any(w.startswith("The embedder is down, so no vectors are being computed") and
                f"`kenning index {root}` resumes once it answers" in w
                for w in result["warnings"])

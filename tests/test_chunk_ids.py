@@ -48,15 +48,14 @@ def test_an_id_from_a_removed_and_rebuilt_index_is_refused(tmp_path, settings, m
     root = make_repo(tmp_path / "repo")
     refresh(root, settings, embedder=model)
     old = _top_id(root, settings, model)
-    assert get_chunk(old, [ProjectRef("x", root)], settings=settings,
-                     embedder=model)["id"] == old
+    assert get_chunk(old, [ProjectRef("x", root)], settings=settings)["id"] == old
     shutil.rmtree(Index.open(root, settings, embedder=model).dir)  # what remove-index does
     (root / "app" / "aaa.py").write_text("def first():\n    return 1\n")  # ordinals shift
     refresh(root, settings, embedder=model)
     new = _top_id(root, settings, model)
     assert ChunkId.parse(new).index != ChunkId.parse(old).index
     with pytest.raises(StaleChunkId, match="from another index") as err:
-        get_chunk(old, [ProjectRef("x", root)], settings=settings, embedder=model)
+        get_chunk(old, [ProjectRef("x", root)], settings=settings)
     assert err.value.hint == "Search again to get current ids."
 
 
@@ -65,15 +64,15 @@ def test_an_id_from_a_newer_generation_is_not_called_older(repo, settings, model
     parsed = ChunkId.parse(_top_id(repo, settings, model))
     ahead = str(ChunkId(parsed.project, parsed.index, parsed.generation + 5, parsed.ordinal))
     with pytest.raises(StaleChunkId, match="newer than") as err:
-        get_chunk(ahead, [ProjectRef("x", repo)], settings=settings, embedder=model)
+        get_chunk(ahead, [ProjectRef("x", repo)], settings=settings)
     assert "older" not in err.value.message
 
 
 def test_an_id_whose_chunk_changed_is_refused(repo, settings, model):
     refresh(repo, settings, embedder=model)
     old = _top_id(repo, settings, model)
-    path = get_chunk(old, [ProjectRef("x", repo)], settings=settings, embedder=model)["path"]
+    path = get_chunk(old, [ProjectRef("x", repo)], settings=settings)["path"]
     (repo / path).write_text((repo / path).read_text() + "\n\ndef more():\n    return 2\n")
     refresh(repo, settings, embedder=model)
     with pytest.raises(StaleChunkId, match="no longer in the index"):
-        get_chunk(old, [ProjectRef("x", repo)], settings=settings, embedder=model)
+        get_chunk(old, [ProjectRef("x", repo)], settings=settings)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from kenning import config
 from kenning.cli.search_cmd import _Progress
+from kenning.freshness import Freshness, Policy
 from kenning.search import ProjectRef, search
 from kenning.store import Index
 
@@ -25,10 +26,12 @@ KENNING = [sys.executable, "-m", "kenning"]
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    """The search fixture repository, never indexed."""
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The search fixture repository, never indexed, and too large to embed before a search
+    answers (it is small: a limit of 0 makes any backlog too large)."""
     from search_fixtures import REPO, write_repo
 
+    monkeypatch.setenv("KENNING_SEARCH_EMBED_LIMIT", "0")
     return write_repo(tmp_path / "repo", REPO)
 
 
@@ -95,24 +98,22 @@ def test_first_search_on_a_terminal_keeps_stdout_pure_json(root: Path) -> None:
 def test_library_defers_the_vectors_of_a_first_index_to_the_caller(
         local_model: None, root: Path) -> None:
     settings = config.load()
-    deferred: list[Path] = []
-    result = search("verify_password", [ProjectRef("p", root)], settings=settings,
-                    defer_vectors=deferred.append)
-    assert deferred == [root.resolve()]
+    result = search("verify_password", [ProjectRef("p", root)], settings=settings)
+    assert result["vectors_deferred"] == [str(root.resolve())]
     assert result["results"][0]["symbol"] == "verify_password"
     with Index.open(root, settings).snapshot() as snap:
         assert snap.chunks > 0 and snap.vectors == 0 and snap.status == "partial"
 
-    # without defer_vectors the refresh embeds what is missing before answering
+    # a policy with no limit embeds what is missing before answering
     events: list[str] = []
     result = search("verify_password", [ProjectRef("p", root)], settings=settings,
-                    progress=lambda e: events.append(e["type"]))
-    assert "embedding" in events and not any("incomplete" in w
-                                             for w in result["warnings"])
+                    progress=lambda e: events.append(e["type"]),
+                    freshness=Freshness(Policy(sync_embed_limit=None)))
+    assert "embedding" in events and result["vectors_deferred"] == []
+    assert not any("incomplete" in w for w in result["warnings"])
     # a complete index is never deferred
-    search("verify_password", [ProjectRef("p", root)], settings=settings,
-           defer_vectors=deferred.append)
-    assert deferred == [root.resolve()]
+    again = search("verify_password", [ProjectRef("p", root)], settings=settings)
+    assert again["vectors_deferred"] == []
 
 
 def test_progress_line_overwrites_itself_and_is_erased(

@@ -164,6 +164,9 @@ KEYS: dict[str, Key] = {
             "index a home folder, / or a large folder without a project marker"),
         Key("search.limit", 10, _integer(1, 1000), "results per search"),
         Key("search.refresh", True, _bool, "refresh the index before each search"),
+        Key("search.embed_limit", 64, _integer(0),
+            "chunks without a vector a search embeds before it answers; a larger backlog (a "
+            "first index) is embedded in the background"),
         Key("search.timeout", 30.0, _seconds(0, zero=False),
             "seconds a search waits for the embedder before it answers from words and symbols"),
         Key("search.backend", "local", _choice("local", "shared", "both"),

@@ -87,23 +87,27 @@ class RefreshResult:
 
 
 def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
-            full: bool = False, wait: bool = False, embed: bool = True, graph: bool = True,
-            progress: Progress | None = None) -> RefreshResult:
+            full: bool = False, wait: bool = False, embed: bool = True,
+            embed_limit: int | None = None, graph: bool = True,
+            progress: Progress | None = None, index: Index | None = None) -> RefreshResult:
     """Update the index of the project at ``root``; ``busy=True`` if another process holds it.
 
     ``full`` re-hashes and re-chunks every file (vectors are still reused by content hash),
     after checking the whole index: a damaged one is rebuilt with its intact vectors;
-    ``embed=False`` commits files and chunks only. ``graph=False`` leaves the approximate-search
-    graph as it is (search keeps to the exact scan until a refresh with the graph catches up):
-    for callers that must answer fast, as syncing rewrites the graph file and a rebuild after a
-    compaction takes minutes on millions of vectors.
+    ``embed=False`` commits files and chunks only; with ``embed_limit`` the missing vectors are
+    computed only when there are no more than that many (``vectors_missing`` says how many were
+    left). ``index``: the index of ``root``, already open. ``graph=False`` leaves the
+    approximate-search graph as it is (search keeps to the exact scan until a refresh with the
+    graph catches up): for callers that must answer fast, as syncing rewrites the graph file
+    and a rebuild after a compaction takes minutes on millions of vectors.
     """
     started = time.perf_counter()
     root = _existing_dir(root)
     with ExitStack() as stack:
         embedder = stack.enter_context(borrowed(settings, embedder))
         try:
-            index = Index.open(root, settings, embedder=embedder)
+            if index is None:
+                index = Index.open(root, settings, embedder=embedder)
             project.check_root(root, force=settings["index.force_root"], first_index=False)
         except IndexMissing:
             project.check_root(root, force=settings["index.force_root"], first_index=True)
@@ -134,8 +138,8 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
                 tracker(event)
                 emit(event)
 
-            _Refresh(index, writer, settings, embedder, result, track).run(full=full, embed=embed,
-                                                                           graph=graph)
+            _Refresh(index, writer, settings, embedder, result, track).run(
+                full=full, embed=embed, embed_limit=embed_limit, graph=graph)
         except KenningError as exc:  # kept for status and search: nobody may see it otherwise
             index.record_failure(exc, "index")
             raise
@@ -203,7 +207,7 @@ class _Refresh:
         self.timings[stage] = round(self.timings.get(stage, 0.0) + now - self.clock, 4)
         self.clock = now
 
-    def run(self, *, full: bool, embed: bool, graph: bool) -> None:
+    def run(self, *, full: bool, embed: bool, embed_limit: int | None, graph: bool) -> None:
         result, writer = self.result, self.writer
         known = writer.file_stats()
         self.lap("load")
@@ -219,7 +223,7 @@ class _Refresh:
         elif latest is not None and (latest["git_head"], latest["git_branch"]) != (head, branch):
             writer.update_revision(head, branch)
         if embed and (result.content_changed or latest is None or latest["status"] != "complete"):
-            self.embed_missing()
+            self.embed_missing(embed_limit)
             if result.content_changed:
                 result.vectors_dropped = writer.compact(min_dead=COMPACT_MIN_DEAD)
                 self.lap("compact")
@@ -319,9 +323,9 @@ class _Refresh:
         self.lap("chunk")
         return replaced, chunks, gone
 
-    def embed_missing(self) -> None:
+    def embed_missing(self, limit: int | None = None) -> None:
         missing = self.writer.missing_vectors()
-        if not missing:
+        if not missing or (limit is not None and len(missing) > limit):
             return
         texts = self.load_texts(missing)
         todo = [m.content_hash for m in embedding_order(missing, self.writer.files())

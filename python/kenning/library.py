@@ -82,17 +82,22 @@ class SearchResult(_Typed):
     results: tuple[Hit, ...]
     warnings: tuple[str, ...]
     revision: str | None
+    # roots of projects whose new chunks were too many to embed before answering (none from
+    # kenning.search, which embeds them all first)
+    vectors_deferred: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.TYPE, "query": self.query,
                 "results": [hit.to_dict() for hit in self.results],
-                "warnings": list(self.warnings), "revision": self.revision}
+                "warnings": list(self.warnings), "revision": self.revision,
+                "vectors_deferred": list(self.vectors_deferred)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SearchResult:
         checked = cls._checked(data)
         return cls(checked["query"], tuple(Hit.from_dict(hit) for hit in checked["results"]),
-                   tuple(checked["warnings"]), checked["revision"])
+                   tuple(checked["warnings"]), checked["revision"],
+                   tuple(checked["vectors_deferred"]))
 
 
 @dataclass(frozen=True)
@@ -186,11 +191,14 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     kind (``function``, ``class``, ...). With ``refresh`` the index is brought up to date
     first: one stat pass when nothing changed, and the whole first index (embedding included)
     for a project never indexed."""
+    from kenning.freshness import for_settings
     from kenning.search import search as run
 
     settings = settings or load_settings()
+    # no background worker here to leave a backlog of vectors to: they are embedded first
     found = run(query, _roots(paths, settings), settings=settings, limit=limit,
-                path_filter=path_filter, language=language, kind=kind, refresh=refresh)
+                path_filter=path_filter, language=language, kind=kind, refresh=refresh,
+                freshness=for_settings(settings, sync_embed_limit=None))
     return SearchResult.from_dict(found)
 
 

@@ -59,20 +59,18 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     refs = resolve_projects(settings, targets or None)
     loading = _load_local_model(settings)
     progress = _Progress() if sys.stderr.isatty() else None
-    unembedded: list[Path] = []
     try:
         result = run_search(query, refs, settings=settings,
                             limit=limit or settings["search.limit"], path_filter=path_filter,
                             language=language, kind=kind, refresh=not no_refresh,
-                            progress=progress, defer_vectors=unembedded.append,
-                            shared_projects=shared_ids)
+                            progress=progress, shared_projects=shared_ids)
     finally:
         if progress is not None:
             progress.clear()
         if loading is not None:  # never leave onnxruntime initialising while the process exits
             loading.join()
-    for root in unembedded:
-        _index_in_background(root)
+    for root in result["vectors_deferred"]:
+        _index_in_background(Path(root))
     if json_output:
         click.echo(json.dumps(result, ensure_ascii=False))
     else:

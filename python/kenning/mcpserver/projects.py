@@ -31,11 +31,7 @@ class Served:
     ref: ProjectRef | None = None
     error: KenningError | None = None
     retry: bool = True  # look the root up again on each call (False: the error is final)
-    # refresh state: held during any refresh this process runs for the project
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    last_refresh: float = float("-inf")  # time.monotonic() of the last refresh attempt
-    last_result: dict[str, Any] | None = None
-    last_error: KenningError | None = None
+    last_error: KenningError | None = None  # of this server's last indexing job
     job: Job | None = None
 
     @property

@@ -1,43 +1,32 @@
 """What the tools do, as plain calls returning the CLI's JSON shapes; no MCP types here.
 
-Freshness: before a search each project is refreshed at most once per ``mcp.refresh_interval``
-seconds. A per-project lock serialises this process's refreshes; the index's OS lock
-serialises processes, and a refresh that finds it held returns at once (``busy``) so the
-search is answered from the last committed snapshot instead of waiting. Long work (a first
-index's embedding, ``code_reindex``) runs on a worker thread while searches keep answering
-from the last snapshot.
+Freshness is the library's policy (``kenning.freshness``), configured with
+``mcp.refresh_interval``: before a search each project is refreshed at most once per interval,
+a few missing vectors are embedded at once and a larger backlog on a worker thread of this
+server (as the CLI leaves it to a background `kenning index`). Long work (a first index's
+embedding, ``code_reindex``) runs on that thread while searches keep answering from the last
+snapshot.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kenning.config import Settings
-from kenning.embedding import WordsOnly, dimensioned
 from kenning.errors import EmbedderError, IndexMissing, KenningError, UsageError
+from kenning.freshness import Freshness, Policy
 from kenning.mcpserver.projects import Job, Registry, Served
 from kenning.store.ids import ChunkId
 
 if TYPE_CHECKING:
     from kenning.embedding import Embedder
-    from kenning.search import ProjectRef
 
 log = logging.getLogger("kenning.mcp")
-
-# How long a search waits for another search's refresh of the same project before answering
-# from the last snapshot; such refreshes are incremental and normally take milliseconds.
-REFRESH_WAIT = 5.0
-# Chunks a search embeds before answering (about two seconds with the local model); a larger
-# backlog is embedded on a worker thread while searches use what is there.
-SYNC_EMBED_LIMIT = 64
-# After the embedder fails, refreshes skip embedding (lexical tables stay fresh) this long.
-EMBEDDER_RETRY_AFTER = 30.0
 
 
 class Service:
@@ -51,8 +40,8 @@ class Service:
         # one indexing job at a time per process, so reindexing many projects does not flood
         # the embedder; the others wait their turn
         self._job_slot = threading.Semaphore(1)
-        self._embedder_down_until = float("-inf")
-        self._embedder_error: EmbedderError | None = None
+        self.freshness = Freshness(Policy.from_settings(
+            settings, refresh_interval=settings["mcp.refresh_interval"]))
 
     # -- search ---------------------------------------------------------------------------
 
@@ -83,7 +72,8 @@ class Service:
         if project is not None and self._published_only(project):
             return search(query, [], settings=self._shared_settings(), limit=limit,
                           path_filter=path_filter, language=language, kind=kind, refresh=False,
-                          embedder=self._query_embedder(), shared_projects=[project])
+                          embedder=self.embedder, freshness=self.freshness,
+                          shared_projects=[project])
         targets = self.registry.select(project)
         warnings: list[str] = []
         if project is None:
@@ -96,25 +86,13 @@ class Service:
             for served in targets:
                 if served.ref is not None:
                     normalize_path_filter(path_filter, served.ref.root)
-        # with dims unknown and the embedder unreachable, projects get an index of words only
-        embedder = dimensioned(self._query_embedder())
-        for served in targets:
-            self._freshen(served, warnings, embedder)
-        refs: list[ProjectRef] = []
-        for served in targets:  # one project without an index must not sink the others
-            problem = self._index_problem(served, embedder)
-            if problem is not None and len(targets) == 1:
-                raise problem
-            if problem is not None:
-                warnings.append(f"Project {served.id} skipped: {problem.message}")
-            elif served.ref is not None:
-                refs.append(served.ref)
-        if not refs:
-            raise UsageError("None of the served projects has an index yet.",
-                             hint=" ".join(warnings) or None)
+        refs = [served.ref for served in targets if served.ref is not None]
         result = search(query, refs, settings=self.settings, limit=limit,
-                        path_filter=path_filter, language=language, kind=kind, refresh=False,
-                        embedder=embedder)
+                        path_filter=path_filter, language=language, kind=kind,
+                        embedder=self.embedder, freshness=self.freshness)
+        for root in result["vectors_deferred"]:  # computed here, on a worker thread
+            self.start_job(next(s for s in targets if s.ref and str(s.ref.root) == root),
+                           full=False)
         result["warnings"] = warnings + list(result.get("warnings") or [])
         return result
 
@@ -139,8 +117,7 @@ class Service:
                              embedder=self.embedder, scope=scope, context_lines=context_lines)
         served = self.registry.select(wanted.project)
         return get_chunk(str(wanted), [p.ref for p in served if p.ref],
-                         settings=self.settings, embedder=self.embedder, scope=scope,
-                         context_lines=context_lines)
+                         settings=self.settings, scope=scope, context_lines=context_lines)
 
     def find_repositories(self, query: str, *, limit: int = 10) -> dict[str, Any]:
         """Served projects ranked by their best hit for ``query``."""
@@ -161,95 +138,21 @@ class Service:
         return {"type": "repositories", "query": query, "repositories": ranked[:limit],
                 "without_hits": without, "warnings": found["warnings"]}
 
-    # -- freshness ------------------------------------------------------------------------
-
-    def _embedder_usable(self) -> bool:
-        return time.monotonic() >= self._embedder_down_until
-
-    def _embedder_failed(self, exc: EmbedderError) -> None:
-        self._embedder_error = exc
-        self._embedder_down_until = time.monotonic() + EMBEDDER_RETRY_AFTER
-
-    def _query_embedder(self) -> Embedder:
-        """The embedder, or while it is known to be down a stand-in that fails at once, so a
-        degraded search does not wait on connection retries each time."""
-        if self._embedder_usable() or self._embedder_error is None:
-            return self.embedder
-        return _DownEmbedder(self.embedder, self._embedder_error)
-
-    def _index_problem(self, served: Served, embedder: Embedder) -> KenningError | None:
-        from kenning.store import Index
-
-        assert served.ref is not None
-        try:
-            Index.open(served.ref.root, self.settings, embedder=embedder)
-        except KenningError as exc:
-            return exc
-        return None
-
-    def _freshen(self, served: Served, warnings: list[str], embedder: Embedder) -> None:
-        """Refresh ``served`` unless it was refreshed within the interval; never raises."""
-        if not self.settings["search.refresh"]:
-            return
-        job = served.job
-        if job is not None and job.running:
-            warnings.append(f"{served.id} is being indexed{_progress_note(job.progress)}; "
-                            "results come from its last committed snapshot.")
-            return
-        if not served.lock.acquire(timeout=REFRESH_WAIT):
-            warnings.append(f"{served.id} is being refreshed; results come from its last "
-                            "committed snapshot.")
-            return
-        backlog = False
-        try:
-            if time.monotonic() - served.last_refresh < self.settings["mcp.refresh_interval"]:
-                return
-            served.last_refresh = time.monotonic()
-            # Files and chunks first (a stat pass when nothing changed), then the vectors: a
-            # few now, a first index or a branch switch's worth on a worker thread, so a
-            # search never waits long for its answer.
-            result = self._refresh(served, embed=False, warnings=warnings, embedder=embedder)
-            missing = int(result.get("vectors_missing") or 0)
-            if (missing and not result.get("busy") and self._embedder_usable()
-                    and not isinstance(embedder, WordsOnly)):
-                if missing <= SYNC_EMBED_LIMIT:
-                    self._refresh(served, embed=True, warnings=warnings)
-                else:
-                    backlog = True
-        except KenningError as exc:
-            served.last_error = exc
-            warnings.append(f"Could not refresh {served.id}: {exc.message}")
-        finally:
-            served.lock.release()
-        if backlog:
-            self.start_job(served, full=False)
-
-    def _refresh(self, served: Served, *, embed: bool, warnings: list[str],
-                 full: bool = False, progress: Callable[[dict[str, Any]], None] | None = None,
-                 graph: bool = False, embedder: Embedder | None = None) -> dict[str, Any]:
-        """One refresh of ``served``, its lock held. The indexer commits files and chunks before
-        it embeds, so when the embedder fails the lexical tables are already fresh. Only
-        background jobs sync the ANN graph (seconds at a million rows); until then searches
-        use the exact scan."""
+    def _refresh(self, served: Served, *, full: bool,
+                 progress: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        """A whole refresh of ``served`` (every vector, the ANN graph) on a worker thread."""
         from kenning.indexer import refresh
 
         assert served.ref is not None
-        try:
-            result = refresh(served.ref.root, self.settings, embedder=embedder or self.embedder,
-                             full=full, wait=False, embed=embed, progress=progress,
-                             graph=graph).to_dict()
-        except EmbedderError as exc:
-            self._embedder_failed(exc)
-            served.last_error = exc
-            warnings.append(f"The embedder failed while refreshing {served.id}: {exc.message}")
-            return {"embedder_failed": True}
-        served.last_result = result
-        if embed:
-            served.last_error = None
-        if result["busy"]:
-            warnings.append(f"Another process is indexing {served.id}; results come from its "
-                            "last committed snapshot.")
-        return result
+        with self.freshness.working(served.ref.root):
+            try:
+                result = refresh(served.ref.root, self.settings, embedder=self.embedder,
+                                 full=full, wait=False, progress=progress)
+            except EmbedderError as exc:
+                self.freshness.embedder_failed(exc)
+                raise
+        self.freshness.remember(served.ref.root, result)
+        return result.to_dict()
 
     # -- background indexing --------------------------------------------------------------
 
@@ -267,15 +170,11 @@ class Service:
         def progress(event: dict[str, Any]) -> None:
             job.progress = event
 
-        warnings: list[str] = []
         job.progress = {"type": "queued"}
         try:
-            with self._job_slot, served.lock:
-                served.last_refresh = time.monotonic()
-                job.result = self._refresh(served, embed=True, warnings=warnings,
-                                           full=job.full, progress=progress, graph=True)
-            if job.result.get("embedder_failed"):
-                job.error = served.last_error
+            with self._job_slot:
+                job.result = self._refresh(served, full=job.full, progress=progress)
+            served.last_error = None
         except KenningError as exc:
             job.error = served.last_error = exc
         except Exception as exc:  # a bug must not kill the server: report it instead
@@ -323,10 +222,10 @@ class Service:
             self.embedder.check()
             report["dims"] = self.embedder.dims  # a remote server may be asked for them
         except EmbedderError as exc:
-            self._embedder_failed(exc)
+            self.freshness.embedder_failed(exc)
             report.update(ok=False, problem=exc.to_dict())
         else:
-            self._embedder_down_until = float("-inf")
+            self.freshness.embedder_answered()
             report["ok"] = True
         return report
 
@@ -348,18 +247,13 @@ class Service:
         if served.job is not None and served.job.running:
             report["state"] = "indexing"
             report["progress"] = served.job.progress
-        if served.last_result is not None:
-            report["last_refresh"] = served.last_result
+        last = self.freshness.last(served.ref.root)
+        if last is not None:
+            report["last_refresh"] = last
         if served.last_error is not None:
             report["problems"].append(served.last_error.to_dict())
             report["healthy"] = False
         return report
-
-
-def _progress_note(progress: dict[str, Any] | None) -> str:
-    if not progress or progress.get("type") != "embedding":
-        return ""
-    return f" ({progress.get('done')} of {progress.get('total')} new chunks embedded)"
 
 
 @dataclass
@@ -410,20 +304,3 @@ def progress_message(started: list[Started]) -> str:
         else:
             parts.append(f"{item.served.id}: {event.get('type') or 'starting'}")
     return "; ".join(parts)
-
-
-class _DownEmbedder:
-    """The real embedder's identity (model, dims: they name the index) that raises ``error``
-    instead of embedding."""
-
-    def __init__(self, embedder: Embedder, error: EmbedderError) -> None:
-        self._embedder, self._error = embedder, error
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._embedder, name)
-
-    def embed_query(self, text: str) -> Any:
-        raise self._error
-
-    def embed_documents(self, texts: Any) -> Any:
-        raise self._error

@@ -23,6 +23,7 @@ from kenning.errors import (
     StaleChunkId,
     UsageError,
 )
+from kenning.freshness import Freshness, failed_refresh, for_settings
 from kenning.search import dense, lexical, symbols
 from kenning.search.filters import Filters
 from kenning.search.fusion import fuse
@@ -59,59 +60,46 @@ class _Context:
     floor: float | None  # the relevance floor of the query's model, if one was measured
     branches: frozenset[str]
     progress: Callable[[dict[str, Any]], None] | None = None
-    defer_vectors: Callable[[Path], None] | None = None
+    freshness: Freshness = field(default_factory=Freshness)
+    indexes: dict[Path, Index] = field(default_factory=dict)  # opened once per search
     deferred: list[Path] = field(default_factory=list)  # roots whose vectors were left over
     refreshed: bool = False  # whether this search refreshed its projects first
     refresh_failures: dict[Path, IndexError_] = field(default_factory=dict)
+    skipped: dict[Path, KenningError] = field(default_factory=dict)  # of several projects
     shared_projects: Sequence[str] | None = None  # published projects to search (None: all)
     warnings: list[str] = field(default_factory=list)
     embedder_down: bool = False  # the query could not be embedded
 
 
-def _refresh(ref: ProjectRef, ctx: _Context) -> bool:
-    """Refresh one project; False when the embedder is unreachable (lexical data still fresh).
-    The approximate-search graph is left to `kenning index`: syncing it could keep a search
-    waiting for minutes, and the exact scan answers until it is current."""
-    from kenning.indexer import refresh
-
-    words_only = isinstance(ctx.embedder, WordsOnly)  # nothing to embed with
-    embed = not words_only and (ctx.defer_vectors is None or not _lacks_vectors(ref, ctx))
-    try:
-        try:
-            result = refresh(ref.root, ctx.settings, embedder=ctx.embedder, graph=False,
-                             embed=embed, progress=ctx.progress)
-        except EmbedderError:
-            refresh(ref.root, ctx.settings, embedder=ctx.embedder, embed=False,
-                    progress=ctx.progress)
-            return False
-    except IndexError_ as exc:  # a full disk, say: the last snapshot still answers
-        ctx.refresh_failures[ref.root] = exc
-        ctx.warnings.append(_failed_refresh(ref.root, exc.message, exc.hint))
-        return True
-    if result.busy:
-        ctx.warnings.append(f"{ref.root} is being indexed by another process; results come from "
-                            "its last snapshot.")
-    elif not embed and not words_only and result.status != "complete":
+def _refresh(ref: ProjectRef, ctx: _Context) -> None:
+    """Refresh one project as the freshness policy says. The approximate-search graph is left
+    to `kenning index`: syncing it could keep a search waiting for minutes, and the exact scan
+    answers until it is current."""
+    done = ctx.freshness.refresh(ref.root, ctx.settings, ctx.embedder,
+                                 index=ctx.indexes.get(ref.root), progress=ctx.progress)
+    ctx.warnings += done.warnings
+    if done.failure is not None:
+        ctx.refresh_failures[ref.root] = done.failure
+    if done.deferred:
         ctx.deferred.append(ref.root)
-    return True
 
 
-def _failed_refresh(root: Path, message: str, hint: str | None) -> str:
-    return " ".join(filter(None, [f"Indexing {root} failed ({message.rstrip('.')}), so results "
-                                  "come from its last snapshot.", hint]))
+def _words_only(index: Index | None) -> bool:
+    """No index yet, or one of words only (made while the dims of the model were unknown)."""
+    return index is None or not index.descriptor["dims"]
 
 
-def _lacks_vectors(ref: ProjectRef, ctx: _Context) -> bool:
-    """True when the project was never indexed, or its last index run stopped before all its
-    chunks had vectors: a first index, which can take minutes."""
+def _open(ref: ProjectRef, ctx: _Context) -> Index | None:
+    """The index of ``ref`` (None when it has none yet), opened once per search."""
     from kenning.store import Index
 
-    try:
-        index = Index.open(ref.root, ctx.settings, embedder=ctx.embedder)
-    except IndexMissing:
-        return True
-    with index.snapshot() as snap:
-        return snap.generation == 0 or snap.status != "complete"
+    index = ctx.indexes.get(ref.root)
+    if index is None:
+        try:
+            index = ctx.indexes[ref.root] = Index.open(ref.root, ctx.settings)
+        except IndexMissing:
+            return None
+    return index
 
 
 def _candidates(snap: Snapshot, ids: list[int]) -> dict[int, Candidate]:
@@ -122,16 +110,16 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]
     """Ranked results of one project and the revision of the snapshot they come from."""
     from kenning.store import Index
 
-    try:
-        index = Index.open(ref.root, ctx.settings, embedder=ctx.embedder)
-    except IndexMissing:
+    index = _open(ref, ctx)
+    if index is None:
         if ref.root in ctx.refresh_failures:  # it could not even be created: say why
             raise ctx.refresh_failures[ref.root] from None
-        raise
+        Index.open(ref.root, ctx.settings)  # its error, which names the model and the fix
+        raise AssertionError("unreachable")
     keep = ctx.filters.bind(index.root)
     failure = index.last_failure()
     if failure is not None and index.root not in ctx.refresh_failures:
-        ctx.warnings.append(_failed_refresh(index.root, failure["message"], failure.get("hint")))
+        ctx.warnings.append(failed_refresh(index.root, failure["message"], failure.get("hint")))
     try:
         return _search_snapshot(index, ctx, keep)
     except IndexDamaged as exc:  # kept: status shows it until `kenning index --full`
@@ -264,20 +252,22 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
            kind: str | None = None, refresh: bool = True, embedder: Embedder | None = None,
            branches: Collection[str] = BRANCHES,
            progress: Callable[[dict[str, Any]], None] | None = None,
-           defer_vectors: Callable[[Path], None] | None = None,
+           freshness: Freshness | None = None,
            shared_projects: Sequence[str] | None = None) -> dict[str, Any]:
-    """Hybrid search over one or more projects; the DESIGN.md search-result JSON.
+    """Hybrid search over one or more projects; the DESIGN.md search-result JSON, plus
+    ``vectors_deferred``.
 
     ``search.backend`` decides where: ``local`` (the indexes here), ``shared`` (the published
     snapshots in the shared index: ``shared_projects``, or all), ``both`` (``projects`` here,
     every other published project from the shared index, merged).
 
     ``branches`` selects retrieval branches (all by default; the quality benchmark measures
-    each alone). ``progress`` receives the refresh's progress events. With ``defer_vectors``, a
-    project never indexed (or whose vectors are incomplete) is searched as soon as its files and
-    chunks are committed, by words, symbols and whatever vectors it has, with a warning; its
-    root is then passed to ``defer_vectors``, which sees to the vectors (the CLI starts a
-    background `kenning index`)."""
+    each alone). ``progress`` receives the refresh's progress events. Each project is refreshed
+    first as ``freshness`` (``kenning.freshness``; unless given, the policy ``settings``
+    configure) says: a project whose backlog of chunks without vectors is too large to embed before
+    answering (a first index, say) is searched by words, symbols and the vectors it has, with a
+    warning, and its root is listed in ``vectors_deferred``: the caller computes them in the
+    background (the CLI starts a `kenning index`, the MCP server a worker thread)."""
     from kenning import usage_log
 
     started = time.perf_counter()
@@ -291,11 +281,20 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
         filters = Filters(path_filter, language, kind)
         for ref in refs:  # refuse a bad filter before any work
             filters.bind(ref.root)
+        refresh = refresh and bool(settings["search.refresh"])
         with borrowed(settings, embedder) as emb, deadline.within(settings["search.timeout"]):
-            emb = dimensioned(emb)
             ctx = _Context(parsed, filters, limit, settings, emb, None,
                            dense.relevance_floor(str(emb.model)), frozenset(branches), progress,
-                           defer_vectors, shared_projects=shared_projects)
+                           freshness or for_settings(settings),
+                           shared_projects=shared_projects)
+            if (settings["search.backend"] != "shared" and refresh
+                    and any(_words_only(_open(ref, ctx)) for ref in refs)):
+                # a first index needs the dims; with the server down and dims unknown, the
+                # project gets an index of words only
+                ctx.embedder = emb = dimensioned(emb)
+                if not isinstance(emb, WordsOnly):  # an index of the model's dims takes over
+                    ctx.indexes = {root: index for root, index in ctx.indexes.items()
+                                   if not _words_only(index)}
             if isinstance(emb, WordsOnly):
                 ctx.branches -= {"dense"}
                 ctx.embedder_down = True
@@ -306,20 +305,20 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
             if capped:
                 ctx.warnings.append(f"At most {MAX_LIMIT} results are returned per search; "
                                     "narrow the query or the filters to see others.")
-            result = _run(refs, ctx, refresh=refresh and bool(settings["search.refresh"]))
+            result = _run(refs, ctx, refresh=refresh)
     except KenningError as exc:
         usage_log.record("error", command="search", error=exc.code, message=exc.message)
         raise
+    deferred = []
     for root in ctx.deferred:
-        assert defer_vectors is not None  # only then are roots deferred
-        if ctx.embedder_down:  # an indexer started now would fail at once
-            if isinstance(ctx.embedder, WordsOnly):
-                continue  # its warning says so already
+        if not ctx.embedder_down:
+            deferred.append(str(root))
+        elif not isinstance(ctx.embedder, WordsOnly):  # whose warning says so already
+            # an indexer started now would fail at once
             result["warnings"].append(f"The embedder is down, so no vectors are being computed "
                                       f"for {root}; `kenning index {root}` resumes once it "
                                       "answers.")
-        else:
-            defer_vectors(root)
+    result["vectors_deferred"] = deferred
     results = result["results"]
     saved = usage_log.tokens_saved(results)
     for r in results:
@@ -331,10 +330,16 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
 
 
 def _embed_query(ctx: _Context) -> None:
+    """The query's vector; while the embedder is known to be down (it failed moments ago) it
+    is not asked again, so a degraded search does not wait on connection retries each time."""
     try:
+        down = ctx.freshness.down_error()
+        if down is not None:
+            raise down
         vector = ctx.embedder.embed_query(ctx.query.text)
         ctx.query_vector = np.ascontiguousarray(vector, np.float32)
     except EmbedderError as exc:
+        ctx.freshness.embedder_failed(exc)
         ctx.embedder_down = True
         ctx.warnings.append(f"Semantic search is off ({exc.message}); results are word and "
                             "symbol matches from the last snapshot.")
@@ -342,9 +347,37 @@ def _embed_query(ctx: _Context) -> None:
 
 def _refresh_all(refs: list[ProjectRef], ctx: _Context) -> None:
     for ref in refs:
-        if not _refresh(ref, ctx):
-            ctx.warnings.append(f"The embedder failed while refreshing {ref.root}; its new "
-                                "chunks are searchable by words and symbols only for now.")
+        try:
+            _refresh(ref, ctx)
+        except KenningError as exc:  # one project must not sink the others
+            if len(refs) == 1:
+                raise
+            ctx.skipped[ref.root] = exc
+
+
+def _search_each(refs: list[ProjectRef],
+                 ctx: _Context) -> list[tuple[list[dict[str, Any]], str | None]]:
+    """The results of each project; with several, one that cannot be searched (no index, a
+    refused root) is skipped with a warning, unless none can be."""
+    if len(refs) == 1:
+        return [_search_project(refs[0], ctx)]
+
+    def one(ref: ProjectRef) -> tuple[list[dict[str, Any]], str | None] | None:
+        if ref.root not in ctx.skipped:
+            try:
+                return _search_project(ref, ctx)
+            except IndexError_ as exc:
+                ctx.skipped[ref.root] = exc
+        return None
+
+    with ThreadPoolExecutor(max_workers=min(len(refs), 4)) as pool:
+        parts = list(pool.map(one, refs))
+    for ref in refs:
+        if ref.root in ctx.skipped:
+            ctx.warnings.append(f"Project {ref.id} skipped: {ctx.skipped[ref.root].message}")
+    if not any(part is not None for part in parts):
+        raise ctx.skipped[refs[0].root]
+    return [part for part in parts if part is not None]
 
 
 def _run(refs: list[ProjectRef], ctx: _Context, *, refresh: bool) -> dict[str, Any]:
@@ -369,11 +402,7 @@ def _run(refs: list[ProjectRef], ctx: _Context, *, refresh: bool) -> dict[str, A
         _refresh_all(refs, ctx)
     elif dense_wanted and ctx.query_vector is None:
         _embed_query(ctx)
-    if len(refs) == 1:
-        parts = [_search_project(refs[0], ctx)]
-    else:
-        with ThreadPoolExecutor(max_workers=min(len(refs), 4)) as pool:
-            parts = list(pool.map(lambda r: _search_project(r, ctx), refs))
+    parts = _search_each(refs, ctx)
     if backend == "both":  # the checkouts here, fresh; every other project as published
         shared = _search_shared(refs, ctx, exclude=[ref.id for ref in refs])
         if shared:
@@ -431,7 +460,7 @@ def _check_current(wanted: ChunkId, snap: Snapshot, created: int | None) -> None
 
 
 def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
-              settings: Settings, embedder: Embedder | None = None, scope: str = "declaration",
+              settings: Settings, scope: str = "declaration",
               context_lines: int = 0) -> dict[str, Any]:
     """The code a search result's id names; StaleChunkId if the index moved past it.
 
@@ -449,8 +478,7 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
     refs = list(projects) if projects else resolve_projects(settings)
     for ref in refs:
         try:
-            with borrowed(settings, embedder) as emb:
-                index = Index.open(ref.root, settings, embedder=emb)
+            index = Index.open(ref.root, settings)
         except IndexMissing:
             continue
         if index.project_id != project_id:
