@@ -13,6 +13,7 @@ from kenning import config, index_admin
 from kenning.embedding import identity, make_embedder
 from kenning.indexer import refresh
 from kenning.project import kenning_home
+from kenning.search import resolve_projects, search
 from kenning.store import Index, make_descriptor
 
 pytest_plugins = ["search_fixtures", "index_helpers"]
@@ -60,6 +61,17 @@ def test_an_index_of_a_remote_model_opens_with_no_request(
     code, out, err = kenning_cli(capsys, "status", str(root), "--json-output")
     assert code == 0, err
     assert json.loads(out)["chunks_embedded"] == status["chunks"] > 0
+    refs = resolve_projects(settings, [root])
+    words = search("parse_header", refs, settings=settings, branches=("lexical", "symbol"),
+                   refresh=False)
+    assert words["results"][0]["symbol"] == "parse_header" and not words["warnings"]
+    # a refresh with the server down keeps to this index, not one of words only beside it
+    (root / "src/late.py").write_text("def zebra_quokka_marker():\n    return 42\n")
+    fresh = search("zebra_quokka_marker", refs, settings=settings)
+    assert fresh["results"][0]["symbol"] == "zebra_quokka_marker"
+    assert any("Semantic search is off" in w for w in fresh["warnings"])
+    assert [p.parent.name for p in (kenning_home() / "indices").glob(f"*/{made.dir.name}")] \
+        == [made.dir.parent.name]
 
 
 def test_the_descriptor_from_settings_is_the_embedders(model: object) -> None:
