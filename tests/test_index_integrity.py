@@ -264,6 +264,6 @@ def test_the_mcp_status_shows_damage_and_a_failed_index_run(built, repo, model):
     with (built.dir / INT8).open("r+b") as fh:
         fh.truncate(100)
     project = service.status(None)["projects"][0]
-    assert project["state"] == "unreadable"
+    assert project["state"] == "unreadable" and project["index_dir"] == str(built.dir)
     assert project["problems"][0]["error"] == "index_damaged"
     assert "kenning index --full" in project["problems"][0]["hint"]

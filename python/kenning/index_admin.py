@@ -6,6 +6,7 @@ as it is); ``unavailable_status`` gives the same keys for a project whose index 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
@@ -153,6 +154,11 @@ def unavailable_status(root: Path, settings: Settings, error: KenningError) -> P
     report = _base(root, project_id_for(root, settings), settings, ident.model, ident.dims)
     report["state"] = "not indexed" if isinstance(error, IndexMissing) else "unreadable"
     report["problems"].append(_problem(error.message, error.hint, error.code))
+    if not isinstance(error, IndexMissing):  # it is there, but cannot be read: say where
+        from kenning.store import Index
+
+        with contextlib.suppress(KenningError):
+            report["index_dir"] = str(Index.open(root, settings).dir)
     return report
 
 
