@@ -30,7 +30,8 @@ log = logging.getLogger("kenning.mcp")
 
 
 class Service:
-    """The served projects, one embedder, and the refresh policy around the search library."""
+    """The served projects, one embedder, the library's freshness policy as this server
+    configures it, and the worker threads that compute what a search leaves to them."""
 
     def __init__(self, settings: Settings, registry: Registry, embedder: Embedder) -> None:
         self.settings = settings
