@@ -58,7 +58,7 @@ def test_identifier_queries_find_the_definition(indexed: Indexed, query: str,
 
 def test_result_schema(indexed: Indexed) -> None:
     result = run(indexed, "parse a header line")
-    assert set(result) == {"type", "query", "results", "warnings", "revision"}
+    assert set(result) == {"type", "query", "results", "warnings", "revision", "vectors_deferred"}
     assert result["type"] == "search_result" and result["query"] == "parse a header line"
     hit = result["results"][0]
     assert set(hit) == RESULT_KEYS
