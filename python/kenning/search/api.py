@@ -460,13 +460,15 @@ def _check_current(wanted: ChunkId, snap: Snapshot, created: int | None) -> None
 
 
 def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
-              settings: Settings, scope: str = "declaration",
+              settings: Settings, embedder: Embedder | None = None, scope: str = "declaration",
               context_lines: int = 0) -> dict[str, Any]:
     """The code a search result's id names; StaleChunkId if the index moved past it.
 
     ``scope`` "declaration" (the default) gives the whole declaration the chunk is part of (a
     function cut into several chunks comes whole), "chunk" the chunk alone. ``context_lines``
-    adds that many lines of the file above and below: the region around it."""
+    adds that many lines of the file above and below: the region around it. A local index is
+    found from ``settings`` alone; ``embedder`` names the collection of a project only in the
+    shared index."""
     from kenning.store import Index
 
     if scope not in SCOPES:
