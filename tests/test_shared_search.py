@@ -36,6 +36,9 @@ LONG = ("import functools\n\n\n@functools.lru_cache\ndef calibrate_sensor(readin
         + "    celsius = (total_44 - 32) * 5 / 9  # fahrenheit to celsius conversion\n"
         + "    return celsius\n\n\ndef unrelated_helper(x):\n    return x + 1\n")
 OTHER_FILES = {**OTHER, "sensor/calibrate.py": LONG}
+# the projects a test publishes for itself say other things than the module's
+RECEIPT = {"receipts/print.py": 'def print_receipt(sale):\n    """Format a sale as a receipt '
+           'for the till."""\n    return str(sale)\n'}
 
 
 def _settings(backend: str, uri: str) -> config.Settings:
@@ -113,12 +116,14 @@ def test_snippets_come_from_the_local_file_while_it_matches(two: Any, model: Any
     _, other, uri = two
     settings = _settings("shared", uri)
     ref = _ref(other, settings, model)
-    out = search("printable invoice", [ref], settings=settings, embedder=model)
+    out = search("printable invoice", [ref], settings=settings, embedder=model,
+                 shared_projects=[ref.id])
     top = out["results"][0]
     assert top["path"] == "billing/invoice.py" and not top["stale"]
     invoice = other / "billing/invoice.py"
     invoice.write_text(invoice.read_text().replace("printable invoice", "PDF invoice"))
-    out = search("printable invoice", [ref], settings=settings, embedder=model)
+    out = search("printable invoice", [ref], settings=settings, embedder=model,
+                 shared_projects=[ref.id])
     top = out["results"][0]
     assert top["stale"] and "printable invoice" in top["content"]  # as published
 
@@ -164,14 +169,14 @@ def test_remove_index_shared_takes_a_project_out(two: Any, model: Any, tmp_path:
 
     here, _, uri = two
     monkeypatch.setenv("KENNING_SHARED_URI", uri)
-    gone = make_repo(tmp_path / "gone", {"ledger/close.py": OTHER["billing/invoice.py"]})
+    gone = make_repo(tmp_path / "gone", RECEIPT)
     publish(gone, config.load(), embedder=model)
     pid = _ref(gone, config.load(), model).id
     result = CliRunner().invoke(cli, ["remove-index", "--shared", pid, "--json-output"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["chunks"] >= 1
     settings = _settings("shared", uri)
-    out = search("printable invoice", [_ref(here, settings, model)], settings=settings,
+    out = search("receipt for the till", [_ref(here, settings, model)], settings=settings,
                  embedder=model)
     assert out["results"] and not any(r["project"] == pid for r in out["results"])
     assert Index.open(gone, settings, embedder=model).exists()  # the local index stays
@@ -211,22 +216,22 @@ def test_a_shared_chunk_id_goes_stale_when_its_file_is_published_again(two: Any,
                                                                        tmp_path: Path):
     here, _, uri = two
     settings = _settings("shared", uri)
-    solo = make_repo(tmp_path / "solo", {"billing/invoice.py": OTHER["billing/invoice.py"]})
+    solo = make_repo(tmp_path / "solo", RECEIPT)
     publish(solo, settings, embedder=model)
     refs = [_ref(here, settings, model)]
     pid = _ref(solo, settings, model).id
-    found = search("printable invoice", refs, settings=settings, embedder=model,
+    found = search("receipt for the till", refs, settings=settings, embedder=model,
                    shared_projects=[pid])["results"][0]
-    assert "render_invoice" in get_chunk(found["id"], refs, settings=settings,
+    assert "print_receipt" in get_chunk(found["id"], refs, settings=settings,
                                          embedder=model)["content"]
-    invoice = solo / "billing/invoice.py"
-    invoice.write_text(invoice.read_text().replace("printable", "PDF"))
+    receipt = solo / "receipts/print.py"
+    receipt.write_text(receipt.read_text().replace("for the till", "as a PDF"))
     publish(solo, settings, embedder=model)
     with pytest.raises(StaleChunkId, match="no longer in the shared index"):
         get_chunk(found["id"], refs, settings=settings, embedder=model)
-    fresh = search("PDF invoice", refs, settings=settings, embedder=model,
+    fresh = search("receipt as a PDF", refs, settings=settings, embedder=model,
                    shared_projects=[pid])["results"][0]
-    assert "PDF invoice" in get_chunk(fresh["id"], refs, settings=settings,
+    assert "as a PDF" in get_chunk(fresh["id"], refs, settings=settings,
                                       embedder=model)["content"]
     with pytest.raises(UsageError, match="No project 'nowhere/else'"):
         get_chunk("nowhere/else:00000000:1:1", refs, settings=settings, embedder=model)
@@ -249,7 +254,8 @@ def test_a_local_file_swapped_for_a_link_or_fifo_is_never_read(two: Any, model: 
         invoice.symlink_to(secret)
     else:
         os.mkfifo(invoice)  # a plain open() would block here for ever
-    out = search("printable invoice", [ref], settings=settings, embedder=model, refresh=False)
+    out = search("printable invoice", [ref], settings=settings, embedder=model, refresh=False,
+                 shared_projects=[ref.id])
     top = out["results"][0]
     assert top["path"] == "billing/invoice.py" and top["stale"]
     assert "printable invoice" in top["content"] and "SECRET_TOKEN_42" not in top["content"]
