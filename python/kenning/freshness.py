@@ -29,6 +29,7 @@ from kenning.errors import EmbedderError, IndexError_
 
 if TYPE_CHECKING:
     from kenning.config import Settings
+    from kenning.embedding import Embedder
     from kenning.indexer import RefreshResult
     from kenning.store import Index
 
@@ -127,7 +128,7 @@ class Freshness:
             finally:
                 state.working = False
 
-    def refresh(self, root: Path, settings: Settings, embedder: Any, *,
+    def refresh(self, root: Path, settings: Settings, embedder: Embedder, *,
                 index: Index | None = None, progress: Progress | None = None) -> Freshened:
         """Refresh ``root`` before a search as the policy says; never raises for a failed
         refresh (``failure`` says why, and the last snapshot answers). ``embedder`` may be a
@@ -163,7 +164,7 @@ class Freshness:
             state.lock.release()
         return done
 
-    def _run(self, done: Freshened, settings: Settings, embedder: Any, index: Index | None,
+    def _run(self, done: Freshened, settings: Settings, embedder: Embedder, index: Index | None,
              progress: Progress | None, *, embed: bool) -> None:
         """One refresh; the chunks are committed before any embedding, so when the embedder
         fails the words and symbols are fresh all the same."""
