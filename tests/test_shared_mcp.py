@@ -52,4 +52,7 @@ def test_mcp_tools_reach_the_published_projects(tmp_path: Path, model: Any, shar
         published = status.structured_content["projects"][0]["published"]
         assert published["generation"] == 1
         assert published["local_generations_ahead"] == 1  # the edit since the publish
-        assert "shared index: generation 1" in status.content[0].text
+        assert published["files_ahead"] == {"added": 0, "changed": 1, "removed": 0}
+        assert ("shared index: generation 1" in status.content[0].text
+                and "1 generation ahead, 1 file to publish (0 added, 1 changed, 0 removed)"
+                in status.content[0].text)

@@ -185,6 +185,33 @@ def test_remove_index_shared_takes_a_project_out(two: Any, model: Any, tmp_path:
     assert str(again.exception).startswith(f"{pid} is not in the shared index")
 
 
+def test_status_says_how_far_the_checkout_is_ahead_of_what_was_published(
+        two: Any, model: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch):
+    from index_helpers import kenning_cli
+    from kenning.indexer import refresh
+
+    _, _, uri = two
+    monkeypatch.setenv("KENNING_SHARED_URI", uri)
+    solo = make_repo(tmp_path / "solo", RECEIPT)
+    publish(solo, config.load(), embedder=model)
+    code, out, _ = kenning_cli(capsys, "status", str(solo), "--json-output")
+    published = json.loads(out)["published"]
+    assert code == 0 and published["generation"] == 1
+    assert (published["local_generations_ahead"], published["files_ahead"]) == (
+        0, {"added": 0, "changed": 0, "removed": 0})
+    (solo / "receipts/print.py").write_text("def print_receipt(sale):\n    return ''\n")
+    (solo / "receipts/tax.py").write_text("def tax(amount):\n    return amount * 0.2\n")
+    assert refresh(solo, config.load(), embedder=model).status == "complete"
+    code, out, _ = kenning_cli(capsys, "status", str(solo), "--json-output")
+    published = json.loads(out)["published"]
+    assert (published["local_generations_ahead"], published["files_ahead"]) == (
+        1, {"added": 1, "changed": 1, "removed": 0})
+    code, out, _ = kenning_cli(capsys, "status", str(solo))
+    assert code == 0 and ("local snapshot 1 generation ahead, 2 files to publish (1 added, "
+                          "1 changed, 0 removed)") in out
+
+
 def test_get_chunk_reads_a_project_only_in_the_shared_index(two: Any, model: Any):
     here, other, uri = two
     settings = _settings("shared", uri)

@@ -124,6 +124,7 @@ def project_status(root: Path, settings: Settings, *, index: Index | None = None
         if changes:
             report["changed_since"] = _changed_since(index.root, snap,
                                                      int(settings["index.max_file_size"]))
+        published = published_status(settings, index, snap) if settings["shared.uri"] else None
     report["size_bytes"] = index.size_bytes()
     report["indexer"] = indexing_state.read(index.dir)
     if snap.generation == 0:
@@ -140,8 +141,7 @@ def project_status(root: Path, settings: Settings, *, index: Index | None = None
                        "not indexed" if snap.generation == 0 else
                        "ready" if snap.status == "complete" else "embedding")
     report["healthy"] = not problems
-    if settings["shared.uri"]:
-        report["published"] = published_status(settings, index, snap.generation)
+    report["published"] = published
     return report
 
 
@@ -168,14 +168,17 @@ def _failure(failure: dict[str, Any]) -> Problem:
                     failure.get("hint"), failure.get("error"))
 
 
-def published_status(settings: Settings, index: Index, generation: int) -> dict[str, Any]:
+def published_status(settings: Settings, index: Index, snap: Snapshot) -> dict[str, Any]:
     """The project's published generation in the shared index, and how far the local snapshot
-    (``generation``) is ahead of the one published."""
+    ``snap`` is ahead of the one published: in generations, and in files a publish would send
+    or delete (``files_ahead``: added, changed, removed)."""
     from kenning.shared import Engine, read_head
+    from kenning.shared.publishing import unpublished
 
     try:
         with Engine(settings, index.descriptor) as engine:
             head = read_head(engine, index.project_id) if engine.exists() else None
+            files = unpublished(engine, snap, index.project_id) if head else None
     except KenningError as exc:
         return {"problem": exc.to_dict()}
     if head is None:
@@ -184,7 +187,23 @@ def published_status(settings: Settings, index: Index, generation: int) -> dict[
     return {"generation": head.get("generation"), "state": head.get("state"),
             "snapshot_generation": published, "revision": head.get("revision"),
             "published_at": _iso(head.get("published_at")),
-            "local_generations_ahead": max(0, generation - published)}
+            "local_generations_ahead": max(0, snap.generation - published),
+            "files_ahead": files}
+
+
+def ahead_text(published: dict[str, Any]) -> str:
+    """How far the local snapshot is ahead of the published one, in words (both front ends)."""
+    ahead = int(published.get("local_generations_ahead") or 0)
+    files = published.get("files_ahead") or {}
+    count = sum(files.values())
+    if not ahead and not count:
+        return "as published"
+    parts = [f"{ahead} generation{'s' if ahead != 1 else ''} ahead"] if ahead else []
+    if count:
+        parts.append(f"{count} file{'s' if count != 1 else ''} to publish ("
+                     + ", ".join(f"{files.get(k, 0)} {k}" for k in ("added", "changed",
+                                                                    "removed")) + ")")
+    return ", ".join(parts)
 
 
 class Removal(TypedDict):

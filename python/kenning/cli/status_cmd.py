@@ -100,10 +100,11 @@ def _published_line(published: dict[str, Any]) -> str:
         return _problem_text(published["problem"])
     if not published.get("generation"):
         return "not published; " + str(published.get("hint"))
-    ahead = published.get("local_generations_ahead") or 0
+    from kenning.index_admin import ahead_text
+
     return (f"generation {published['generation']} ({published.get('state')}) published "
             f"{_local_time(published.get('published_at'))}; local snapshot "
-            + (f"{ahead} generations ahead" if ahead else "as published"))
+            + ahead_text(published))
 
 
 @click.command("remove-index")

@@ -200,10 +200,10 @@ def _published(pub: dict[str, Any]) -> str:
         return "shared index: " + _problem(pub["problem"])
     if not pub.get("generation"):
         return "shared index: not published"
-    ahead = pub.get("local_generations_ahead") or 0
+    from kenning.index_admin import ahead_text
+
     return (f"shared index: generation {pub['generation']} ({pub.get('state')}) published "
-            f"{pub.get('published_at')} · local snapshot "
-            + (f"{ahead} generations ahead" if ahead else "as published"))
+            f"{pub.get('published_at')} · local snapshot " + ahead_text(pub))
 
 
 def reindex(result: dict[str, Any]) -> Rendered:
