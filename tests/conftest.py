@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from embed_server import embed_server, local_model  # noqa: F401 - fixtures for every test file
@@ -23,3 +24,20 @@ def isolated_state(
                                                         "KENNING_KERNELS"}:
             monkeypatch.delenv(name)
     return home
+
+
+@pytest.fixture
+def graph_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the searches answered by the approximate-search graph (the real one, only
+    observed): one entry per search, the rows of the graph that answered it."""
+    from kenning import ann
+
+    calls: list[int] = []
+    real = ann.AnnIndex.search
+
+    def counted(self: ann.AnnIndex, *args: Any, **kwargs: Any) -> Any:
+        calls.append(len(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ann.AnnIndex, "search", counted)
+    return calls

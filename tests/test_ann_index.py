@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from kenning import ann, config, indexer
+from kenning import config, indexer
 from kenning.ann import AnnIndex
 from kenning.errors import ConfigError
 from kenning.search import dense, resolve_projects, search
@@ -27,20 +27,6 @@ QUERIES = ["exponential backoff for failed requests", "open the database in WAL 
 def settings(mode: str = "ann", **extra: str) -> config.Settings:
     return config.load({"embedder.batch_size": "4", "embedder.concurrency": "1",
                         "index.vector_search": mode, **extra})
-
-
-@pytest.fixture
-def graph_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the searches answered by the graph (the real one, only observed)."""
-    calls: list[int] = []
-    real = ann.AnnIndex.search
-
-    def counted(self: AnnIndex, *args: Any, **kwargs: Any) -> Any:
-        calls.append(len(self))
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(ann.AnnIndex, "search", counted)
-    return calls
 
 
 def graphs(index: Index) -> list[str]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 from kenning import config
 from kenning.errors import UsageError
+from kenning.project import project_id
 from kenning.search import ProjectRef, get_chunk, resolve_projects, search
 from kenning.search.query import analyze
 from kenning.search.ranking import Candidate, later_parts
@@ -64,8 +65,9 @@ def test_result_schema(indexed: Indexed) -> None:
     assert set(hit) == RESULT_KEYS
     data = (indexed.root / hit["path"]).read_bytes()
     assert hit["content"] == data[hit["start_byte"]:hit["end_byte"]].decode()
-    lines = data.decode().splitlines()
-    assert hit["content"].startswith(lines[hit["start_line"] - 1].lstrip()[:1] or "")
+    # the lines are those of the bytes: the first holds start_byte, the last the final byte
+    assert hit["start_line"] == data.count(b"\n", 0, hit["start_byte"]) + 1
+    assert hit["end_line"] == data.count(b"\n", 0, hit["end_byte"] - 1) + 1
     assert ChunkId.parse(hit["id"]).project == hit["project"]
     assert hit["stale"] is False
     chunk = get_chunk(hit["id"], resolve_projects(config.load(), [indexed.root]),
@@ -153,30 +155,33 @@ def test_empty_query_is_refused(indexed: Indexed) -> None:
 
 
 def test_unknown_project_is_refused(indexed: Indexed, tmp_path: Path) -> None:
-    with pytest.raises(UsageError):
-        resolve_projects(config.load(), [str(tmp_path / "missing")])
+    missing = tmp_path / "missing"
+    for unknown in (str(missing), "no-such-project"):
+        with pytest.raises(UsageError, match="is not a directory, nor a configured project id"):
+            resolve_projects(config.load(), [unknown])
     assert resolve_projects(config.load(), [indexed.root]) == [
-        ProjectRef(resolve_projects(config.load(), [indexed.root])[0].id, indexed.root)]
+        ProjectRef(project_id(indexed.root), indexed.root)]
 
 
-def test_approximate_path_above_the_threshold(indexed: Indexed) -> None:
-    from kenning.ann import AnnIndex
-    from kenning.search.dense import ANN_FILE
-    from kenning.store import Index
+def test_approximate_path_above_the_threshold(indexed: Indexed,
+                                             graph_searches: list[int]) -> None:
+    from kenning.store import graph
 
     settings = config.load()
     query = "how long to wait before trying a failed request again"
     exact = run(indexed, query)["results"]
+    assert graph_searches == []  # below the threshold: the exact scan
     index = Index.open(indexed.root, settings)
     with index.snapshot() as snap:
-        AnnIndex(index.dir / ANN_FILE, int(snap.descriptor["dims"])).sync(snap.bits,
-                                                                         snap.vector_rows)
+        epoch, rows = snap.vector_epoch, snap.vector_rows
+        graph.sync(index.dir, int(snap.descriptor["dims"]), epoch, snap.bits)
     try:
         refs = resolve_projects(settings, [indexed.root])
         approx = search(query, refs, settings=config.load({"index.ann_threshold": "1"}),
                         refresh=False)["results"]
     finally:
-        (index.dir / ANN_FILE).unlink()
+        graph.path(index.dir, epoch).unlink()
+    assert graph_searches == [rows]  # answered by the graph, over every row
     assert [h["id"] for h in approx[:3]] == [h["id"] for h in exact[:3]]
 
 

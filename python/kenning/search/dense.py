@@ -39,7 +39,6 @@ def relevance_floor(model: str) -> float | None:
     """The floor measured for ``model`` (whatever its path prefix or ``:latest`` tag), else
     None."""
     return FLOORS.get(normalise_name(model).rsplit("/", 1)[-1])
-ANN_FILE = graph.NAME  # the HNSW graph's file at vector epoch 0 (``graph.path`` names any epoch's)
 
 
 def _shortlist(snap: Snapshot, bits: np.ndarray, k: int, allowed: np.ndarray | None,
