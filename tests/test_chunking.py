@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kenning.chunking import CHUNKER_VERSION, chunk_file
+from kenning.chunking import chunk_file
 from kenning.records import Chunk
 
 _PIECE = re.compile(r"\w{1,6}|[^\w\s]")
@@ -676,10 +676,6 @@ def test_empty_blank_and_invalid_utf8_files() -> None:
     assert chunks("\n   \n\t\n", None) == []
     found = chunks(b"x = '\xff\xfe'\ny = 2\n", "python")
     assert "\ufffd" in found[0].text
-
-
-def test_chunker_version_is_an_int() -> None:
-    assert isinstance(CHUNKER_VERSION, int) and CHUNKER_VERSION >= 1
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -28,6 +28,21 @@ def test_descriptor_decides_the_folder(repo, settings, model):
         assert (snap.generation, snap.vector_rows, snap.bits.shape) == (0, 0, (0, 48))
 
 
+def test_a_chunker_change_is_another_index(repo, settings, model, monkeypatch):
+    """Chunks cut by another chunker version never mix with these: that version finds no index
+    here and builds its own."""
+    from kenning import chunking
+
+    refresh(repo, settings, embedder=model)
+    index = Index.open(repo, settings, embedder=model)
+    assert index.descriptor["chunker_version"] == chunking.CHUNKER_VERSION
+    monkeypatch.setattr(chunking, "CHUNKER_VERSION", chunking.CHUNKER_VERSION + 1)
+    with pytest.raises(IndexMissing):
+        Index.open(repo, settings, embedder=model)
+    assert refresh(repo, settings, embedder=model).files_added > 0  # indexed anew, beside it
+    assert Index.open(repo, settings, embedder=model).dir != index.dir
+
+
 def test_a_reader_keeps_its_snapshot_while_the_writer_commits(repo, settings, model):
     refresh(repo, settings, embedder=model)
     index = Index.open(repo, settings, embedder=model)
