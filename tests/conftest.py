@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from embed_server import embed_server, local_model  # noqa: F401 - fixtures for every test file
 
-# index_helpers and shared_helpers are both imported by test modules and loaded as fixture plugins
-pytest.register_assert_rewrite("index_helpers", "shared_helpers")
+# these are both imported by test modules and loaded as fixture plugins
+pytest.register_assert_rewrite("index_helpers", "search_fixtures", "shared_helpers")
 
 
 @pytest.fixture(autouse=True)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -178,3 +182,21 @@ def indexed(indexed_session: Indexed, monkeypatch: pytest.MonkeyPatch) -> Indexe
     monkeypatch.setenv("KENNING_HOME", str(indexed_session.home))
     monkeypatch.setenv("KENNING_CONFIG", str(indexed_session.config))
     return indexed_session
+
+
+KENNING = [sys.executable, "-m", "kenning"]
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The fixture repository in a folder of the test's own, never indexed; a search leaves its
+    vectors to the background (it is small: a limit of 0 makes any backlog too large)."""
+    monkeypatch.setenv("KENNING_SEARCH_EMBED_LIMIT", "0")
+    return write_repo(tmp_path / "repo", REPO)
+
+
+def cli_status(root: Path) -> dict[str, Any]:
+    """``kenning status --json-output`` of ``root``, run as a user would."""
+    done = subprocess.run([*KENNING, "status", str(root), "--json-output"], capture_output=True,
+                          text=True, check=True)
+    return dict(json.loads(done.stdout))

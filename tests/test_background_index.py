@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -23,34 +21,18 @@ from kenning.indexer import embedding_order, refresh
 from kenning.search import resolve_projects, search
 from kenning.store import Index
 from kenning.store.writer import FileRow, MissingVector
+from search_fixtures import KENNING, cli_status
 
-pytest_plugins = ["search_fixtures"]
-
-KENNING = [sys.executable, "-m", "kenning"]
-
-
-@pytest.fixture
-def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The search fixture repository; any backlog of vectors is left to the background."""
-    from search_fixtures import REPO, write_repo
-
-    monkeypatch.setenv("KENNING_SEARCH_EMBED_LIMIT", "0")
-    return write_repo(tmp_path / "repo", REPO)
-
-
-def _status(root: Path) -> dict[str, Any]:
-    done = subprocess.run([*KENNING, "status", str(root), "--json-output"], capture_output=True,
-                          text=True, check=True)
-    return dict(json.loads(done.stdout))
+pytest_plugins = ["search_fixtures"]  # fixtures: root (the repository, never indexed)
 
 
 def test_an_indexer_that_died_is_reported_and_the_next_search_resumes_it(root: Path) -> None:
     killed = subprocess.run([*KENNING, "index", str(root), "--quiet"], capture_output=True,
                             env={**os.environ, "KENNING_TEST_KILL_AT": "chunks-committed"})
     assert killed.returncode == -9
-    index_dir = Path(_status(root)["index_dir"])
+    index_dir = Path(cli_status(root)["index_dir"])
     assert (index_dir / indexing_state.STATE_NAME).exists()  # left behind by the dead process
-    status = _status(root)
+    status = cli_status(root)
     assert status["indexer"] is None and status["chunks_embedded"] == 0
     text = subprocess.run([*KENNING, "status", str(root)], capture_output=True, text=True,
                           check=True).stdout
@@ -62,7 +44,7 @@ def test_an_indexer_that_died_is_reported_and_the_next_search_resumes_it(root: P
     assert not any("being built" in w for w in warnings)
     assert "being computed in the background" in found.stderr  # resumed
     deadline = time.monotonic() + 300
-    while (status := _status(root))["chunks_embedded"] < status["chunks"]:
+    while (status := cli_status(root))["chunks_embedded"] < status["chunks"]:
         assert time.monotonic() < deadline, status
         time.sleep(0.5)
 
@@ -77,7 +59,7 @@ def test_status_and_search_show_a_running_indexer(root: Path) -> None:
     tracker.written = 0.0  # write the next event at once
     tracker({"type": "embedding", "done": 10, "total": 40})
     try:
-        running = _status(root)["indexer"]
+        running = cli_status(root)["indexer"]
         assert running["pid"] == os.getpid() and running["phase"] == "embedding"
         assert running["done"] == 10 and running["rate"] > 0 and running["eta_seconds"] > 0
         text = subprocess.run([*KENNING, "status", str(root)], capture_output=True, text=True,

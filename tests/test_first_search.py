@@ -8,7 +8,6 @@ import json
 import os
 import pty
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,32 +18,15 @@ from kenning.cli.search_cmd import _Progress
 from kenning.freshness import Freshness, Policy
 from kenning.search import ProjectRef, search
 from kenning.store import Index
+from search_fixtures import KENNING, cli_status
 
-pytest_plugins = ["search_fixtures"]
-
-KENNING = [sys.executable, "-m", "kenning"]
-
-
-@pytest.fixture
-def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The search fixture repository, never indexed, and too large to embed before a search
-    answers (it is small: a limit of 0 makes any backlog too large)."""
-    from search_fixtures import REPO, write_repo
-
-    monkeypatch.setenv("KENNING_SEARCH_EMBED_LIMIT", "0")
-    return write_repo(tmp_path / "repo", REPO)
-
-
-def _status(root: Path) -> dict[str, Any]:
-    done = subprocess.run([*KENNING, "status", str(root), "--json-output"], capture_output=True,
-                          text=True, check=True)
-    return dict(json.loads(done.stdout))
+pytest_plugins = ["search_fixtures"]  # fixtures: root (the repository, never indexed)
 
 
 def _wait_for_vectors(root: Path, timeout: float = 300.0) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
-        status = _status(root)
+        status = cli_status(root)
         if status["chunks"] and status["chunks_embedded"] == status["chunks"]:
             return status
         assert time.monotonic() < deadline, f"the background index never finished: {status}"
