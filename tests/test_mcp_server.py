@@ -233,6 +233,24 @@ def serve(env: dict[str, str], cwd: Path, log_path: Path, *args: str) -> Iterato
         yield Client(portal, session)
 
 
+@contextlib.contextmanager
+def edited(client: Client, path: Path, text: str) -> Iterator[Path]:
+    """``path`` holds ``text`` within the block; after it, the file is put back as it was (or
+    removed) and ``client`` reindexes, so the session's index matches the files again whatever
+    test runs next."""
+    original = path.read_bytes() if path.exists() else None
+    path.write_text(text)
+    try:
+        yield path
+    finally:
+        if original is None:
+            path.unlink()
+        else:
+            path.write_bytes(original)
+        report = client.ok("code_reindex").structured_content["projects"][0]
+        assert report["state"] == "finished", report
+
+
 def unwrapped(text: str, nonce: str) -> str:
     """``text`` with every wrapped fragment removed."""
     pattern = (rf'<untrusted-content id="{nonce}" origin="[^"]*">\n.*?'
@@ -407,9 +425,8 @@ def test_status_and_reindex(alpha: Client, world: World) -> None:
 def test_edits_make_old_ids_stale(alpha: Client, world: World) -> None:
     hit = alpha.ok("code_search", query="parse_header").structured_content["results"][0]
     target = world.alpha / "src/parse.py"
-    original = target.read_text()
-    try:
-        target.write_text(original + "\n\ndef parse_cookie(text):\n    return text.split(';')\n")
+    added = "\n\ndef parse_cookie(text):\n    return text.split(';')\n"
+    with edited(alpha, target, target.read_text() + added):
         chunk = alpha.ok("code_get_chunk", id=hit["id"]).structured_content
         assert chunk["body_may_be_stale"] is True  # not refreshed yet: flagged, not hidden
         fresh = alpha.ok("code_search", query="parse_cookie").structured_content["results"]
@@ -417,32 +434,26 @@ def test_edits_make_old_ids_stale(alpha: Client, world: World) -> None:
         body = alpha.error("code_get_chunk", id=hit["id"])
         assert body["error"] == "stale_chunk_id" and "no longer in the index" in body["message"]
         assert "Search again" in body["hint"]
-    finally:
-        target.write_text(original)
 
 
 def test_concurrent_searches_serialise_their_refreshes(alpha: Client, world: World) -> None:
     generation = alpha.ok("code_index_status").structured_content["projects"][0]["generation"]
-    extra = world.alpha / "src/extra.py"
-    extra.write_text("def walrus_tally(counts):\n    return sum(counts.values())\n")
-    try:
+    with edited(alpha, world.alpha / "src/extra.py",
+                "def walrus_tally(counts):\n    return sum(counts.values())\n"):
         results = alpha.call_together("code_search", [{"query": "walrus_tally"}] * 4)
         for result in results:
             assert not result.is_error, result.content[0].text
             assert result.structured_content["results"][0]["path"] == "src/extra.py"
         status = alpha.ok("code_index_status").structured_content["projects"][0]
         assert status["generation"] == generation + 1  # one refresh did the work
-    finally:
-        extra.unlink()
 
 
 def test_two_servers_share_one_index(alpha: Client, world: World, tmp_path: Path) -> None:
     with serve(world.env(), world.alpha, tmp_path / "second.log") as second:
         generation = second.ok("code_index_status").structured_content["projects"][0][
             "generation"]
-        twin = world.alpha / "src/twin.py"
-        twin.write_text("def otter_ledger(entries):\n    return sorted(entries)\n")
-        try:
+        with edited(second, world.alpha / "src/twin.py",
+                    "def otter_ledger(entries):\n    return sorted(entries)\n"):
             with ThreadPoolExecutor(2) as pool:
                 calls = [pool.submit(c.ok, "code_search", query="otter_ledger")
                          for c in (alpha, second)]
@@ -456,25 +467,19 @@ def test_two_servers_share_one_index(alpha: Client, world: World, tmp_path: Path
                 assert hits["results"][0]["path"] == "src/twin.py"
             status = second.ok("code_index_status").structured_content["projects"][0]
             assert status["generation"] == generation + 1  # indexed once, not twice
-        finally:
-            twin.unlink()
 
 
 def test_another_process_indexing_does_not_block_searches(alpha: Client, world: World) -> None:
     status = alpha.ok("code_index_status").structured_content["projects"][0]
-    late = world.alpha / "src/late.py"
-    with FileLock(Path(status["index_dir"]) / "index.lock", timeout=0):
-        late.write_text("def zebra_quokka_marker():\n    return 42\n")
-        result = alpha.ok("code_search", query="zebra_quokka_marker").structured_content
-        assert all(h["path"] != "src/late.py" for h in result["results"])
-        assert any("is being indexed by another process" in w for w in result["warnings"])
-        report = alpha.ok("code_reindex").structured_content["projects"][0]
-        assert report["state"] == "busy"
-    try:
+    with edited(alpha, world.alpha / "src/late.py", "def zebra_quokka_marker():\n    return 42\n"):
+        with FileLock(Path(status["index_dir"]) / "index.lock", timeout=0):
+            result = alpha.ok("code_search", query="zebra_quokka_marker").structured_content
+            assert all(h["path"] != "src/late.py" for h in result["results"])
+            assert any("is being indexed by another process" in w for w in result["warnings"])
+            report = alpha.ok("code_reindex").structured_content["projects"][0]
+            assert report["state"] == "busy"
         result = alpha.ok("code_search", query="zebra_quokka_marker").structured_content
         assert result["results"][0]["path"] == "src/late.py"
-    finally:
-        late.unlink()
 
 
 # -- several projects from the config, one of them missing ----------------------------------------
