@@ -137,9 +137,12 @@ def test_lone_surrogates_are_answered(raw: RawSession) -> None:
 
 def test_bad_ids_and_paths_get_structured_errors(raw: RawSession, world: World) -> None:
     served = project_id(world.alpha.resolve())
-    for chunk_id in [f"{served}:0a1b2c3d:1:{10**30}", f"{served}:0a1b2c3d:{10**30}:1",
-                     f"{served}:0a1b2c3d:1:2\u00b2"]:
-        assert raw.error("code_get_chunk", id=chunk_id)["error"] == "bad_input"
+    # numbers that int() would take: signed, spaced, underscored, non-ASCII digits; overlong
+    for number in ["-1", "+1", " 1", "1_0", "\u0661", "2\u00b2", "01", str(10**30)]:
+        for chunk_id in [f"{served}:0a1b2c3d:1:{number}", f"{served}:0a1b2c3d:{number}:1"]:
+            body = raw.error("code_get_chunk", id=chunk_id)
+            assert body["error"] == "bad_input", body
+            assert body["message"] == f"{chunk_id!r} is not a chunk id.", body
     for body in [raw.error("code_search", query="x", project="/tmp/a\x00b"),
                  raw.error("code_search", query="x", path_filter="/tmp/a\x00b"),
                  raw.error("code_search", query="x", path_filter="src/\x00"),
