@@ -5,6 +5,7 @@ that counts (and can fail) calls, an index consistency check, and the fixtures `
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,16 @@ def kenning_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, st
     out, err = capsys.readouterr()
     assert "Traceback" not in err and "invalid literal" not in err
     return code, out, err
+
+
+def kenning_on_a_full_disk(limit: int) -> list[str]:
+    """The command line of a ``kenning`` whose writes past ``limit`` bytes fail with EFBIG, as on
+    a full disk (Python ignores SIGXFSZ). The child sets the limit itself: a ``preexec_fn`` runs
+    in a fork of this process, which is unsafe once it has threads (gRPC's, after the shared-index
+    tests, aborted such a child)."""
+    start = (f"import resource, runpy; resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, "
+             f"{limit})); runpy.run_module('kenning', run_name='__main__', alter_sys=True)")
+    return [sys.executable, "-c", start]
 
 
 def rust_walk_built() -> bool:

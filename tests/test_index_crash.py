@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -18,7 +17,13 @@ from pathlib import Path
 
 import pytest
 from embed_server import EmbedServer
-from index_helpers import FILES, CountingEmbedder, check_consistent, make_repo
+from index_helpers import (
+    FILES,
+    CountingEmbedder,
+    check_consistent,
+    kenning_on_a_full_disk,
+    make_repo,
+)
 from kenning import config
 from kenning.embedding import make_embedder
 from kenning.indexer import refresh
@@ -47,14 +52,14 @@ def repo(tmp_path: Path) -> Path:
 
 def run_index(repo: Path, *args: str, kill_at: str | None = None,
               env_extra: dict[str, str] | None = None,
-              **popen: object) -> subprocess.Popen[str]:
+              kenning: list[str] | None = None) -> subprocess.Popen[str]:
     env = {**os.environ, "KENNING_EMBEDDER_BATCH_SIZE": str(BATCH),
            "KENNING_EMBEDDER_CONCURRENCY": "1", **(env_extra or {})}
     if kill_at:
         env["KENNING_TEST_KILL_AT"] = kill_at
-    return subprocess.Popen([sys.executable, "-m", "kenning", "index", str(repo), *args],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            **popen)  # type: ignore[call-overload]
+    return subprocess.Popen([*(kenning or [sys.executable, "-m", "kenning"]), "index", str(repo),
+                             *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
 
 
 def killed_at(repo: Path, stage: str) -> None:
@@ -134,14 +139,9 @@ def test_killed_while_embedding_by_progress(repo, settings, model):
     assert result.status == "complete"
 
 
-def _limit_file_size() -> None:
-    # Python ignores SIGXFSZ, so a write past the limit fails with EFBIG like a full disk.
-    resource.setrlimit(resource.RLIMIT_FSIZE, (33_000, 33_000))
-
-
 def test_failed_vector_write_leaves_the_snapshot_intact(repo, settings, model):
     first = refresh(repo, settings, embedder=model, embed=False)
-    proc = run_index(repo, preexec_fn=_limit_file_size)
+    proc = run_index(repo, kenning=kenning_on_a_full_disk(33_000))
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 4, err
     assert "Error: Cannot write the" in err and "Traceback" not in err

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from index_helpers import kenning_cli
+from index_helpers import kenning_cli, kenning_on_a_full_disk
 from kenning.store import _readers
 
 pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo
@@ -193,27 +192,19 @@ def test_a_damaged_full_text_table_is_reported_and_repaired(built, repo, capsys,
     _repair(capsys, repo, built, kept=total)  # the vectors were sound: none embedded again
 
 
-def _no_writes_past(limit: int):
-    def apply() -> None:
-        # Python ignores SIGXFSZ, so a write past the limit fails with EFBIG like a full disk.
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-    return apply
-
-
 def test_a_full_disk_answers_search_from_the_snapshot_and_status_says_why(built, repo, capsys):
     (repo / "app" / "jobs.py").write_text("def schedule_nightly_backup():\n    return 'cron'\n")
-    full = _no_writes_past(4096)
-    searched = subprocess.run(
-        [sys.executable, "-m", "kenning", "search", "open the database", str(repo),
-         "--json-output"], capture_output=True, text=True, timeout=300, preexec_fn=full)
+    full = kenning_on_a_full_disk(4096)
+    searched = subprocess.run([*full, "search", "open the database", str(repo), "--json-output"],
+                              capture_output=True, text=True, timeout=300)
     assert searched.returncode == 0, searched.stderr
     result = json.loads(searched.stdout)
     assert result["results"][0]["path"] == "app/db.py"  # the last snapshot answered
     warning = " ".join(result["warnings"])
     assert f"Indexing {repo} failed" in warning and "last snapshot" in warning
     assert "disk space" in warning
-    indexed = subprocess.run([sys.executable, "-m", "kenning", "index", str(repo), "--quiet"],
-                             capture_output=True, text=True, timeout=300, preexec_fn=full)
+    indexed = subprocess.run([*full, "index", str(repo), "--quiet"], capture_output=True,
+                             text=True, timeout=300)
     assert indexed.returncode == 4 and "Traceback" not in indexed.stderr  # as in the background
     code, out, _ = kenning_cli(capsys, "status", str(repo), "--json-output")
     problems = _problems_text(json.loads(out))
