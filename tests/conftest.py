@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from embed_server import embed_server, local_model  # noqa: F401 - fixtures for every test file
 
-# these are both imported by test modules and loaded as fixture plugins
+# helper modules that test modules import and also load as fixture plugins
 pytest.register_assert_rewrite("index_helpers", "search_fixtures", "shared_helpers")
 
 

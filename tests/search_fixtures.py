@@ -1,4 +1,5 @@
-"""A small fixture repository indexed once per test session with the real local model."""
+"""A small fixture repository: indexed once per test session with the real local model
+(``indexed``), or copied fresh for one test and never indexed (``root``)."""
 
 from __future__ import annotations
 
