@@ -76,3 +76,14 @@ def test_huge_and_malformed_ignore_files_walk_alike(tmp_path: Path, body: str) -
     walked = both(tmp_path)
     assert walked["python"] == walked["rust"]
     assert [path for path, _, _ in walked["python"][0]][-1] == "a.py"  # c.py is ignored
+
+
+@pytest.mark.parametrize("rule", ["a[!x]", "a[^x]", "a[!]x]", "*[!.]x.py"])
+def test_a_negated_set_never_matches_the_separator(tmp_path: Path, rule: str) -> None:
+    (tmp_path / "a").mkdir()
+    for name in ("a/x.py", "ab", "keep.py"):
+        (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / ".gitignore").write_text(rule + "\n")
+    walked = both(tmp_path)
+    assert walked["python"] == walked["rust"]
+    assert "a/x.py" in [path for path, _, _ in walked["python"][0]]

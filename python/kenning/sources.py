@@ -181,9 +181,13 @@ def _compile(lines: list[str]) -> pathspec.GitIgnoreSpec:
             if spelled is None:
                 continue
             try:
-                patterns.append(GitIgnoreSpecPattern(spelled))
+                pattern = GitIgnoreSpecPattern(spelled)
             except (ValueError, re.error):
                 continue
+            if pattern.regex is not None and "[^" in pattern.regex.pattern:
+                pattern = GitIgnoreSpecPattern(
+                    re.compile(_no_separator(pattern.regex.pattern)), pattern.include)
+            patterns.append(pattern)
     try:
         return pathspec.GitIgnoreSpec(patterns)
     except re2.error:
@@ -232,6 +236,35 @@ def _posix_classes(line: str) -> str | None:
         i += 1
     if bracket >= 0 and spelled:
         return None
+    return "".join(out)
+
+
+def _no_separator(regex: str) -> str:
+    """``regex`` with ``/`` added to each negated set: in git (and the Rust walk) ``[!x]`` never
+    matches the separator, but pathspec's ``[^x]`` does, so ``a[!x]`` would ignore
+    ``a/x.py``. The ``/`` goes last, since a ``]`` right after ``[^`` is a literal."""
+    out: list[str] = []
+    i, negated, inside = 0, False, False
+    while i < len(regex):
+        char = regex[i]
+        if char == "\\":
+            out.append(regex[i:i + 2])
+            i += 2
+            continue
+        if not inside and char == "[":
+            inside, negated = True, regex.startswith("^", i + 1)
+            opening = 2 if negated else 1
+            if regex.startswith("]", i + opening):
+                opening += 1
+            out.append(regex[i:i + opening])
+            i += opening
+            continue
+        if inside and char == "]":
+            inside = False
+            if negated:
+                out.append("/")
+        out.append(char)
+        i += 1
     return "".join(out)
 
 
