@@ -59,6 +59,8 @@ def summary(r: dict[str, Any]) -> str:
              f"{r['files_removed']} removed",
              f"  chunks  {verb.lower()} {r['chunks_sent']} ({r['bytes_sent'] / 1e6:.1f} MB), "
              f"{'would delete' if r['dry_run'] else 'deleted'} {r['rows_deleted']} stale rows"]
+    if r.get("resend_all"):
+        lines.append(f"  all     {r['resend_all']}")
     if r["skipped"]:
         lines.append(f"  {len(r['skipped'])} files changed while publishing were left for the "
                      "next publish: " + ", ".join(r["skipped"][:5]))

@@ -11,9 +11,15 @@ interruption harmless:
 4. the manifest is updated last: files, clusters, then the head row with the new generation.
 
 A publish killed anywhere leaves marked files, which the next publish treats as changed (or
-removed), so it converges. Publishers of one project are serialised by the head row: a publish
-claims it (owner, time) and checks the claim is still its own before the manifest is written; a
-claim whose process is gone (same host) or that is older than ``LEASE`` seconds is taken over.
+removed), so it converges. Result ids name a row by the local index's token and the chunk's
+ordinal in it, so when the local index was built anew (its token is not the published one) every
+file is sent again with its new ordinal and every other row of the project is deleted; the head
+is marked ``resending`` meanwhile (ids of the project are refused) and gets the new token only
+at the end, so a publish killed midway leaves the mismatch for the next one to redo.
+
+Publishers of one project are serialised by the head row: a publish claims it (owner, time) and
+checks the claim is still its own before the manifest is written; a claim whose process is gone
+(same host) or that is older than ``LEASE`` seconds is taken over.
 """
 
 from __future__ import annotations
@@ -82,11 +88,13 @@ class PublishResult:
     bytes_sent: int = 0
     rows_deleted: int = 0
     skipped: list[str] = field(default_factory=list)  # changed on disk since the snapshot
+    resend_all: str | None = None  # why every file is sent again (None: only what changed)
     seconds: float = 0.0
 
     @property
     def nothing_changed(self) -> bool:
-        return not (self.files_added or self.files_changed or self.files_removed)
+        return not (self.files_added or self.files_changed or self.files_removed
+                    or self.resend_all)
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "publish_result", **asdict(self), "nothing_changed": self.nothing_changed}
@@ -205,12 +213,14 @@ class _Claim:
         self.renewed = 0.0
 
     def take(self) -> dict[str, Any]:
-        """Claim the head; returns it as it was. SharedBusy if another publish holds it."""
+        """Claim the head; returns it as it was ({}: none). SharedBusy if another publish holds
+        it."""
         now = time.time()
-        head = read_head(self.engine, self.project) or {"generation": 0}
+        found = read_head(self.engine, self.project)
+        head = found or {"generation": 0}
         if head.get("state") == "publishing" and not _claim_lapsed(head, now):
             self._busy(head)
-        before = dict(head)
+        before = dict(found or {})
         self.head = {**head, "state": "publishing", "owner": self.owner, "claimed_at": now}
         _write_head(self.engine, self.project, self.head)
         self.renewed = now
@@ -230,6 +240,13 @@ class _Claim:
             self.head["claimed_at"] = now
             _write_head(self.engine, self.project, self.head)
             self.renewed = now
+
+    def mark_resending(self) -> None:
+        """Say in the head that its rows are being replaced by those of another local index:
+        until a publish finishes, ids of the project name no row for sure."""
+        self.check()
+        self.head["resending"] = True
+        _write_head(self.engine, self.project, self.head)
 
     def release(self) -> None:
         """Give the claim up after a failure, if it is still this process's (best effort: the
@@ -324,13 +341,16 @@ class _Publish:
     def _run(self, claim: _Claim, before: dict[str, Any], dry_run: bool) -> None:
         engine, result, project = self.engine, self.result, self.project
         result.generation = int(before.get("generation") or 0)
-        plan = plan_of(engine, self.snap, project)
+        result.resend_all = resend_reason(before, self.snap)
+        plan = plan_of(engine, self.snap, project, resend_all=result.resend_all is not None)
         result.files_added, result.files_changed = len(plan.added), len(plan.changed)
         result.files_removed = len(plan.removed)
         self.emit({"type": "publish_diff", "added": len(plan.added),
                    "changed": len(plan.changed), "removed": len(plan.removed)})
         sending = [*plan.added, *plan.changed]
         classes = engine.classes if engine.exists() else engine.create_with_classes
+        if result.resend_all and not dry_run:
+            claim.mark_resending()
         if not dry_run:  # 1. mark: a publish killed from here on leaves these files to redo
             engine.upsert(engine.manifest, [
                 _manifest_row(project, "file", p, cluster=plan.cluster_of[p])
@@ -354,7 +374,11 @@ class _Publish:
         crash_point("chunks-sent")
         skipped = set(result.skipped)
         stale: list[str] = []  # 3. the rows of old versions
-        if engine.exists():
+        if engine.exists() and result.resend_all:  # every row not sent again has an old ordinal
+            stale = [r["id"] for r in engine.query(engine.chunks, self.at_project, ["id"],
+                                                   "finding stale chunks")
+                     if r["id"] not in new_ids]
+        elif engine.exists():
             for part in _batches([*plan.changed, *plan.removed], PATHS_PER_QUERY):
                 old = engine.query(engine.chunks, f"{self.at_project} and {one_of('path', part)}",
                                    ["id", "path"], "finding stale chunks")
@@ -404,10 +428,20 @@ class _Plan:
     cluster_of: dict[str, str]  # path -> cluster, local or (removed files) published
 
 
-def plan_of(engine: Engine, snap: Any, project: str) -> _Plan:
+def resend_reason(head: dict[str, Any], snap: Any) -> str | None:
+    """Why every file of ``snap`` must be sent again over the published ``head`` ({}: none):
+    its rows carry the ordinals of another local index (built anew since, or a publish of
+    another index began and did not finish)."""
+    if not head or (head.get("index_token") == snap.token and not head.get("resending")):
+        return None
+    return ("the published rows carry the chunk ids of another local index of the project "
+            "(built anew since), so every file is sent again")
+
+
+def plan_of(engine: Engine, snap: Any, project: str, *, resend_all: bool = False) -> _Plan:
     """What differs between a snapshot and the project's published manifest: the clusters
     whose digests differ, then the files of those (files a publish began to change count as
-    changed)."""
+    changed). ``resend_all``: every local file counts as changed."""
     at_project = f"project == {quote(project)}"
     local_clusters = snap.cluster_digests()
     local_files = snap.file_digests()
@@ -423,17 +457,22 @@ def plan_of(engine: Engine, snap: Any, project: str) -> _Plan:
     _, changed_c, added_c, removed_c = kernels.diff(published_clusters, local_clusters)
     dirty = list(dict.fromkeys([*changed_c, *added_c, *removed_c,
                                 *(r["cluster"] for r in pending)]))
+    if resend_all:  # every local file, and every published one whatever its cluster
+        dirty = list(dict.fromkeys([*local_clusters, *dirty]))
     published: dict[str, bytes] = {}
     published_cluster: dict[str, str] = {}
-    for part in _batches(dirty if exists else [], PATHS_PER_QUERY):
-        rows = engine.query(engine.manifest, f'{at_project} and kind == "file" and '
-                            f'{one_of("cluster", part)}', ["key", "digest", "cluster"],
-                            "reading the published files")
+    of_clusters = [""] if resend_all else [f" and {one_of('cluster', part)}"
+                                          for part in _batches(dirty, PATHS_PER_QUERY)]
+    for expr in of_clusters if exists else []:
+        rows = engine.query(engine.manifest, f'{at_project} and kind == "file"{expr}',
+                            ["key", "digest", "cluster"], "reading the published files")
         published.update(_hex_manifest(rows))
         published_cluster.update((r["key"], r["cluster"]) for r in rows)
     wanted = set(dirty)
     local = {p: d for p, (d, c) in local_files.items() if c in wanted}
-    _, changed, added, removed = kernels.diff(published, local)
+    same, changed, added, removed = kernels.diff(published, local)
+    if resend_all:
+        changed = [*same, *changed]
     return _Plan(added, changed, removed,
                  clusters={c: local_clusters[c] for c in [*changed_c, *added_c]},
                  removed_clusters=removed_c,
@@ -444,7 +483,8 @@ def plan_of(engine: Engine, snap: Any, project: str) -> _Plan:
 def unpublished(engine: Engine, snap: Any, project: str) -> dict[str, int]:
     """How many files of a snapshot a publish would send or delete: added, changed and removed
     since the project's published manifest."""
-    plan = plan_of(engine, snap, project)
+    head = read_head(engine, project) if engine.exists() else None
+    plan = plan_of(engine, snap, project, resend_all=resend_reason(head or {}, snap) is not None)
     return {"added": len(plan.added), "changed": len(plan.changed),
             "removed": len(plan.removed)}
 

@@ -32,6 +32,9 @@ def get_chunk(engine: Engine, wanted: ChunkId, *, scope: str,
     if head is None:
         raise UsageError(f"No project {wanted.project!r} among the searched projects or in "
                          f"{engine.where}.", hint="Pass the project's root or configure it.")
+    if head.resending:
+        raise StaleChunkId(f"{wanted.project} is being published again from another local "
+                           "index, so its ids name no chunk until that is done.", hint=again)
     if wanted.index != head.index_token:
         raise StaleChunkId(f"Chunk {wanted} is from another index of {wanted.project} than the "
                            "one published.", hint=again)

@@ -135,6 +135,7 @@ class Published:
     center: np.ndarray | None
     revision: str | None
     index_token: str  # of the published local index: its chunk ids are the published ones
+    resending: bool = False  # its rows are being replaced by another local index's
 
     def chunk_id(self, ordinal: int) -> str:
         return str(ChunkId(self.project, self.index_token, self.snapshot_generation, ordinal))
@@ -156,7 +157,8 @@ def published(engine: Engine, projects: Sequence[str] | None = None) -> dict[str
                   if head.get("center") else None)
         out[row["project"]] = Published(row["project"], int(head["snapshot_generation"]), center,
                                         head.get("revision"),
-                                        str(head.get("index_token") or LEGACY_TOKEN))
+                                        str(head.get("index_token") or LEGACY_TOKEN),
+                                        bool(head.get("resending")))
     return out
 
 
