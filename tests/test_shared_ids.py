@@ -96,8 +96,11 @@ def _assert_ids_name_their_rows(settings: config.Settings, model: Any, root: Pat
     away = [ProjectRef(pid, elsewhere)]  # no index of the project there: the engine answers
     for hit in hits:
         got = get_chunk(hit["id"], away, settings=shared, embedder=model, scope="chunk")
-        assert {k: got[k] for k in SPAN} == {k: hit[k] for k in SPAN}
-        assert got["content"] == hit["content"]
+        # a hit spans its unit, as locally (here: short siblings together), which holds the
+        # chunk its id names
+        assert got["path"] == hit["path"]
+        assert hit["start_byte"] <= got["start_byte"] and got["end_byte"] <= hit["end_byte"]
+        assert got["content"] in hit["content"]
 
 
 def test_a_rebuilt_local_index_is_published_again_whole(shared: config.Settings, model: Any,

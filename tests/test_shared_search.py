@@ -286,3 +286,40 @@ def test_a_local_file_swapped_for_a_link_or_fifo_is_never_read(two: Any, model: 
     top = out["results"][0]
     assert top["path"] == "billing/invoice.py" and top["stale"]
     assert "printable invoice" in top["content"] and "SECRET_TOKEN_42" not in top["content"]
+
+
+DECLARATIONS = {"shop/cart.py": "import decimal\n\n\nclass Cart:\n"
+                "    def total(self): return self._sum()\n"
+                "    def count(self): return len(self.items)\n"
+                "    def empty(self): return not self.items\n\n"
+                "    def apply_discount(self, code):\n"
+                "        \"\"\"Apply a discount code to every line of the shopping cart.\"\"\"\n"
+                + "".join(f"        line_{i} = self.items[{i}].price * decimal.Decimal("
+                          f"'0.{i:02d}') if code == 'SAVE{i}' else None\n" for i in range(60))
+                + "        return self\n"}
+
+
+def test_shared_results_span_the_units_local_ones_do(tmp_path: Path, model: Any,
+                                                     shared_uri: str):
+    """A declaration cut into several chunks is one result spanning it, and a one-line accessor
+    comes with its siblings, from the engine as from the local index: same spans, same
+    snippets, the same order (from the same candidates: the vector branch, exact on both with so
+    few rows)."""
+    from index_helpers import make_repo
+
+    root = make_repo(tmp_path / "shop", DECLARATIONS)
+    local = _settings("local", shared_uri)
+    publish(root, local, embedder=model)
+    ref = _ref(root, local, model)
+    with Index.open(root, local, embedder=model).snapshot() as snap:
+        parts = [row for row in snap.file_chunks(["shop/cart.py"])["shop/cart.py"]
+                 if row[6] == "Cart.apply_discount"]
+    assert len(parts) > 1  # the declaration is cut into several chunks
+    for query in ("apply a discount code to the shopping cart", "number of items in the cart",
+                  "how is a discount applied to the cart?"):  # a question: declared names count
+        outs = [search(query, [ref], settings=_settings(backend, shared_uri), embedder=model,
+                       branches={"dense"}, shared_projects=[ref.id])["results"]
+                for backend in ("local", "shared")]
+        assert [(r["path"], r["start_line"], r["end_line"], r["content"]) for r in outs[1]] == \
+            [(r["path"], r["start_line"], r["end_line"], r["content"]) for r in outs[0]]
+    assert any(r["start_line"] < r["end_line"] - 60 for r in outs[1])  # a whole declaration

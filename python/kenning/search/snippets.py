@@ -64,9 +64,15 @@ class SnippetReader:
         """The window ``(start byte, end byte, start line, end line)`` of the declaration on
         lines ``start_line``-``end_line``, with markers for the lines it leaves out."""
         text, stale = self.read(path, window[0], window[1])
-        above = left_out(start_line, window[2] - 1)
-        below = left_out(window[3] + 1, end_line)
-        return "\n".join(part for part in (above, text, below) if part), stale
+        return windowed(text, start_line, end_line, window), stale
+
+
+def windowed(text: str, start_line: int, end_line: int, window: tuple[int, int, int, int]) -> str:
+    """``text``, the window of the declaration on lines ``start_line``-``end_line``, with
+    markers for the lines it leaves out above and below."""
+    above = left_out(start_line, window[2] - 1)
+    below = left_out(window[3] + 1, end_line)
+    return "\n".join(part for part in (above, text, below) if part)
 
 
 # The marker line of ``left_out``: count, first and last line.

@@ -19,14 +19,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
-
-from kenning.store.reads import FileChunk
-
-if TYPE_CHECKING:
-    from kenning.store import Snapshot
+from typing import Protocol
 
 from kenning.search.query import QUALIFIER
+from kenning.store.reads import FileChunk
 from kenning.tokens import split_identifier
 
 SHORT_LINES = 3  # a piece this short that declares nothing is no result of its own
@@ -43,6 +39,12 @@ class Located(Protocol):
     path: str
 
 
+class FileChunks(Protocol):
+    """Where each file's chunk rows come from: a local snapshot, or the shared index."""
+
+    def file_chunks(self, paths: Sequence[str]) -> dict[str, list[Row]]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Unit:
     span: Span  # the whole unit
@@ -51,7 +53,7 @@ class Unit:
     symbol: str | None
 
 
-def units(snap: Snapshot, chunks: Iterable[Located],
+def units(snap: FileChunks, chunks: Iterable[Located],
           snapshot: tuple[str, int] | None = None) -> dict[int, Unit]:
     """Chunk id -> the unit it belongs to, for chunks that are not a unit on their own.
     ``snapshot`` (the index's token and generation) lets each file's runs be read once for
@@ -67,7 +69,7 @@ def units(snap: Snapshot, chunks: Iterable[Located],
     return found
 
 
-def declared_words(snap: Snapshot, paths: Iterable[str],
+def declared_words(snap: FileChunks, paths: Iterable[str],
                    snapshot: tuple[str, int] | None = None) -> dict[str, frozenset[str]]:
     """Path -> the words of the names its declarations have (``Router.merge_nested``: router,
     merge, nested)."""
@@ -97,7 +99,7 @@ _CACHED_FILES = 2048
 _cache_lock = threading.Lock()
 
 
-def _runs(snap: Snapshot, paths: list[str],
+def _runs(snap: FileChunks, paths: list[str],
           snapshot: tuple[str, int] | None) -> dict[str, list[list[Row]]]:
     """Each file's chunks in runs (``_declarations``), from the cache where it has them."""
     out: dict[str, list[list[Row]]] = {}

@@ -31,7 +31,8 @@ from kenning.search.filters import Filters, normalize_path_filter
 from kenning.search.fusion import fuse
 from kenning.search.query import QUALIFIER, Query
 from kenning.search.ranking import Candidate, rank
-from kenning.search.units import name_words
+from kenning.search.snippets import windowed
+from kenning.search.units import Row, name_words, units
 from kenning.shared.engine import CLASS_FIELD, PATHS_PER_QUERY, Engine, one_of, quote
 from kenning.store.ids import LEGACY_TOKEN, ChunkId
 from kenning.tokens import code_tokens
@@ -225,6 +226,40 @@ def declared(engine: Engine, project: str, paths: Sequence[str]) -> dict[str, fr
     return {path: name_words(found) for path, found in names.items()}
 
 
+class _EngineFiles:
+    """Every chunk row of one project's files as the engine holds them, read as a local
+    snapshot's are (``file_chunks``), for the units of results. Rows that are candidates carry
+    their ids; the others get ids of their own, below 0."""
+
+    def __init__(self, engine: Engine, project: str, pk_of: dict[str, int]) -> None:
+        self.engine, self.project, self.pk_of = engine, project, pk_of
+        self._files: dict[str, list[Row]] = {}
+        self._others = 0
+
+    def file_chunks(self, paths: Sequence[str]) -> dict[str, list[Row]]:
+        missing = sorted(set(paths) - set(self._files))
+        if missing:
+            found = self.engine.query(
+                self.engine.chunks, _and(f"project == {quote(self.project)}",
+                                         one_of("path", missing)),
+                ["id", "path", "start_byte", "end_byte", "start_line", "end_line", "kind",
+                 "symbol", "signature"], "reading the chunks of results' files", limit=TOPK_MAX)
+            for path in missing:
+                self._files[path] = []
+            for row in sorted(found, key=lambda r: (r["path"], r["start_byte"])):
+                self._files[row["path"]].append((self._id(row["id"]), row["start_byte"],
+                                                 row["end_byte"], row["start_line"],
+                                                 row["end_line"], row["kind"],
+                                                 row["symbol"] or None, row["signature"] or None))
+        return {p: self._files[p] for p in paths if self._files.get(p)}
+
+    def _id(self, pk: str) -> int:
+        if pk in self.pk_of:
+            return self.pk_of[pk]
+        self._others += 1
+        return -self._others
+
+
 class _Snippets:
     """Snippets from a local checkout where it has the same chunk text, else the engine's."""
 
@@ -255,8 +290,13 @@ class _Snippets:
             piece = data[row["start_byte"]:row["end_byte"]] if data is not None else None
             if piece is not None and kernels.hash_many([piece])[0].hex() == row["content_hash"]:
                 assert data is not None
-                # the result's range may have grown over an overlapping chunk (merge_overlaps)
-                r["content"] = data[r["start_byte"]:r["end_byte"]].decode("utf-8", "replace")
+                # the result's range may have grown over its unit or an overlapping chunk
+                window = r["_window"]
+                r["content"] = (
+                    data[r["start_byte"]:r["end_byte"]].decode("utf-8", "replace")
+                    if window is None else
+                    windowed(data[window[0]:window[1]].decode("utf-8", "replace"),
+                             r["start_line"], r["end_line"], window))
                 r["stale"] = False
             else:
                 # a checkout here whose file differs, is gone or is refused (a symlink, a FIFO)
@@ -267,8 +307,11 @@ class _Snippets:
             texts = {row["id"]: row["text"] for row in self.engine.query(
                 self.engine.chunks, one_of("id", [r["_pk"] for r in wanted]), ["id", "text"],
                 "reading snippets", limit=len(wanted))}
-            for r in wanted:
-                r["content"] = texts.get(r["_pk"], "")
+            for r in wanted:  # the chunk that matched, marking the rest of its unit
+                row = rows[r["_pk"]]
+                r["content"] = windowed(texts.get(r["_pk"], ""), r["start_line"], r["end_line"],
+                                        (row["start_byte"], row["end_byte"], row["start_line"],
+                                         row["end_line"]))
 
 
 def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filters: Filters, *,
@@ -325,6 +368,7 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
         head = sorted(fused, key=lambda cid: -fused[cid])[:depths["rank"]]
         cands = [_candidate(cid, rows[cid], fused[cid]) for cid in head]
         ranked = rank(cands, query, _later_parts(engine, cands, rows, query),
+                      partial(units, _EngineFiles(engine, project, pk_of)), depth=limit,
                       declared_of=partial(declared, engine, project))[:limit]
         for c in ranked:
             row = rows[c.id]
@@ -333,11 +377,11 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
                 "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
                 "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
                 "symbol": c.symbol, "score": round(c.score, 6), "content": "", "stale": False,
-                "_pk": row["id"]})
+                "_pk": row["id"], "_window": c.window})
     _Snippets(engine, roots, max_file_size).fill(
         results, {r["_pk"]: rows[pk_of[r["_pk"]]] for r in results})
     for r in results:
-        del r["_pk"]
+        del r["_pk"], r["_window"]
     return results
 
 
