@@ -89,11 +89,27 @@ def _source_rows(source: Path, settings: Any, embedder: Any) -> tuple[list[Any],
     return files, chunks, floats
 
 
+def _link_files(source: Path, target: Path, paths: list[str]) -> None:
+    """The files at ``paths`` of ``source`` under ``target``, hard-linked (plain files, as a
+    checkout has, that cost no space), or copied across file systems."""
+    for path in paths:
+        dest = target / path
+        if dest.exists():
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source / path, dest)
+        except OSError:
+            shutil.copy2(source / path, dest)
+
+
 def build(target: Path, size: int, source: Path, settings: Any, embedder: Any) -> float:
-    """Index ``size`` chunks under ``target``: copies of the source linked in as folders."""
+    """Index ``size`` chunks under ``target``: copies of the source, each a folder of hard
+    links to its files, with their cluster digests (so the index can be published)."""
     from dataclasses import replace
 
     from kenning import kernels
+    from kenning.indexer import _cluster, _cluster_digests
     from kenning.store import Index
 
     files, chunks, floats = _source_rows(source, settings, embedder)
@@ -105,19 +121,19 @@ def build(target: Path, size: int, source: Path, settings: Any, embedder: Any) -
     with index.writer(wait=True) as writer:
         for copy in range(copies):
             prefix = f"copy{copy:04d}/"
-            link = target / prefix.rstrip("/")
-            if not link.exists():
-                link.symlink_to(source, target_is_directory=True)
+            _link_files(source, target / prefix, [f.path for f in files])
             take = min(len(chunks), size - copy * len(chunks))
             part = [replace(c, path=prefix + c.path) for c in chunks[:take]]
             noisy = floats[:take] + rng.normal(0, 0.02, floats[:take].shape).astype(np.float32)
             noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
             hashes = kernels.hash_many([f"{copy}:{i}" for i in range(take)])
-            part_files = [replace(f, path=prefix + f.path, cluster=prefix + f.cluster)
+            part_files = [replace(f, path=prefix + f.path, cluster=_cluster(prefix + f.path))
                           for f in files]
             writer.commit_files(removed=[], replaced=part_files,
                                 chunks=list(zip(part, hashes, strict=True)), touched=[],
-                                clusters={}, removed_clusters=[],
+                                clusters=_cluster_digests({f.path: f.digest
+                                                           for f in part_files}),
+                                removed_clusters=[],
                                 snapshot={"generation": copy + 1, "timings": {}})
             writer.add_vectors(hashes, noisy, embedder.needs_centering)
     return time.perf_counter() - started
