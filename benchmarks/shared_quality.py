@@ -86,6 +86,9 @@ def main() -> None:
     parser.add_argument("--work", help="folder for the home copy and the engine file (kept; "
                         "a later run reuses both)")
     parser.add_argument("--out", help="write the per-query rows here (JSON)")
+    parser.add_argument("--branches", default="dense,lexical,symbol",
+                        help="retrieval branches to search with (one alone shows where local "
+                        "and shared differ)")
     args = parser.parse_args()
 
     work = Path(args.work or tempfile.mkdtemp(prefix="kenning-shared-quality-"))
@@ -142,7 +145,8 @@ def main() -> None:
         for backend, settings in (("local", local_settings), ("shared", shared_settings)):
             started = time.perf_counter()
             out = search(task.query, [ref], settings=settings, limit=10, refresh=False,
-                         embedder=embedder, shared_projects=[ref.id])
+                         embedder=embedder, branches=args.branches.split(","),
+                         shared_projects=[ref.id])
             row[f"{backend}_ms"] = (time.perf_counter() - started) * 1000
             for warning in out["warnings"]:
                 print(f"  {task.repo} {backend}: {warning}", file=sys.stderr)
