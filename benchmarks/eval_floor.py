@@ -42,7 +42,7 @@ def main() -> None:
     os.environ.setdefault("KENNING_CONFIG", "/tmp/kenning-eval-home/config.toml")
     from kenning import config
     from kenning.embedding import make_embedder
-    from kenning.search import dense
+    from kenning.retrieval import dense
     from kenning.store import Index
 
     settings = config.load()

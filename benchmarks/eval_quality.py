@@ -49,7 +49,7 @@ def _index(root: Path, settings: Any, embedder: Any) -> float:
 
 def _search(root: Path, query: str, mode: str, k: int, settings: Any,
             embedder: Any) -> list[dict[str, Any]]:
-    from kenning.search import ProjectRef, search
+    from kenning.retrieval import ProjectRef, search
 
     result = search(query, [ProjectRef("eval", root)], settings=settings, limit=k,
                     refresh=False, embedder=embedder, branches=MODES[mode])

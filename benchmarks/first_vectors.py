@@ -58,7 +58,7 @@ def path_order(missing: Sequence[Any], files: Any) -> list[Any]:
 def run(root: Path, order: Callable[..., list[Any]], share: float) -> dict[str, Any]:
     from kenning import config, indexer
     from kenning.embedding import make_embedder
-    from kenning.search.ranking import categories
+    from kenning.retrieval.ranking import categories
     from kenning.store import Index
 
     os.environ["KENNING_HOME"] = tempfile.mkdtemp(prefix="kenning-first-vectors-")

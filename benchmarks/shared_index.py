@@ -69,7 +69,7 @@ def _edit_one_file(target: Path, settings: Any, embedder: Any) -> str:
 
 
 def _latency(settings: Any, ref: Any, fixed: Any, runs: int) -> tuple[float, float, dict]:
-    from kenning.search import search
+    from kenning.retrieval import search
 
     for q in QUERIES:  # warm: the page cache, and for milvus-lite loading the collection
         search(q, [ref], settings=settings, refresh=False, embedder=fixed, limit=10)
@@ -147,7 +147,7 @@ def quality(args: argparse.Namespace) -> None:
 
     from kenning import config
     from kenning.embedding import make_embedder
-    from kenning.search import ProjectRef, search
+    from kenning.retrieval import ProjectRef, search
     from kenning.shared import publish
     from kenning.store import Index
 
@@ -188,7 +188,7 @@ def quality(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> None:
     from kenning import config
     from kenning.embedding import make_embedder
-    from kenning.search import ProjectRef
+    from kenning.retrieval import ProjectRef
     from kenning.shared import Engine, publish
     from kenning.store import Index
     from search_speed import build

@@ -15,7 +15,7 @@ import pytest
 from kenning import config, indexer
 from kenning.ann import AnnIndex
 from kenning.errors import ConfigError
-from kenning.search import dense, resolve_projects, search
+from kenning.retrieval import dense, resolve_projects, search
 from kenning.store import Index, graph
 
 pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo

@@ -18,7 +18,7 @@ from kenning import config, indexing_state
 from kenning.cli import cli
 from kenning.cli.index_cmd import _LogLines
 from kenning.indexer import embedding_order, refresh
-from kenning.search import resolve_projects, search
+from kenning.retrieval import resolve_projects, search
 from kenning.store import Index
 from kenning.store.writer import FileRow, MissingVector
 from search_fixtures import KENNING, cli_status

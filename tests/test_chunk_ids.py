@@ -6,7 +6,7 @@ import pytest
 from index_helpers import make_repo
 from kenning.errors import StaleChunkId, UsageError
 from kenning.indexer import refresh
-from kenning.search import ProjectRef, get_chunk, search
+from kenning.retrieval import ProjectRef, get_chunk, search
 from kenning.store import Index
 from kenning.store.ids import ChunkId
 

@@ -19,7 +19,7 @@ from kenning import config
 from kenning.cli import main
 from kenning.embedding import local, make_embedder
 from kenning.errors import EmbedderError
-from kenning.search import resolve_projects, search
+from kenning.retrieval import resolve_projects, search
 from kenning.store import Index
 
 Rewrite = Callable[[list[list[float]]], Any]

@@ -16,7 +16,7 @@ import pytest
 from kenning import config
 from kenning.cli.search_cmd import _Progress
 from kenning.freshness import Freshness, Policy
-from kenning.search import ProjectRef, search
+from kenning.retrieval import ProjectRef, search
 from kenning.store import Index
 from search_fixtures import KENNING, cli_status
 

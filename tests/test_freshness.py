@@ -12,7 +12,7 @@ from index_helpers import kenning_cli
 from kenning import config
 from kenning.freshness import Freshness, Policy
 from kenning.indexer import refresh
-from kenning.search import ProjectRef, search
+from kenning.retrieval import ProjectRef, search
 from test_mcp_server import ALPHA, serve, write_tree
 
 # what only the MCP server adds to the status record: its own session's state

@@ -13,7 +13,7 @@ from kenning import config, index_admin
 from kenning.embedding import identity, make_embedder
 from kenning.indexer import refresh
 from kenning.project import kenning_home
-from kenning.search import resolve_projects, search
+from kenning.retrieval import resolve_projects, search
 from kenning.store import Index, make_descriptor
 
 pytest_plugins = ["search_fixtures", "index_helpers"]

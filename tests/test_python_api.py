@@ -109,11 +109,11 @@ def test_import_kenning_loads_no_heavy_module() -> None:
     heavy = [m for m in loaded if m.split(".")[0] in ("numpy", "onnxruntime", "tree_sitter",
                                                        "tokenizers", "sqlite3", "httpx")]
     assert heavy == []
-    assert "kenning.search" not in loaded and "kenning.store" not in loaded
+    assert "kenning.retrieval" not in loaded and "kenning.store" not in loaded
 
 
-def test_the_internal_search_package_never_takes_the_name_of_the_function() -> None:
-    import kenning.search.api  # noqa: F401 - its import binds a package's submodule by default
+def test_importing_the_internals_leaves_the_api_names_alone() -> None:
+    import kenning.retrieval.api  # noqa: F401 - its import binds kenning.retrieval on kenning
 
     assert callable(kenning.search) and kenning.search.__module__ == "kenning.library"
     assert sorted(kenning.__all__) == kenning.__all__

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from kenning.search import symbols
-from kenning.search.query import analyze
-from kenning.search.ranking import Candidate, file_words, rank
+from kenning.retrieval import symbols
+from kenning.retrieval.query import analyze
+from kenning.retrieval.ranking import Candidate, file_words, rank
 
 
 def _cand(cid: int, path: str, symbol: str | None = None, score: float = 0.1) -> Candidate:
@@ -90,7 +90,7 @@ def test_a_question_over_no_candidates_or_zero_scores_ranks_nothing_wrong() -> N
 
 
 def test_a_candidate_that_reaches_the_page_after_merges_comes_whole() -> None:
-    from kenning.search.units import Unit
+    from kenning.retrieval.units import Unit
 
     # twenty windows of one long declaration in a.py, then one window of a declaration in b.py
     cands = [_cand(i, "a.py", "parse", score=1.0 - i / 100) for i in range(1, 21)]

@@ -9,9 +9,9 @@ import pytest
 from kenning import config
 from kenning.errors import UsageError
 from kenning.project import project_id
-from kenning.search import ProjectRef, get_chunk, resolve_projects, search
-from kenning.search.query import analyze
-from kenning.search.ranking import Candidate, later_parts
+from kenning.retrieval import ProjectRef, get_chunk, resolve_projects, search
+from kenning.retrieval.query import analyze
+from kenning.retrieval.ranking import Candidate, later_parts
 from kenning.store import Index
 from kenning.store.ids import ChunkId
 

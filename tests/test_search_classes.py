@@ -9,8 +9,8 @@ import pytest
 from kenning import config
 from kenning.errors import UsageError
 from kenning.indexer import refresh
-from kenning.search import ProjectRef, search
-from kenning.search.classes import categories, chunk_class, superseded
+from kenning.retrieval import ProjectRef, search
+from kenning.retrieval.classes import categories, chunk_class, superseded
 
 LIB = '''/// Expands a glob pattern into the file paths that match it.
 pub fn expand_glob(pattern: &str, root: &Path) -> Vec<PathBuf> {

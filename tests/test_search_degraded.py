@@ -11,7 +11,7 @@ from kenning import config
 from kenning.cli import main
 from kenning.embedding import make_embedder
 from kenning.indexer import refresh
-from kenning.search import resolve_projects, search
+from kenning.retrieval import resolve_projects, search
 
 pytest_plugins = ["search_fixtures"]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from embed_server import EmbedServer
 from kenning import config
-from kenning.search import resolve_projects, search
-from kenning.search.dense import MINILM_FLOOR, relevance_floor
+from kenning.retrieval import resolve_projects, search
+from kenning.retrieval.dense import MINILM_FLOOR, relevance_floor
 
 pytest_plugins = ["search_fixtures"]
 

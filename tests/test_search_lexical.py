@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from kenning import config
 from kenning.indexer import refresh
-from kenning.search import lexical
-from kenning.search.query import analyze
+from kenning.retrieval import lexical
+from kenning.retrieval.query import analyze
 from kenning.store import Index, Snapshot
 
 # 12 functions mention "widget" (common at a budget of 5), 3 of them also "sprocket" (rare);

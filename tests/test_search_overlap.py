@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from kenning import config
-from kenning.search import api, resolve_projects, search
+from kenning.retrieval import api, resolve_projects, search
 
 if TYPE_CHECKING:
     from search_fixtures import Indexed

@@ -13,7 +13,7 @@ import pytest
 from kenning import config, store
 from kenning.errors import IndexMissing
 from kenning.indexer import refresh
-from kenning.search import ProjectRef, search
+from kenning.retrieval import ProjectRef, search
 from kenning.store import Index
 
 

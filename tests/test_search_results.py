@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from kenning import config
 from kenning.indexer import refresh
-from kenning.search import ProjectRef, search
-from kenning.search.api import MAX_LIMIT
+from kenning.retrieval import ProjectRef, search
+from kenning.retrieval.api import MAX_LIMIT
 
 
 def _indexed(root: Path, files: dict[str, str]) -> list[ProjectRef]:
@@ -119,7 +119,7 @@ def test_a_declaration_cut_into_chunks_is_one_whole_result(
 
 
 def test_the_words_a_file_declares(in_decls: list[ProjectRef]) -> None:
-    from kenning.search.units import declared_words
+    from kenning.retrieval.units import declared_words
     from kenning.store import Index
 
     with Index.open(in_decls[0].root, config.load()).snapshot() as snap:
@@ -135,7 +135,7 @@ def test_the_snippet_is_the_window_that_matched(in_decls: list[ProjectRef]) -> N
 
 
 def test_get_chunk_returns_the_whole_declaration(in_decls: list[ProjectRef]) -> None:
-    from kenning.search import get_chunk
+    from kenning.retrieval import get_chunk
 
     hit = _search(in_decls, "convert fahrenheit to celsius")["results"][0]
     whole = get_chunk(hit["id"], in_decls, settings=config.load())
@@ -161,8 +161,8 @@ def _cart() -> str:
 
 def test_short_pieces_that_declare_nothing_join_the_declaration_after_them(
         in_decls: list[ProjectRef]) -> None:
-    from kenning.search.ranking import Candidate
-    from kenning.search.units import units
+    from kenning.retrieval.ranking import Candidate
+    from kenning.retrieval.units import units
     from kenning.store import Index
 
     root = in_decls[0].root
@@ -201,8 +201,8 @@ def _accessors() -> str:
 
 
 def test_a_short_declaration_comes_with_its_short_siblings(in_decls: list[ProjectRef]) -> None:
-    from kenning.search.ranking import Candidate
-    from kenning.search.units import units
+    from kenning.retrieval.ranking import Candidate
+    from kenning.retrieval.units import units
     from kenning.store import Index
 
     root = in_decls[0].root

@@ -14,8 +14,8 @@ import pytest
 from index_helpers import make_repo
 from kenning import config
 from kenning.indexer import refresh
-from kenning.search import symbols
-from kenning.search.query import analyze
+from kenning.retrieval import symbols
+from kenning.retrieval.query import analyze
 from kenning.store import Index, Snapshot
 
 # Chunks are stored in path order. Four functions whose names only start with "request" come

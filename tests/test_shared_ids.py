@@ -16,7 +16,7 @@ from kenning import config, index_admin
 from kenning.cli.publish_cmd import summary
 from kenning.errors import StaleChunkId
 from kenning.indexer import refresh
-from kenning.search import ProjectRef, get_chunk, search
+from kenning.retrieval import ProjectRef, get_chunk, search
 from kenning.shared import Engine, publish, publishing, read_head, retrieval
 from kenning.shared.engine import release_all
 from kenning.store import Index

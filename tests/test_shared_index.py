@@ -19,9 +19,9 @@ import pytest
 from kenning import config, kernels
 from kenning.errors import SharedBusy
 from kenning.indexer import refresh
-from kenning.search import classes
-from kenning.search.filters import Filters
-from kenning.search.query import analyze
+from kenning.retrieval import classes
+from kenning.retrieval.filters import Filters
+from kenning.retrieval.query import analyze
 from kenning.shared import Engine, publish, publishing, read_head, retrieval
 from kenning.shared.engine import release_all, row_key
 from kenning.store import Index
@@ -248,8 +248,8 @@ def test_kind_filters_give_the_same_rows_locally_and_in_the_engine(
 @pytest.mark.skipif(bool(MILVUS_URI), reason="it drops the model's collection")
 def test_a_collection_made_before_classes_says_how_to_get_them(
         shared_uri: str, model: Any, repo: Path, monkeypatch: pytest.MonkeyPatch):
-    from kenning.search import search
-    from kenning.search.projects import ProjectRef
+    from kenning.retrieval import search
+    from kenning.retrieval.projects import ProjectRef
     from kenning.shared import remove
 
     monkeypatch.setattr(Engine, "create_with_classes", False)
@@ -302,7 +302,7 @@ WEIGHED = {
 def test_bm25_weighs_symbol_and_path_as_the_local_branch_does(shared: config.Settings,
                                                               model: Any, tmp_path: Path):
     from index_helpers import make_repo
-    from kenning.search import lexical
+    from kenning.retrieval import lexical
 
     root = make_repo(tmp_path / "weighed", WEIGHED)
     publish(root, shared, embedder=model)
@@ -319,7 +319,7 @@ def test_bm25_weighs_symbol_and_path_as_the_local_branch_does(shared: config.Set
 
 def test_the_engine_answers_what_ranking_and_status_read_of_a_snapshot(
         shared: config.Settings, model: Any, repo: Path):
-    from kenning.search.units import declared_words
+    from kenning.retrieval.units import declared_words
 
     publish(repo, shared, embedder=model)
     (repo / "app/db.py").write_text("def close(conn):\n    conn.close()\n")

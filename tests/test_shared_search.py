@@ -15,7 +15,7 @@ import pytest
 from index_helpers import make_repo
 from kenning import config
 from kenning.errors import StaleChunkId, UsageError
-from kenning.search import ProjectRef, get_chunk, search
+from kenning.retrieval import ProjectRef, get_chunk, search
 from kenning.shared import publish
 from kenning.store import Index
 from shared_helpers import require_engine

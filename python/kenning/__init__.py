@@ -9,8 +9,6 @@ tree-sitter and the index load only when a call needs them.
 """
 
 import os
-import sys
-import types
 from typing import TYPE_CHECKING
 
 # onnxruntime's telemetry writes a device id and queues usage events under
@@ -115,16 +113,3 @@ def __getattr__(name: str) -> object:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
-
-class _Package(types.ModuleType):
-    """The name ``kenning.search`` is the function; the internal package of the same name
-    stays reachable by import (``from kenning.search import ...``) but never takes the name,
-    which the import system would otherwise bind to it on its first import."""
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name in _LAZY and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

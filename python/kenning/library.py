@@ -171,7 +171,7 @@ def _roots(paths: PathLike | Sequence[PathLike], settings: Settings) -> list[Any
     """Project refs of ``paths``: folders (lifted to their git work tree's root) or the ids of
     configured projects."""
     from kenning.errors import UsageError
-    from kenning.search import resolve_projects
+    from kenning.retrieval import resolve_projects
 
     given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
     if not given:
@@ -192,7 +192,7 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     first: one stat pass when nothing changed, and the whole first index (embedding included)
     for a project never indexed."""
     from kenning.freshness import for_settings
-    from kenning.search import search as run
+    from kenning.retrieval import search as run
 
     settings = settings or load_settings()
     # no background worker here to leave a backlog of vectors to: they are embedded first
@@ -219,7 +219,7 @@ def get_chunk(chunk_id: str, paths: PathLike | Sequence[PathLike] = ".", *,
               settings: Settings | None = None) -> Chunk:
     """The code a hit's ``id`` names, read from the work tree; ``paths`` are the projects the
     search covered. ``StaleChunkId`` when the index has moved past the id: search again."""
-    from kenning.search import get_chunk as read
+    from kenning.retrieval import get_chunk as read
 
     settings = settings or load_settings()
     return Chunk.from_dict(read(chunk_id, _roots(paths, settings), settings=settings,

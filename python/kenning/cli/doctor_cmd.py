@@ -75,7 +75,7 @@ def run_checks() -> list[dict[str, Any]]:
         return str(home)
 
     def round_trip() -> str:
-        from kenning.search import ProjectRef, search
+        from kenning.retrieval import ProjectRef, search
         from kenning.store import index_dirs, project_id_for, remove_dir
 
         with tempfile.TemporaryDirectory(prefix="kenning-doctor-") as tmp:

@@ -48,8 +48,8 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     searches use them as they arrive.
     """
     from kenning import config
-    from kenning.search import resolve_projects
-    from kenning.search import search as run_search
+    from kenning.retrieval import resolve_projects
+    from kenning.retrieval import search as run_search
 
     settings = config.load({"search.backend": backend,
                             "index.force_root": "true" if force_root else None})
@@ -182,7 +182,7 @@ def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int) -> None:
     from rich.text import Text
 
     from kenning.display import visible
-    from kenning.search.snippets import MARKER
+    from kenning.retrieval.snippets import MARKER
 
     lines = hit["content"].splitlines()
     first = hit["start_line"]

@@ -20,7 +20,7 @@ from kenning.errors import KenningError, UsageError
 from kenning.project import check_root, find_root
 
 if TYPE_CHECKING:
-    from kenning.search import ProjectRef
+    from kenning.retrieval import ProjectRef
 
 
 @dataclass
@@ -68,7 +68,7 @@ def _resolve(settings: Settings, name: str) -> ProjectRef:
     """The project a configured id or a root path names. Each entry is resolved on its own (not
     with ``resolve_projects``, which needs every configured root present), and the id is the
     one its index records, so it matches the ids in search results."""
-    from kenning.search import ProjectRef
+    from kenning.retrieval import ProjectRef
     from kenning.store import project_id_for
 
     entry = next((p for p in settings.projects if str(p.get("id")) == name), None)

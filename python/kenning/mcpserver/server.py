@@ -24,7 +24,7 @@ from kenning.mcpserver.service import (
     progress_message,
     reindex_report,
 )
-from kenning.search.filters import KINDS, LANGUAGES
+from kenning.retrieval.filters import KINDS, LANGUAGES
 
 log = logging.getLogger("kenning.mcp")
 

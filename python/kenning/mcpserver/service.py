@@ -59,8 +59,8 @@ class Service:
 
     def _search(self, query: str, *, path_filter: str | None, limit: int, kind: str | None,
                 language: str | None, project: str | None) -> dict[str, Any]:
-        from kenning.search import search
-        from kenning.search.filters import Filters, normalize_path_filter
+        from kenning.retrieval import search
+        from kenning.retrieval.filters import Filters, normalize_path_filter
 
         if not query.strip():
             raise UsageError("The query is empty.", hint="Describe the code you are looking for.")
@@ -110,7 +110,7 @@ class Service:
 
     def get_chunk(self, chunk_id: str, *, scope: str = "declaration",
                   context_lines: int = 0) -> dict[str, Any]:
-        from kenning.search import get_chunk
+        from kenning.retrieval import get_chunk
 
         wanted = ChunkId.parse(chunk_id)
         if self._published_only(wanted.project):  # a result of the shared index

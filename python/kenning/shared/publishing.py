@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 from kenning import kernels, safe_read
 from kenning.config import Settings
 from kenning.errors import IndexError_, SharedBusy
-from kenning.search.classes import chunk_class
-from kenning.search.lexical import COLUMN_WEIGHTS
+from kenning.retrieval.classes import chunk_class
+from kenning.retrieval.lexical import COLUMN_WEIGHTS
 from kenning.shared.engine import (
     CLASS_FIELD,
     MANIFEST_DIM,

@@ -1,7 +1,7 @@
 """``get_chunk`` for a project that is only in the shared index (no checkout here): the id of a
 shared result names a published row, read back from the engine's stored text.
 
-Ids keep their meaning (``search.api._check_current``): an id from another index of the
+Ids keep their meaning (``retrieval.api._check_current``): an id from another index of the
 project, from a newer generation than the published one, or of a row a later publish replaced
 is StaleChunkId. The whole declaration is put together from the published rows of its file
 (``search.units``, as locally) where they cover it byte for byte; the bytes between chunks are
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kenning.errors import StaleChunkId, UsageError
-from kenning.search.units import Row, unit_of
+from kenning.retrieval.units import Row, unit_of
 from kenning.shared.engine import Engine, quote
 from kenning.shared.retrieval import published
 from kenning.store.ids import ChunkId

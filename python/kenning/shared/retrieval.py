@@ -25,14 +25,14 @@ import numpy as np
 
 from kenning import kernels, safe_read
 from kenning.errors import SharedIndexError, UsageError
-from kenning.search import symbols
-from kenning.search.classes import CLASSES
-from kenning.search.filters import Filters, normalize_path_filter
-from kenning.search.fusion import fuse
-from kenning.search.query import QUALIFIER, Query
-from kenning.search.ranking import Candidate, rank
-from kenning.search.snippets import windowed
-from kenning.search.units import Row, name_words, units
+from kenning.retrieval import symbols
+from kenning.retrieval.classes import CLASSES
+from kenning.retrieval.filters import Filters, normalize_path_filter
+from kenning.retrieval.fusion import fuse
+from kenning.retrieval.query import QUALIFIER, Query
+from kenning.retrieval.ranking import Candidate, rank
+from kenning.retrieval.snippets import windowed
+from kenning.retrieval.units import Row, name_words, units
 from kenning.shared.engine import CLASS_FIELD, PATHS_PER_QUERY, Engine, one_of, quote
 from kenning.store.ids import LEGACY_TOKEN, ChunkId
 from kenning.tokens import code_tokens

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from kenning.search.query import QUALIFIER, Query
+from kenning.retrieval.query import QUALIFIER, Query
 from kenning.tokens import code_tokens
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from pathlib import Path
 from kenning.chunking.languages import KIND_KEYWORDS
 from kenning.chunking.languages import LANGUAGES as GRAMMARS
 from kenning.errors import UsageError
-from kenning.search.classes import CLASSES, chunk_class
+from kenning.retrieval.classes import CLASSES, chunk_class
 from kenning.sources import LANGUAGES, detect_language
 from kenning.store.chunk_filter import ChunkFilter
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from kenning.search.query import QUALIFIER
+from kenning.retrieval.query import QUALIFIER
 from kenning.store.reads import FileChunk
 from kenning.tokens import split_identifier
 

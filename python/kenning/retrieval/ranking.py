@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from kenning.search import symbols
-from kenning.search.classes import categories, superseded
-from kenning.search.fusion import K
-from kenning.search.query import QUALIFIER, Query
-from kenning.search.units import Unit
+from kenning.retrieval import symbols
+from kenning.retrieval.classes import categories, superseded
+from kenning.retrieval.fusion import K
+from kenning.retrieval.query import QUALIFIER, Query
+from kenning.retrieval.units import Unit
 from kenning.tokens import split_identifier
 
 if TYPE_CHECKING:

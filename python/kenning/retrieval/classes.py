@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from kenning.chunking import DOCS_LANGUAGES
-from kenning.search.query import QUALIFIER
+from kenning.retrieval.query import QUALIFIER
 
 # category -> a path pattern
 _PATTERNS = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kenning.search.query import Query
+from kenning.retrieval.query import Query
 
 if TYPE_CHECKING:
     from kenning.store import ChunkFilter, Snapshot

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kenning.search.query import Query
+from kenning.retrieval.query import Query
 
 K = 15  # lower than the usual 60: the head of each branch carries most of the evidence (dev set)
 

@@ -24,14 +24,14 @@ from kenning.errors import (
     UsageError,
 )
 from kenning.freshness import Freshness, failed_refresh, for_settings
-from kenning.search import dense, lexical, symbols
-from kenning.search.filters import Filters
-from kenning.search.fusion import fuse
-from kenning.search.projects import ProjectRef, resolve_projects
-from kenning.search.query import Query, analyze
-from kenning.search.ranking import Candidate, later_parts, rank
-from kenning.search.snippets import SnippetReader
-from kenning.search.units import declared_words, units
+from kenning.retrieval import dense, lexical, symbols
+from kenning.retrieval.filters import Filters
+from kenning.retrieval.fusion import fuse
+from kenning.retrieval.projects import ProjectRef, resolve_projects
+from kenning.retrieval.query import Query, analyze
+from kenning.retrieval.ranking import Candidate, later_parts, rank
+from kenning.retrieval.snippets import SnippetReader
+from kenning.retrieval.units import declared_words, units
 from kenning.store.ids import ChunkId
 
 if TYPE_CHECKING:
