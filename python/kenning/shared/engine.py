@@ -54,7 +54,7 @@ def require_pymilvus() -> Any:
     # pymilvus's client-side VARCHAR check, given one value of a row, walks it character by
     # character and compares each character's length (1) with the field's limit: it refuses
     # nothing (the engine checks lengths) and took 60% of a publish's time.
-    helper = importlib.import_module("pymilvus.client.entity_helper")
+    helper: Any = importlib.import_module("pymilvus.client.entity_helper")
     if getattr(helper, "CHECK_STR_ARRAY", False):
         helper.CHECK_STR_ARRAY = False
     return pymilvus
