@@ -368,6 +368,27 @@ puts 1
         ],
         ["Net.HttpClient.make", "Net.HttpClient.send"],
     ),
+    "elixir": (
+        r"""
+import Config
+# Doc for module.
+defmodule Net do
+  @moduledoc "Networking."
+  defmodule HttpClient do
+    @doc "Send it."
+    def send(req), do: req
+    def send(req, opts), do: {req, opts}
+    defp make, do: 1
+  end
+end
+def top(a), do: a
+""",
+        [
+            ("module", "Net", 2, 11),
+            ("function", "top", 12, 12),
+        ],
+        [],
+    ),
     "c": (
         r"""
 #include <stdio.h>
@@ -685,11 +706,12 @@ def test_empty_blank_and_invalid_utf8_files() -> None:
     )
     | st.lists(
         st.sampled_from(
-            ["def f(x):", "    return x", "class A:", "    pass", "# note", "", "}", "{", "x" * 90]
+            ["def f(x):", "    return x", "class A:", "    pass", "# note", "", "}", "{", "x" * 90,
+             "defmodule A do", "  @doc false", "  def f(x), do: x", "end"]
         ),
         max_size=80,
     ).map("\n".join),
-    language=st.sampled_from([None, "python", "javascript", "markdown", "rust", "c"]),
+    language=st.sampled_from([None, "python", "javascript", "markdown", "rust", "c", "elixir"]),
     max_tokens=st.integers(min_value=4, max_value=64),
 )
 def test_budget_and_coverage_hold_for_any_text(

@@ -18,7 +18,7 @@ from kenning.records import Chunk
 __all__ = ["CHUNKER_VERSION", "DOCS_LANGUAGES", "chunk_file"]
 
 # Part of the index descriptor: bump whenever the chunks cut from the same bytes change.
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3
 
 # The prose languages: search tells their chunks (kind "docs") from code.
 DOCS_LANGUAGES = frozenset({"markdown", "rst", "text", "asciidoc", "org"})

@@ -66,6 +66,9 @@ class Cutter:
 
     def __init__(self, data: bytes, max_tokens: int, count_tokens: Callable[[str], int]) -> None:
         self.data = data
+        # Whether a small head (``defmodule X do``) packs with the first part of a too-big range
+        # after it (a long ``@moduledoc``) instead of standing alone (see LanguageSpec).
+        self.head_opens_long = False
         self.max_tokens = max_tokens
         self.count_tokens = count_tokens
         raw = np.frombuffer(data, dtype=np.uint8)
@@ -191,6 +194,11 @@ class Cutter:
             count = self.tokens(start, end) if exact else self.estimate(start, end)
             if count > self.max_tokens or self.lines(start, end) > SPLIT_LINES:
                 if not self.fits(start, end):
+                    if self.head_opens_long and group and total < self.max_tokens // 4:
+                        inner = self.opening(start, end, node)
+                        if len(inner) > 1:  # a small head takes the first part of what follows
+                            queue.extend(reversed(inner))
+                            continue
                     if group:
                         flush()
                     out.extend(self.split(start, end, node, label))
@@ -218,16 +226,24 @@ class Cutter:
 
     def split(self, start: int, end: int, node: Any, label: Piece) -> list[Piece]:
         """Pieces of a range too big for one: syntax children, else lines, else characters."""
+        segments = self.opening(start, end, node)
+        if len(segments) > 1:
+            return self.pack(segments, label)
+        return [label.at(s, e) for s, e in self.split_line(start, end)]
+
+    def opening(self, start: int, end: int, node: Any) -> list[Segment]:
+        """The segments a range too big for one is packed from: its syntax children, else its
+        paragraphs or lines; one segment when it is a single line."""
         if node is not None:
             segments = self.node_segments(node, start, end)
             if len(segments) > 1:
-                return self.pack(segments, label)
+                return segments
         if self.line_of(start) != self.line_of(max(start, end - 1)):
             segments = self.line_segments(start, end)
             if len(segments) == 1:  # one paragraph that only looked small: cut at every line
                 segments = self.line_segments(start, end, by_line=True)
-            return self.pack(segments, label)
-        return [label.at(s, e) for s, e in self.split_line(start, end)]
+            return segments
+        return [(start, end, node)]
 
     def node_segments(self, node: Any, start: int, end: int) -> list[Segment]:
         """Tile [start, end) at the starts of ``node``'s named children, expanding the big ones

@@ -7,11 +7,18 @@ wrapper, the kind and name come from the declaration inside. ``transparent`` nod
 declarations without being one chunk (namespaces, ``#ifdef`` blocks): their members are chunked
 one by one; ``qualifying`` transparent nodes (Ruby and Rust modules) also prefix member symbols.
 ``doc_prefixes`` start the lines of comments and attributes that belong to the declaration below.
+
+Elixir has no declaration nodes: every ``defmodule``, ``def`` or ``defmacro`` is a ``call``,
+told apart by its target identifier (``calls``; ``@callback`` is an attribute). Its ``@doc``,
+``@spec``, ``@impl``... attributes above a definition are attached to it, and the clauses of
+one function next to each other (``def f(0)``, ``def f(n)``) make one declaration.
+``defstruct``, ``defexception``, ``use`` and ``@moduledoc`` describe the module and stay in its
+header piece.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -23,6 +30,13 @@ class LanguageSpec:
     doc_prefixes: tuple[str, ...] = ("//", "/*", "*")
     # Node types whose kind is the first keyword among their tokens (Swift, Kotlin classes).
     keyword_kinds: frozenset[str] = frozenset()
+    # Elixir: a ``call`` whose target identifier is a key here declares that kind.
+    calls: dict[str, str] = field(default_factory=dict)
+    # Whether a function inside a type is a method (not in Elixir, whose modules hold functions).
+    methods: bool = True
+    # Whether a small head packs with the first part of a too-big range after it rather than
+    # standing alone: ``defmodule X do`` with the opening of a long ``@moduledoc``.
+    head_opens_long: bool = False
 
 
 HASH_DOC = ("#",)
@@ -193,12 +207,35 @@ LANGUAGES: dict[str, LanguageSpec] = {
     ),
     "lua": LanguageSpec(decls={"function_declaration": "function"}, doc_prefixes=("--",)),
     "bash": LanguageSpec(decls={"function_definition": "function"}, doc_prefixes=HASH_DOC),
+    "elixir": LanguageSpec(
+        decls={},
+        calls={
+            "defmodule": "module",
+            "defprotocol": "interface",
+            "defimpl": "impl",
+            "def": "function",
+            "defp": "function",
+            "defdelegate": "function",
+            "defmacro": "macro",
+            "defmacrop": "macro",
+            "defguard": "macro",
+            "defguardp": "macro",
+            "@callback": "function",
+            "@macrocallback": "macro",
+        },
+        methods=False,
+        head_opens_long=True,
+        doc_prefixes=HASH_DOC,
+    ),
 }
 
 # Kinds whose members (methods) are chunked one by one when the whole does not fit.
 CONTAINER_KINDS = frozenset(
-    {"class", "struct", "enum", "trait", "interface", "impl", "object", "record", "extension"}
-)
+    {
+        "class", "struct", "enum", "trait", "interface", "impl", "object", "record", "extension",
+        "module",
+    }
+)  # fmt: skip
 # Keywords that name the kind of a Swift or Kotlin ``class_declaration``.
 KIND_KEYWORDS = {
     "class": "class",

@@ -26,7 +26,8 @@ __all__ = ["KINDS", "LANGUAGES", "Filters", "normalize_path_filter"]
 
 # Kinds a chunk can have: the declarations of each grammar, a method (a function in a type),
 # the filler around declarations (block, module), Markdown sections and line windows.
-CHUNK_KINDS = frozenset({*(kind for spec in GRAMMARS.values() for kind in spec.decls.values()),
+CHUNK_KINDS = frozenset({*(kind for spec in GRAMMARS.values()
+                           for kind in (*spec.decls.values(), *spec.calls.values())),
                          *KIND_KEYWORDS.values(), "method", "block", "module", "section",
                          "window"})
 # code, docs, test ...: classes of files and regions (classes.py), see ``bind``
