@@ -47,6 +47,16 @@ def test_a_file_the_query_names_is_preferred() -> None:
     assert [c.id for c in ranked] == [2, 1]
 
 
+@pytest.mark.parametrize(("query", "path"), [
+    ("where are routes registered", "lib/route.ts"),  # `routes` once lost its `es`, not `s`
+    ("how are objects serialized", "src/MessagePackSerializer.cs"),
+    ("how are retries scheduled", "lib/retry.js"),
+])
+def test_the_file_name_vote_compares_stems(query: str, path: str) -> None:
+    cands = [_cand(1, "lib/other.py", score=0.105), _cand(2, path)]
+    assert rank(cands, analyze(query))[0].path == path
+
+
 def test_the_file_name_vote_does_not_override_a_much_better_chunk() -> None:
     cands = [_cand(1, "rich/console.py", score=0.19), _cand(2, "rich/text.py", score=0.12)]
     ranked = rank(cands, analyze("convert a string to a text instance"))

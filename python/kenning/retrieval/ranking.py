@@ -18,11 +18,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
+
+import snowballstemmer
 
 from kenning.retrieval import symbols
 from kenning.retrieval.classes import categories, superseded
@@ -56,9 +59,10 @@ FILE_NAME_VOTE = 0.5
 FILE_NAME_VOTE_IDENTIFIER = 1.5
 # File names that say nothing of their content: their folder's name says it instead.
 _GENERIC_STEMS = frozenset({"mod", "index", "init", "__init__", "main", "lib"})
-# Endings dropped before comparing whole words: `tokens` in a query and a file `token.py`, or the
-# other way round.
-_INFLECTIONS = ("ing", "es", "ed", "s")
+# Words are compared by their Snowball (Porter 2) stems: `routes` in a query and a file
+# `route.ts`, `serialized` and `MessagePackSerializer`.
+_STEMMER = snowballstemmer.stemmer("english")
+_STEMMER_LOCK = threading.Lock()  # a stemmer keeps the word it works on in itself
 
 # the multiplier a chunk of each category (classes.py) gets unless the query asks for it
 PENALTY = {"test": 0.3, "example": 0.6, "vendored": 0.5, "generated": 0.5, "compat": 0.6,
@@ -88,12 +92,12 @@ class _Asked:
 
     query: Query
     names: tuple[str, ...]
-    terms: frozenset[str]
+    terms: frozenset[str]  # the stems of its words
     file_vote: float
 
     @classmethod
     def of(cls, query: Query) -> _Asked:
-        terms = frozenset(query.terms) | {_uninflected(t) for t in query.terms}
+        terms = frozenset(stem(t) for t in query.terms)
         vote = FILE_NAME_VOTE_IDENTIFIER if query.identifier_like else FILE_NAME_VOTE
         return cls(query, query.symbol_names, terms, vote)
 
@@ -127,12 +131,12 @@ def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int],
         elif grade >= symbols.CASELESS:  # `monad` for the query `Monad`: likely, not surely it
             score *= 1 + (DEFINITION_BOOST - 1) / 2
         else:
-            own = set(split_identifier(QUALIFIER.split(candidate.symbol)[-1]))
+            own = {stem(w) for w in split_identifier(QUALIFIER.split(candidate.symbol)[-1])}
             if own:
                 score *= 1 + (NAME_MATCH_BOOST - 1) * len(own & asked.terms) / len(own)
     words = file_words(candidate.path)
     if words:
-        said = sum(1 for w in words if w in asked.terms or _uninflected(w) in asked.terms)
+        said = sum(1 for w in words if stem(w) in asked.terms)
         score += asked.file_vote * said / len(words) / (K + 1)
     for category in categories(candidate.path, candidate.language, candidate.symbol):
         if category not in asked.query.asks_for:
@@ -142,12 +146,11 @@ def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int],
     return score
 
 
-def _uninflected(word: str) -> str:
-    """``word`` without an inflection, compared whole (not a prefix) with the query's words."""
-    for suffix in _INFLECTIONS:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """``word``'s stem, compared whole (not as a prefix) with the stems of the query's words."""
+    with _STEMMER_LOCK:
+        return _STEMMER.stemWord(word)
 
 
 @lru_cache(maxsize=8192)
@@ -188,7 +191,7 @@ def lift_files_declaring(candidates: list[Candidate], asked: _Asked,
                          declared: dict[str, frozenset[str]]) -> None:
     """Add to each file's best chunk a share of the top score, by the share of the query's
     terms that the names of the file's declarations say."""
-    terms = {_uninflected(t) for t in asked.query.terms}
+    terms = asked.terms
     if not terms or not candidates:
         return
     best: dict[str, Candidate] = {}
@@ -197,7 +200,7 @@ def lift_files_declaring(candidates: list[Candidate], asked: _Asked,
             best[cand.path] = cand
     top = max(c.score for c in candidates)
     for path, cand in best.items():
-        said = {_uninflected(w) for w in declared.get(path, frozenset()) | path_words(path)} & terms
+        said = {stem(w) for w in declared.get(path, frozenset()) | path_words(path)} & terms
         cand.score += FILE_DECLARATION_LIFT * top * len(said) / len(terms)
 
 
