@@ -193,22 +193,29 @@ def dense(engine: Engine, query_vector: np.ndarray, heads: dict[str, Published],
     return out
 
 
-def _later_parts(engine: Engine, cands: list[Candidate], rows: dict[int, dict[str, Any]],
-                 query: Query) -> set[int]:
+def _later_parts(engine: Engine, project: str, cands: list[Candidate],
+                 rows: dict[int, dict[str, Any]], query: Query) -> set[int]:
     """As ``ranking.later_parts``: candidates named as a queried symbol that are not where it
-    is declared (a later part of a declaration split into several chunks)."""
+    is declared (a later part of a declaration split into several chunks); the parts of all
+    of them are read in one engine query."""
     names = query.symbol_names
+    named = [cand for cand in cands if cand.symbol
+             and symbols.best_grade(cand.symbol, names) >= symbols.CASELESS]
+    if not named:
+        return set()
+    paths = sorted({rows[cand.id]["path"] for cand in named})
+    declared = sorted({rows[cand.id]["symbol"] for cand in named})
+    first: dict[tuple[str, str, str], int] = {}
+    for row in engine.query(engine.chunks, _and(
+            f"project == {quote(project)}", one_of("path", paths), one_of("symbol", declared)),
+            ["path", "symbol", "signature", "start_byte"], "reading declarations' parts"):
+        key = (row["path"], row["symbol"], row["signature"])
+        first[key] = min(first.get(key, row["start_byte"]), row["start_byte"])
     parts: set[int] = set()
-    for cand in cands:
-        if not cand.symbol or symbols.best_grade(cand.symbol, names) < symbols.CASELESS:
-            continue
+    for cand in named:
         row = rows[cand.id]
-        same = engine.query(engine.chunks, _and(
-            f"project == {quote(row['project'])}", f"path == {quote(row['path'])}",
-            f"symbol == {quote(row['symbol'])}", f"signature == {quote(row['signature'])}"),
-            ["start_byte"], "reading a declaration's parts", limit=100)
-        first = min((r["start_byte"] for r in same), default=None)
-        if first is not None and cand.start_byte > first:
+        start = first.get((row["path"], row["symbol"], row["signature"]))
+        if start is not None and cand.start_byte > start:
             parts.add(cand.id)
     return parts
 
@@ -367,7 +374,7 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
                      if cid in symbol_hits or cosine.get(cid, floor) >= floor}
         head = sorted(fused, key=lambda cid: -fused[cid])[:depths["rank"]]
         cands = [_candidate(cid, rows[cid], fused[cid]) for cid in head]
-        ranked = rank(cands, query, _later_parts(engine, cands, rows, query),
+        ranked = rank(cands, query, _later_parts(engine, project, cands, rows, query),
                       partial(units, _EngineFiles(engine, project, pk_of)), depth=limit,
                       declared_of=partial(declared, engine, project))[:limit]
         for c in ranked:
