@@ -299,15 +299,25 @@ DECLARATIONS = {"shop/cart.py": "import decimal\n\n\nclass Cart:\n"
                 + "        return self\n"}
 
 
+# more files on the subject, for the signals that compare files
+SHOP = {"shop/catalog.py": 'def find_product(catalog, name):\n    """The product of the shop\'s '
+        'catalog with this name, for adding to a cart."""\n    return catalog.get(name)\n',
+        "shop/checkout.py": 'def checkout(cart, coupon=None):\n    """Pay for the items in '
+        'the shopping cart, with a discount coupon if given."""\n    total = cart.total()\n'
+        '    if coupon:\n        total -= coupon.amount\n    return total\n\n\n'
+        'def receipt_lines(cart):\n    """One line per item in the cart."""\n'
+        '    return [str(item) for item in cart.items]\n'}
+
+
 def test_shared_results_span_the_units_local_ones_do(tmp_path: Path, model: Any,
                                                      shared_uri: str):
     """A declaration cut into several chunks is one result spanning it, and a one-line accessor
     comes with its siblings, from the engine as from the local index: same spans, same
-    snippets, the same order (from the same candidates: the vector branch, exact on both with so
-    few rows)."""
+    snippets, the same order and scores (from the same candidates: the vector branch, exact on
+    both with so few rows)."""
     from index_helpers import make_repo
 
-    root = make_repo(tmp_path / "shop", DECLARATIONS)
+    root = make_repo(tmp_path / "shop", {**DECLARATIONS, **SHOP})
     local = _settings("local", shared_uri)
     publish(root, local, embedder=model)
     ref = _ref(root, local, model)
@@ -322,4 +332,8 @@ def test_shared_results_span_the_units_local_ones_do(tmp_path: Path, model: Any,
                 for backend in ("local", "shared")]
         assert [(r["path"], r["start_line"], r["end_line"], r["content"]) for r in outs[1]] == \
             [(r["path"], r["start_line"], r["end_line"], r["content"]) for r in outs[0]]
+        # the same scores: the signals that read whole files (declared names, how close each
+        # file is to the query) read the engine's rows as the local ones
+        assert [r["score"] for r in outs[1]] == pytest.approx([r["score"] for r in outs[0]],
+                                                              rel=1e-3)
     assert any(r["start_line"] < r["end_line"] - 60 for r in outs[1])  # a whole declaration

@@ -6,7 +6,7 @@ which orders them and is what the relevance floor is measured on (never the Hamm
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,9 @@ FLOORS = {name: MINILM_FLOOR
 # The cosine of a one- or two-word query ("application", "Rack::Builder") is too low and too
 # flat to judge relevance; such queries rely on their words and symbols being present instead.
 FLOOR_MIN_TERMS = 3
+# A file's closeness to a query is the mean cosine of this many of its best chunks: one chunk
+# alone is that chunk's score again, and the centroid of all of them favours small files.
+TOPIC_CHUNKS = 3
 
 
 def relevance_floor(model: str) -> float | None:
@@ -81,3 +84,20 @@ def cosines(snap: Snapshot, query_vector: np.ndarray,
     scores = kernels.rescore(query_vector, np.ascontiguousarray(snap.int8[vids]),
                              np.ascontiguousarray(snap.scales[vids]))
     return {row[0]: float(score) for row, score in zip(rows, scores, strict=True)}
+
+
+def best_cosines(cosines: Iterable[tuple[str, float]], per_file: int = TOPIC_CHUNKS
+                 ) -> dict[str, float]:
+    """Path -> the mean of its ``per_file`` best chunk cosines (all it has, when fewer)."""
+    by_path: dict[str, list[float]] = {}
+    for path, score in cosines:
+        by_path.setdefault(path, []).append(score)
+    return {path: float(np.mean(sorted(scores)[-per_file:])) for path, scores in by_path.items()}
+
+
+def file_topics(snap: Snapshot, query_vector: np.ndarray, paths: Sequence[str]) -> dict[str, float]:
+    """Path -> how close the file is to the query, read whole: the mean cosine of its
+    TOPIC_CHUNKS best chunks, among all its chunks, not just those that became candidates."""
+    owner = {row[0]: path for path, rows in snap.file_chunks(paths).items() for row in rows}
+    return best_cosines((owner[cid], score)
+                        for cid, score in cosines(snap, query_vector, owner).items())
