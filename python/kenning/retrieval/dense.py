@@ -13,6 +13,7 @@ import numpy as np
 
 from kenning import kernels
 from kenning.embedding.profiles import normalise_name
+from kenning.retrieval.file_cache import FileCache
 from kenning.store import Snapshot, graph
 
 SHORTLIST = 300  # Hamming candidates rescored per query
@@ -86,18 +87,26 @@ def cosines(snap: Snapshot, query_vector: np.ndarray,
     return {row[0]: float(score) for row, score in zip(rows, scores, strict=True)}
 
 
-def best_cosines(cosines: Iterable[tuple[str, float]], per_file: int = TOPIC_CHUNKS
-                 ) -> dict[str, float]:
-    """Path -> the mean of its ``per_file`` best chunk cosines (all it has, when fewer)."""
-    by_path: dict[str, list[float]] = {}
-    for path, score in cosines:
-        by_path.setdefault(path, []).append(score)
-    return {path: float(np.mean(sorted(scores)[-per_file:])) for path, scores in by_path.items()}
+def best_mean(cosines: np.ndarray) -> float:
+    """The mean of a file's TOPIC_CHUNKS best chunk cosines (of all, when it has fewer)."""
+    return float(np.sort(cosines)[-TOPIC_CHUNKS:].mean())
+
+
+# Each file's vector ids, per snapshot and vector rows (vectors can come after their chunks).
+_file_vectors: FileCache[np.ndarray] = FileCache(4096)
 
 
 def file_topics(snap: Snapshot, query_vector: np.ndarray, paths: Sequence[str]) -> dict[str, float]:
-    """Path -> how close the file is to the query, read whole: the mean cosine of its
-    TOPIC_CHUNKS best chunks, among all its chunks, not just those that became candidates."""
-    owner = {row[0]: path for path, rows in snap.file_chunks(paths).items() for row in rows}
-    return best_cosines((owner[cid], score)
-                        for cid, score in cosines(snap, query_vector, owner).items())
+    """Path -> how close the file is to the query, read whole: ``best_mean`` of the cosines of
+    all its chunks, not just of those that became candidates."""
+    key = (f"{snap.token}/{snap.vector_epoch}/{snap.vector_rows}", snap.generation)
+    vectors = _file_vectors.get(key, list(paths), lambda missing: {
+        path: np.asarray(ids, np.int64) for path, ids in snap.vectors_of_files(missing).items()})
+    if not vectors:
+        return {}
+    rows = np.concatenate(list(vectors.values()))
+    scores = kernels.rescore(query_vector, np.ascontiguousarray(snap.int8[rows]),
+                             np.ascontiguousarray(snap.scales[rows]))
+    ends = np.cumsum([len(ids) for ids in vectors.values()])
+    return {path: best_mean(part)
+            for path, part in zip(vectors, np.split(scores, ends[:-1]), strict=True)}

@@ -15,12 +15,11 @@ chunk joined (up to the first chunk of the unit after it).
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from kenning.retrieval.file_cache import FileCache
 from kenning.retrieval.query import QUALIFIER
 from kenning.store.reads import FileChunk
 from kenning.tokens import split_identifier
@@ -73,8 +72,9 @@ def declared_words(snap: FileChunks, paths: Iterable[str],
                    snapshot: tuple[str, int] | None = None) -> dict[str, frozenset[str]]:
     """Path -> the words of the names its declarations have (``Router.merge_nested``: router,
     merge, nested)."""
-    return {path: name_words(run[0][6] for run in runs if run[0][6])
-            for path, runs in _runs(snap, sorted(set(paths)), snapshot).items()}
+    return _declared_of_files.get(snapshot, sorted(set(paths)), lambda missing: {
+        path: name_words(run[0][6] for run in runs if run[0][6])
+        for path, runs in _runs(snap, missing, snapshot).items()})
 
 
 def name_words(names: Iterable[str]) -> frozenset[str]:
@@ -94,32 +94,15 @@ def unit_of(rows: Sequence[Row], chunk: int) -> Unit | None:
     return None
 
 
-_cache: OrderedDict[tuple[str, int, str], list[list[Row]]] = OrderedDict()
-_CACHED_FILES = 2048
-_cache_lock = threading.Lock()
+_runs_of_files: FileCache[list[list[Row]]] = FileCache(2048)
+_declared_of_files: FileCache[frozenset[str]] = FileCache(4096)
 
 
 def _runs(snap: FileChunks, paths: list[str],
           snapshot: tuple[str, int] | None) -> dict[str, list[list[Row]]]:
     """Each file's chunks in runs (``_declarations``), from the cache where it has them."""
-    out: dict[str, list[list[Row]]] = {}
-    with _cache_lock:
-        for path in paths:
-            if snapshot is not None and (key := (snapshot[0], snapshot[1], path)) in _cache:
-                _cache.move_to_end(key)
-                out[path] = _cache[key]
-    missing = [p for p in paths if p not in out]
-    if not missing:
-        return out
-    rows = snap.file_chunks(missing)
-    with _cache_lock:
-        for path, file_rows in rows.items():
-            out[path] = _declarations(file_rows)
-            if snapshot is not None:
-                _cache[(snapshot[0], snapshot[1], path)] = out[path]
-        while len(_cache) > _CACHED_FILES:
-            _cache.popitem(last=False)
-    return out
+    return _runs_of_files.get(snapshot, paths, lambda missing: {
+        path: _declarations(rows) for path, rows in snap.file_chunks(missing).items()})
 
 
 def _declarations(rows: Sequence[Row]) -> list[list[Row]]:

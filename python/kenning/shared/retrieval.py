@@ -27,7 +27,7 @@ from kenning import kernels, safe_read
 from kenning.errors import SharedIndexError, UsageError
 from kenning.retrieval import symbols
 from kenning.retrieval.classes import CLASSES
-from kenning.retrieval.dense import best_cosines
+from kenning.retrieval.dense import best_mean
 from kenning.retrieval.filters import Filters, normalize_path_filter
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.query import QUALIFIER, Query
@@ -207,7 +207,10 @@ def topics(engine: Engine, project: str, query_vector: np.ndarray,
     if not rows:
         return {}
     cosines = _rescored(query_vector, [row["rescore"] for row in rows])
-    return best_cosines((row["path"], float(c)) for row, c in zip(rows, cosines, strict=True))
+    by_path: dict[str, list[float]] = defaultdict(list)
+    for row, score in zip(rows, cosines.tolist(), strict=True):
+        by_path[row["path"]].append(score)
+    return {path: best_mean(np.asarray(scores)) for path, scores in by_path.items()}
 
 
 def _later_parts(engine: Engine, project: str, cands: list[Candidate],
