@@ -130,30 +130,3 @@ def test_a_question_prefers_the_file_whose_declarations_it_names() -> None:
     cands = [_cand(1, "src/util.rs", score=0.12), _cand(2, "src/tree.rs", score=0.10)]
     described = analyze("match route params and wildcards")
     assert rank(cands, described, declared_of=declared_of)[0].path == "src/util.rs"
-
-
-def test_a_description_prefers_the_file_closest_to_it_as_a_whole() -> None:
-    """The home of a subject holds several chunks about it; a file with one chunk that happens
-    to match better is passed when its file is, read whole, far from the query."""
-    topic = {"lone.py": 0.20, "home.py": 0.55, "far.py": 0.10}
-
-    def topic_of(paths: list[str]) -> dict[str, float]:
-        return {p: topic[p] for p in paths}
-
-    def cands() -> list[Candidate]:
-        return [_cand(1, "lone.py", score=0.12), _cand(2, "home.py", score=0.10),
-                _cand(3, "far.py", score=0.09)]
-
-    assert rank(cands(), analyze("panic recovery middleware"), topic_of=topic_of)[0].id == 2
-    assert rank(cands(), analyze("panic recovery middleware"))[0].id == 1  # no vectors
-    # an identifier or two words say a name, not a subject: the best chunk stays first
-    for query in ("recoverMiddleware", "panic recovery"):
-        assert rank(cands(), analyze(query), topic_of=topic_of)[0].id == 1
-
-
-def test_a_files_closeness_is_the_mean_of_its_three_best_chunks() -> None:
-    import numpy as np
-    from kenning.retrieval.dense import best_mean
-
-    assert best_mean(np.array([0.1, 0.5, 0.4, 0.3])) == pytest.approx(0.4)
-    assert best_mean(np.array([0.3])) == pytest.approx(0.3)

@@ -332,8 +332,8 @@ def test_shared_results_span_the_units_local_ones_do(tmp_path: Path, model: Any,
                 for backend in ("local", "shared")]
         assert [(r["path"], r["start_line"], r["end_line"], r["content"]) for r in outs[1]] == \
             [(r["path"], r["start_line"], r["end_line"], r["content"]) for r in outs[0]]
-        # the same scores: the signals that read whole files (declared names, how close each
-        # file is to the query) read the engine's rows as the local ones
+        # the same scores: the signals that read whole files (the names they declare) read the
+        # engine's rows as they read the local ones
         assert [r["score"] for r in outs[1]] == pytest.approx([r["score"] for r in outs[0]],
                                                               rel=1e-3)
     assert any(r["start_line"] < r["end_line"] - 60 for r in outs[1])  # a whole declaration

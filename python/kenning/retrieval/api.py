@@ -177,13 +177,11 @@ def _search_snapshot(index: Index, ctx: _Context,
         cands = list(_candidates(snap, head).values())
         for cand in cands:
             cand.score = fused[cand.id]
-        vector = ctx.query_vector if "dense" in ctx.branches else None
-        ranked_cands = rank(
-            cands, ctx.query, later_parts(snap, cands, ctx.query),
-            lambda head: units(snap, head, (snap.token, snap.generation)), depth=ctx.limit,
-            declared_of=lambda paths: declared_words(snap, paths, (snap.token, snap.generation)),
-            topic_of=(None if vector is None
-                      else lambda paths: dense.file_topics(snap, vector, paths)))[: ctx.limit]
+        ranked_cands = rank(cands, ctx.query, later_parts(snap, cands, ctx.query),
+                            lambda head: units(snap, head, (snap.token, snap.generation)),
+                            depth=ctx.limit,
+                            declared_of=lambda paths: declared_words(
+                                snap, paths, (snap.token, snap.generation)))[: ctx.limit]
         reader = SnippetReader(index.root, snap.file_states({c.path for c in ranked_cands}),
                                int(ctx.settings["index.max_file_size"]))
         results = []

@@ -6,14 +6,13 @@ which orders them and is what the relevance floor is measured on (never the Hamm
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
 from kenning import kernels
 from kenning.embedding.profiles import normalise_name
-from kenning.retrieval.file_cache import FileCache
 from kenning.store import Snapshot, graph
 
 SHORTLIST = 300  # Hamming candidates rescored per query
@@ -34,9 +33,6 @@ FLOORS = {name: MINILM_FLOOR
 # The cosine of a one- or two-word query ("application", "Rack::Builder") is too low and too
 # flat to judge relevance; such queries rely on their words and symbols being present instead.
 FLOOR_MIN_TERMS = 3
-# A file's closeness to a query is the mean cosine of this many of its best chunks: one chunk
-# alone is that chunk's score again, and the centroid of all of them favours small files.
-TOPIC_CHUNKS = 3
 
 
 def relevance_floor(model: str) -> float | None:
@@ -85,28 +81,3 @@ def cosines(snap: Snapshot, query_vector: np.ndarray,
     scores = kernels.rescore(query_vector, np.ascontiguousarray(snap.int8[vids]),
                              np.ascontiguousarray(snap.scales[vids]))
     return {row[0]: float(score) for row, score in zip(rows, scores, strict=True)}
-
-
-def best_mean(cosines: np.ndarray) -> float:
-    """The mean of a file's TOPIC_CHUNKS best chunk cosines (of all, when it has fewer)."""
-    return float(np.sort(cosines)[-TOPIC_CHUNKS:].mean())
-
-
-# Each file's vector ids, per snapshot and vector rows (vectors can come after their chunks).
-_file_vectors: FileCache[np.ndarray] = FileCache(4096)
-
-
-def file_topics(snap: Snapshot, query_vector: np.ndarray, paths: Sequence[str]) -> dict[str, float]:
-    """Path -> how close the file is to the query, read whole: ``best_mean`` of the cosines of
-    all its chunks, not just of those that became candidates."""
-    key = (f"{snap.token}/{snap.vector_epoch}/{snap.vector_rows}", snap.generation)
-    vectors = _file_vectors.get(key, list(paths), lambda missing: {
-        path: np.asarray(ids, np.int64) for path, ids in snap.vectors_of_files(missing).items()})
-    if not vectors:
-        return {}
-    rows = np.concatenate(list(vectors.values()))
-    scores = kernels.rescore(query_vector, np.ascontiguousarray(snap.int8[rows]),
-                             np.ascontiguousarray(snap.scales[rows]))
-    ends = np.cumsum([len(ids) for ids in vectors.values()])
-    return {path: best_mean(part)
-            for path, part in zip(vectors, np.split(scores, ends[:-1]), strict=True)}

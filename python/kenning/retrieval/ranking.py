@@ -10,8 +10,6 @@
 - for a question ("how are retries handled"), a lift for the best chunk of each file in
   proportion to the file's share of the evidence: a mechanism lives where its chunks gather;
   and one by the query's words that its path and the names it declares say;
-- for a description ("panic recovery middleware"), a lift for the best chunk of each file by how
-  close the whole file is to the query, among the candidate files (``dense.file_topics``);
 - one result per unit of meaning (``units``): the chunks of one declaration cut into windows
   make one result, which spans the declaration and keeps its best window for the snippet;
 - per-file saturation, so one file cannot fill the page;
@@ -59,17 +57,6 @@ FILE_DECLARATION_LIFT = 0.6
 # the docstring set, where the words of a neighbouring file's name are often in the query.
 FILE_NAME_VOTE = 0.5
 FILE_NAME_VOTE_IDENTIFIER = 1.5
-# For a description of 3+ words (not an identifier), the best chunk of each candidate file is
-# multiplied by up to 1 + this, in proportion to how close the file's best chunks are to the
-# query, from the median candidate file (0) to the closest (all of it): the topic's home holds
-# several chunks about it, some of which did not become candidates. semble-bench dev, 12 repos:
-# 0.8445 -> 0.8516 NDCG@10 (architecture 0.809 -> 0.814, semantic 0.820 -> 0.831); docstring
-# dev span MRR@10 0.581 -> 0.554, file MRR@10 0.853 -> 0.852: a docstring describes one
-# function, and a small file of the same subject can pass the big one that holds it. Scored by
-# the centroid of all of a file's chunks instead, semble-bench gained a little more (0.8554)
-# but docstring file MRR fell to 0.835: small focused files passed the big one more often.
-FILE_TOPIC_LIFT = 0.3
-DESCRIPTION_MIN_TERMS = 3
 # File names that say nothing of their content: their folder's name says it instead.
 _GENERIC_STEMS = frozenset({"mod", "index", "init", "__init__", "main", "lib"})
 # Words are compared by their Snowball (Porter 2) stems: `routes` in a query and a file
@@ -217,22 +204,6 @@ def lift_files_declaring(candidates: list[Candidate], asked: _Asked,
         cand.score += FILE_DECLARATION_LIFT * top * len(said) / len(terms)
 
 
-def lift_files_on_topic(candidates: list[Candidate], topic: dict[str, float]) -> None:
-    """Multiply each file's best chunk by up to 1 + FILE_TOPIC_LIFT, by its file's closeness to
-    the query between the median candidate file's and the closest one's."""
-    best: dict[str, Candidate] = {}
-    for cand in candidates:
-        if cand.path not in best or cand.score > best[cand.path].score:
-            best[cand.path] = cand
-    values = sorted(topic[path] for path in best if path in topic)
-    if len(values) < 2 or values[-1] <= values[len(values) // 2]:
-        return
-    low, high = values[len(values) // 2], values[-1]
-    for path, cand in best.items():
-        if topic.get(path, low) > low:
-            cand.score *= 1 + FILE_TOPIC_LIFT * (topic[path] - low) / (high - low)
-
-
 def merge_units(ranked: list[Candidate], found: dict[int, Unit]) -> list[Candidate]:
     """One result per unit: its best chunk, spread over the unit, with its window kept for the
     snippet; the unit's other chunks are dropped."""
@@ -291,16 +262,12 @@ def rank(candidates: list[Candidate], query: Query, parts: AbstractSet[int] = fr
          units_of: Callable[[list[Candidate]], dict[int, Unit]] | None = None,
          depth: int = 30,
          declared_of: Callable[[list[str]], dict[str, frozenset[str]]] | None = None,
-         topic_of: Callable[[list[str]], dict[str, float]] | None = None,
          ) -> list[Candidate]:
     """Candidates (fused scores) re-scored by the signals, best first; changes them in place.
     ``parts`` are the ids ``later_parts`` found among them; ``units_of`` gives the units of the
     best, as many as the first ``depth`` results can come from (reading them costs a scan of
-    their files); ``topic_of`` how close each file is to the query (``dense.file_topics``)."""
+    their files)."""
     asked = _Asked.of(query)
-    if (topic_of is not None and candidates and not query.identifier_like
-            and len(query.terms) >= DESCRIPTION_MIN_TERMS):
-        lift_files_on_topic(candidates, topic_of(sorted({c.path for c in candidates})))
     if query.question:
         if declared_of is not None:
             lift_files_declaring(candidates, asked,

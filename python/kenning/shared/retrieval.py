@@ -27,7 +27,6 @@ from kenning import kernels, safe_read
 from kenning.errors import SharedIndexError, UsageError
 from kenning.retrieval import symbols
 from kenning.retrieval.classes import CLASSES
-from kenning.retrieval.dense import best_mean
 from kenning.retrieval.filters import Filters, normalize_path_filter
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.query import QUALIFIER, Query
@@ -183,34 +182,15 @@ def dense(engine: Engine, query_vector: np.ndarray, heads: dict[str, Published],
         hits = hamming(engine, bits, shortlist, scope, [*META, "rescore"])
         if not hits:
             continue
-        cosines = _rescored(query_vector, [row.pop("rescore") for row, _ in hits])
+        raw = [base64.b64decode(row.pop("rescore")) for row, _ in hits]
+        dims = len(query_vector)
+        int8 = np.frombuffer(b"".join(r[:dims] for r in raw), np.int8).reshape(len(raw), dims)
+        scales = np.frombuffer(b"".join(r[dims:] for r in raw), np.float32)
+        cosines = kernels.rescore(query_vector, np.ascontiguousarray(int8),
+                                  np.ascontiguousarray(scales))
         out += [(row, float(c)) for (row, _), c in zip(hits, cosines, strict=True)]
     out.sort(key=lambda item: -item[1])
     return out
-
-
-def _rescored(query_vector: np.ndarray, rescore: list[str]) -> np.ndarray:
-    """The cosines of the query with rows' ``rescore`` fields (base64 of the int8 row, then its
-    float32 scale)."""
-    raw = [base64.b64decode(value) for value in rescore]
-    dims = len(query_vector)
-    int8 = np.frombuffer(b"".join(r[:dims] for r in raw), np.int8).reshape(len(raw), dims)
-    scales = np.frombuffer(b"".join(r[dims:] for r in raw), np.float32)
-    return kernels.rescore(query_vector, np.ascontiguousarray(int8), np.ascontiguousarray(scales))
-
-
-def topics(engine: Engine, project: str, query_vector: np.ndarray,
-           paths: Sequence[str]) -> dict[str, float]:
-    """``dense.file_topics`` of the engine's rows: how close each file is to the query."""
-    rows = _file_rows(engine, project, paths, ["path", "rescore"],
-                      "reading the vectors of candidate files")
-    if not rows:
-        return {}
-    cosines = _rescored(query_vector, [row["rescore"] for row in rows])
-    by_path: dict[str, list[float]] = defaultdict(list)
-    for row, score in zip(rows, cosines.tolist(), strict=True):
-        by_path[row["path"]].append(score)
-    return {path: best_mean(np.asarray(scores)) for path, scores in by_path.items()}
 
 
 def _later_parts(engine: Engine, project: str, cands: list[Candidate],
@@ -244,21 +224,13 @@ def declared(engine: Engine, project: str, paths: Sequence[str]) -> dict[str, fr
     """Path -> the words of the names its published chunks declare (``units.declared_words``
     of the engine's rows)."""
     names: dict[str, set[str]] = {path: set() for path in paths}
-    for row in _file_rows(engine, project, paths, ["path", "symbol"],
-                          "reading the names files declare"):
-        if row["symbol"]:
-            names[row["path"]].add(row["symbol"])
+    for i in range(0, len(paths), PATHS_PER_QUERY):
+        for row in engine.query(engine.chunks, _and(f"project == {quote(project)}",
+                                                    one_of("path", paths[i:i + PATHS_PER_QUERY])),
+                                ["path", "symbol"], "reading the names files declare"):
+            if row["symbol"]:
+                names[row["path"]].add(row["symbol"])
     return {path: name_words(found) for path, found in names.items()}
-
-
-def _file_rows(engine: Engine, project: str, paths: Sequence[str], fields: list[str],
-               doing: str) -> list[dict[str, Any]]:
-    """``fields`` of every published chunk of ``paths`` in ``project``."""
-    scope = f"project == {quote(project)}"
-    return [row for i in range(0, len(paths), PATHS_PER_QUERY)
-            for row in engine.query(engine.chunks,
-                                    _and(scope, one_of("path", paths[i:i + PATHS_PER_QUERY])),
-                                    fields, doing)]
 
 
 class _EngineFiles:
@@ -404,9 +376,7 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
         cands = [_candidate(cid, rows[cid], fused[cid]) for cid in head]
         ranked = rank(cands, query, _later_parts(engine, project, cands, rows, query),
                       partial(units, _EngineFiles(engine, project, pk_of)), depth=limit,
-                      declared_of=partial(declared, engine, project),
-                      topic_of=(None if query_vector is None or "dense" not in branches
-                                else partial(topics, engine, project, query_vector)))[:limit]
+                      declared_of=partial(declared, engine, project))[:limit]
         for c in ranked:
             row = rows[c.id]
             results.append({

@@ -144,19 +144,6 @@ class SnapshotReads:
             f"c.content_hash WHERE c.id IN ({_marks(ids)}) AND v.vector_id < ?",
             [*ids, self.vector_rows]).fetchall()
 
-    def vectors_of_files(self, paths: Sequence[str]) -> dict[str, list[int]]:
-        """Path -> the vector ids of its chunks that have a committed vector (files without
-        any are absent)."""
-        found: dict[str, list[int]] = {}
-        if not paths or self.vector_rows == 0:
-            return found
-        for path, vector_id in self._conn.execute(
-                "SELECT c.path, v.vector_id FROM chunks c JOIN vectors v ON v.content_hash = "
-                f"c.content_hash WHERE c.path IN ({_marks(paths)}) AND v.vector_id < ?",
-                [*paths, self.vector_rows]):
-            found.setdefault(path, []).append(vector_id)
-        return found
-
     def allowed_vectors(self, keep: ChunkFilter) -> np.ndarray:
         """One flag per vector row, set for the vectors of the chunks ``keep`` keeps: the
         mask of a filtered scan."""
