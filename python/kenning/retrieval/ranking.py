@@ -111,12 +111,17 @@ def later_parts(snap: Snapshot, candidates: list[Candidate], query: Query) -> se
     of a declaration too big for one chunk (a class's fields and banner comments between its
     methods carry the class's name, but its first chunk holds the declaration). Measured:
     semble-bench dev symbol queries 0.903 -> 0.917 NDCG@10 once parts get no definition boost."""
-    asked = _Asked.of(query)
-    named = [cand for cand in candidates if _grade(cand, asked) >= symbols.CASELESS]
+    named = named_candidates(candidates, query)
     # the parts of one declaration share its signature too; overloads differ in theirs
     first = snap.declaration_starts([cand.id for cand in named])
     return {cand.id for cand in named
             if cand.id in first and cand.start_byte > first[cand.id]}
+
+
+def named_candidates(candidates: list[Candidate], query: Query) -> list[Candidate]:
+    """The candidates whose symbol is a name the query asks for (in any case)."""
+    asked = _Asked.of(query)
+    return [cand for cand in candidates if _grade(cand, asked) >= symbols.CASELESS]
 
 
 def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int],

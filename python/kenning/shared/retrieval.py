@@ -30,7 +30,7 @@ from kenning.retrieval.classes import CLASSES
 from kenning.retrieval.filters import Filters, normalize_path_filter
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.query import QUALIFIER, Query
-from kenning.retrieval.ranking import Candidate, rank
+from kenning.retrieval.ranking import Candidate, named_candidates, rank
 from kenning.retrieval.snippets import windowed
 from kenning.retrieval.units import Row, name_words, units
 from kenning.shared.engine import CLASS_FIELD, PATHS_PER_QUERY, Engine, one_of, quote
@@ -198,9 +198,7 @@ def _later_parts(engine: Engine, project: str, cands: list[Candidate],
     """As ``ranking.later_parts``: candidates named as a queried symbol that are not where it
     is declared (a later part of a declaration split into several chunks); the parts of all
     of them are read in one engine query."""
-    names = query.symbol_names
-    named = [cand for cand in cands if cand.symbol
-             and symbols.best_grade(cand.symbol, names) >= symbols.CASELESS]
+    named = named_candidates(cands, query)
     if not named:
         return set()
     paths = sorted({rows[cand.id]["path"] for cand in named})
