@@ -9,8 +9,12 @@ so indexes are reused between runs), then every query is searched with each bran
 
     # semble-bench dev split, through its scorer's batch protocol (one process per repo)
     python /work/shared/eval/semble-bench/score.py run --method batch --label hybrid \\
-        --batch-cmd 'python benchmarks/eval_quality.py batch --root {root} \\
+        --batch-cmd 'python benchmarks/eval_quality.py batch --root {root} --name {repo} \\
             --queries {queries} --out {out} -k {k} --mode hybrid'
+
+Each project is searched under its name (`--name`; the docstring set's package names), as a
+`[[projects]]` entry with that id would be: a benchmark root is often a folder inside the
+repository (`axum/src`), whose own name is not the project's.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import sys
 import time
@@ -47,11 +52,11 @@ def _index(root: Path, settings: Any, embedder: Any) -> float:
     return time.perf_counter() - started
 
 
-def _search(root: Path, query: str, mode: str, k: int, settings: Any,
+def _search(root: Path, name: str, query: str, mode: str, k: int, settings: Any,
             embedder: Any) -> list[dict[str, Any]]:
     from kenning.retrieval import ProjectRef, search
 
-    result = search(query, [ProjectRef("eval", root)], settings=settings, limit=k,
+    result = search(query, [ProjectRef(name, root)], settings=settings, limit=k,
                     refresh=False, embedder=embedder, branches=MODES[mode])
     return result["results"]
 
@@ -75,7 +80,8 @@ def docstring(args: argparse.Namespace) -> None:
             rows = []
             for q in items:
                 started = time.perf_counter()
-                hits = _search(root, q["query"], mode, 10, settings, embedder)
+                hits = _search(root, re.sub(r"-[0-9][^-]*$", "", package), q["query"], mode, 10,
+                               settings, embedder)
                 latencies[mode].append(time.perf_counter() - started)
                 span = file = None
                 for rank, h in enumerate(hits, 1):
@@ -117,7 +123,7 @@ def batch(args: argparse.Namespace) -> None:
                 continue
             item = json.loads(line)
             started = time.perf_counter()
-            hits = _search(root, item["query"], args.mode, args.k, settings, embedder)
+            hits = _search(root, args.name, item["query"], args.mode, args.k, settings, embedder)
             ms = (time.perf_counter() - started) * 1000
             results = [{"path": h["path"], "start_line": h["start_line"],
                         "end_line": h["end_line"], "score": h["score"]} for h in hits]
@@ -139,6 +145,7 @@ def main() -> None:
     doc.set_defaults(run=docstring)
     bat = sub.add_parser("batch", help="semble-bench batch protocol for one repo")
     bat.add_argument("--root", required=True)
+    bat.add_argument("--name", default="eval", help="the project's name (the repo's)")
     bat.add_argument("--queries", required=True)
     bat.add_argument("--out", required=True)
     bat.add_argument("-k", type=int, default=10)

@@ -79,6 +79,25 @@ def is_valid_id(pid: object) -> bool:
     return isinstance(pid, str) and _VALID_ID.fullmatch(pid) is not None
 
 
+# Folder names that say what a folder holds in any project rather than which project it is: a
+# root so named leaves its name in queries.
+_GENERIC_NAMES = frozenset({
+    "src", "source", "sources", "lib", "libs", "app", "api", "core", "code", "main", "server",
+    "client", "web", "backend", "frontend", "project", "repo", "service", "pkg", "packages",
+})
+
+
+def names(root: Path, configured_id: str | None = None) -> frozenset[str]:
+    """What the project at ``root`` is called, so searches can leave its name out of queries:
+    the id its ``[[projects]]`` entry gives it, else its folder's name and its git remote's
+    repository name."""
+    found = {configured_id} if configured_id else {root.name}
+    if not configured_id and (remote := _git_remote(root)):
+        found.add(_remote_slug(remote).rsplit("/", 1)[-1])
+    return frozenset(name for name in found if len(name) >= 3
+                     and name.lower() not in _GENERIC_NAMES)
+
+
 def project_id(root: Path) -> str:
     remote = _git_remote(root)
     base = _remote_slug(remote) if remote else root.name.lower()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kenning import project
 from kenning.config import Settings
 from kenning.embedding import Embedder, WordsOnly, borrowed, deadline, dimensioned
 from kenning.errors import (
@@ -276,8 +277,8 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
             raise UsageError(f"The limit must be at least 1, got {limit}.")
         capped = limit > MAX_LIMIT
         limit = min(limit, MAX_LIMIT)
-        parsed = analyze(query)
         refs = list(projects) if projects else resolve_projects(settings)
+        parsed = analyze(query, _names_in_common(refs))
         filters = Filters(path_filter, language, kind)
         for ref in refs:  # refuse a bad filter before any work
             filters.bind(ref.root)
@@ -329,6 +330,13 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
     return result
 
 
+def _names_in_common(refs: Sequence[ProjectRef]) -> frozenset[str]:
+    """The names every project searched answers to: the project's, when there is one."""
+    found = [project.names(ref.root, ref.id if ref.id != project.project_id(ref.root) else None)
+             for ref in refs]
+    return frozenset.intersection(*found) if found else frozenset()
+
+
 def _embed_query(ctx: _Context) -> None:
     """The query's vector; while the embedder is known to be down (it failed moments ago) it
     is not asked again, so a degraded search does not wait on connection retries each time."""
@@ -336,7 +344,7 @@ def _embed_query(ctx: _Context) -> None:
         down = ctx.freshness.down_error()
         if down is not None:
             raise down
-        vector = ctx.embedder.embed_query(ctx.query.text)
+        vector = ctx.embedder.embed_query(ctx.query.searched)
         ctx.query_vector = np.ascontiguousarray(vector, np.float32)
     except EmbedderError as exc:
         ctx.freshness.embedder_failed(exc)
