@@ -344,7 +344,7 @@ def _embed_query(ctx: _Context) -> None:
         down = ctx.freshness.down_error()
         if down is not None:
             raise down
-        vector = ctx.embedder.embed_query(ctx.query.searched)
+        vector = ctx.embedder.embed_query(ctx.query.embedded)
         ctx.query_vector = np.ascontiguousarray(vector, np.float32)
     except EmbedderError as exc:
         ctx.freshness.embedder_failed(exc)

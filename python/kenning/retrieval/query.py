@@ -2,9 +2,11 @@
 
 A query is natural language ("how are retries handled"), an identifier (``parse_header``,
 ``HttpClient.send``, ``Foo::bar``) or a mix. Identifiers weigh the symbol branch up; words
-such as "test" or "example" lift the penalty on that kind of code. The name of the project
-searched is left out ("how does tokio spawn tasks" in tokio): it is in every question about the
-project, matches its docs and examples wherever they say it, and names no place in it.
+such as "test" or "example" lift the penalty on that kind of code. The model embeds the query
+without the name of the project searched ("how does tokio spawn tasks" in tokio): the name is in
+every question about the project and names no place in it, but it draws the query's vector to
+the docs and examples that say it. (BM25 needs no such help: a word found everywhere weighs
+little there.)
 """
 
 from __future__ import annotations
@@ -57,17 +59,17 @@ ASKS_FOR = {
 }
 # Phrases asking how to use something: examples and docs answer them as well as code.
 _USAGE = re.compile(r"\bhow (?:do (?:i|you|we) |to |can (?:i|you) )use\b|\busage\b", re.IGNORECASE)
-# A query keeps the project's name unless this many words remain without it ("Rack spec
-# conformance validator" needs all four). semble-bench dev, the 50 queries that say their
-# project's name and keep 4 words or more without it: NDCG@10 0.793 -> 0.830 (12 gained, 7
-# lost); the one that kept 3 lost 0.37.
+# The embedded query keeps the project's name unless this many words remain without it ("Rack
+# spec conformance validator" needs all four). semble-bench dev, the 50 queries that say their
+# project's name and keep four words or more without it: NDCG@10 0.793 -> 0.841 (11 gained, 5
+# lost); leaving the name out of the lexical terms too gained no more (0.830).
 NAMELESS_MIN_WORDS = 4
 
 
 @dataclass(frozen=True)
 class Query:
-    text: str  # as typed
-    searched: str  # what the branches search for: ``text`` without the project's name
+    text: str
+    embedded: str  # what the model embeds: ``text`` without the project's name
     terms: tuple[str, ...]  # lexical terms, lower-case, no stop words, de-duplicated
     identifiers: tuple[str, ...]  # identifier-like words as typed (case kept)
     identifier_like: bool  # the query as a whole is an identifier (or a few)
@@ -101,14 +103,14 @@ def without_names(text: str, names: Collection[str]) -> str:
 
 
 def analyze(text: str, project_names: Collection[str] = ()) -> Query:
-    """The query ``text``, searched without the words that say one of ``project_names``."""
-    typed = text.strip()
-    if not typed:
+    """The query ``text``; the model embeds it without the words that say one of
+    ``project_names``."""
+    text = text.strip()
+    if not text:
         raise UsageError("The query is empty.", hint="Describe what you are looking for.")
-    if len(typed) > 2000:
+    if len(text) > 2000:
         raise UsageError("The query is longer than 2000 characters.",
                          hint="Shorten it to the words that matter.")
-    text = without_names(typed, project_names)
     words = text.split()
     identifiers = [m.group(0).strip("#.:") for w in words
                    if (m := _IDENT.fullmatch(w.strip("()`'\",;:?!")))]
@@ -127,5 +129,5 @@ def analyze(text: str, project_names: Collection[str] = ()) -> Query:
         asks |= {"example", "docs"}
     identifier_like = bool(identifiers) and len(identifiers) * 2 >= len(words)
     question = words[0].lower() in QUESTION_WORDS
-    return Query(typed, text, tuple(terms), tuple(dict.fromkeys(identifiers)), identifier_like,
-                 asks, question)
+    return Query(text, without_names(text, project_names), tuple(terms),
+                 tuple(dict.fromkeys(identifiers)), identifier_like, asks, question)
