@@ -29,8 +29,9 @@ from kenning.retrieval import dense, lexical, symbols
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.projects import ProjectRef, resolve_projects
-from kenning.retrieval.query import Query, analyze
+from kenning.retrieval.query import QUALIFIER, Query, analyze
 from kenning.retrieval.ranking import Candidate, later_parts, rank
+from kenning.retrieval.reexports import reexporting
 from kenning.retrieval.snippets import SnippetReader
 from kenning.retrieval.units import declared_words, units
 from kenning.store.ids import ChunkId
@@ -153,6 +154,8 @@ def _search_snapshot(index: Index, ctx: _Context,
         if "symbol" in ctx.branches:
             rankings["symbol"] = symbols.search(snap, ctx.query, limit=max(SYMBOL_DEPTH, wide),
                                                 keep=keep)
+        if "symbol" in rankings and "lexical" in rankings:
+            _add_reexports(index, snap, ctx, rankings)
         if scan is not None:
             depth = max(DENSE_DEPTH, wide)
             hits = scan.result()[: depth + depth // 2]  # room for unused vectors
@@ -196,6 +199,30 @@ def _search_snapshot(index: Index, ctx: _Context,
                 "symbol": c.symbol, "score": round(c.score, 6), "content": content,
                 "stale": stale, "_file_bytes": reader.file_size(c.path)})
         return results, snap.revision
+
+
+def _add_reexports(index: Index, snap: Snapshot, ctx: _Context,
+                   rankings: dict[str, list[tuple[int, float]]]) -> None:
+    """When no chunk declares a name the query asks for, put the chunks that re-export it
+    (``reexports``) at the head of the symbol branch, as declarations; they are looked for among
+    the lexical branch's chunks that declare nothing."""
+    if not ctx.query.identifiers or any(grade >= symbols.LAST_PART
+                                        for _, grade in rankings["symbol"]):
+        return
+    order = {cid: rank for rank, (cid, _) in enumerate(rankings["lexical"])}
+    rows = sorted((row for row in snap.chunk_rows(list(order)) if row[8] is None),
+                  key=lambda row: order[row[0]])
+    reader = SnippetReader(index.root, snap.file_states({row[1] for row in rows}),
+                           int(ctx.settings["index.max_file_size"]))
+    by_id = {row[0]: row for row in rows}
+
+    def text_of(cid: int) -> str:
+        _, path, _, _, start, end, *_ = by_id[cid]
+        return reader.read(path, start, end)[0]
+
+    found = reexporting([QUALIFIER.split(name)[-1] for name in ctx.query.identifiers],
+                        ((row[0], row[1], row[6]) for row in rows), text_of)
+    rankings["symbol"] = [(cid, symbols.LAST_PART) for cid in found] + rankings["symbol"]
 
 
 def _partial_warning(index: Index, snap: Snapshot, ctx: _Context) -> str:
