@@ -9,11 +9,17 @@ from index_helpers import make_repo
 from kenning import config
 from kenning.project import project_id
 from kenning.retrieval import ProjectRef, search
-from kenning.retrieval.reexports import reexporting
+from kenning.retrieval.query import analyze
+from kenning.retrieval.reexports import lead_with_reexports
+from kenning.retrieval.symbols import LAST_PART
 
 
 def _reexports(path: str, language: str, text: str, name: str = "FromWidget") -> bool:
-    return reexporting([name], [(1, path, language)], lambda _: text) == [1]
+    """Whether the chunk ``text``, found by the lexical branch, heads the symbol branch."""
+    rankings: dict[str, list[tuple[int, float]]] = {"lexical": [(7, 9.0)], "symbol": []}
+    lead_with_reexports(analyze(name), rankings, lambda ids: [(7, path, language)],
+                        lambda ids: {7: text})
+    return rankings["symbol"] == [(7, LAST_PART)]
 
 
 @pytest.mark.parametrize(("path", "language", "text"), [
@@ -72,3 +78,11 @@ def test_a_declaration_in_the_project_comes_before_its_reexport(tmp_path: Path) 
                                 "    fn from_widget() -> Self;\n}\n"})
     path, content = _first(root, "FromWidget")
     assert path == "src/extract/shape.rs" and "pub trait FromWidget" in content
+
+
+def test_a_declaration_found_leaves_the_symbol_branch_alone() -> None:
+    rankings: dict[str, list[tuple[int, float]]] = {"lexical": [(7, 9.0)], "symbol": [(3, 4.0)]}
+    lead_with_reexports(analyze("FromWidget"), rankings, lambda ids: [(7, "src/lib.rs", "rust")],
+                        lambda ids: {7: "pub use core::FromWidget;"})
+    assert rankings["symbol"] == [(3, 4.0)]
+

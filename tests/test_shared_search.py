@@ -337,3 +337,15 @@ def test_shared_results_span_the_units_local_ones_do(tmp_path: Path, model: Any,
         assert [r["score"] for r in outs[1]] == pytest.approx([r["score"] for r in outs[0]],
                                                               rel=1e-3)
     assert any(r["start_line"] < r["end_line"] - 60 for r in outs[1])  # a whole declaration
+
+
+def test_the_engine_finds_a_reexport_as_the_local_index_does(tmp_path: Path, model: Any,
+                                                             shared_uri: str):
+    """A name no chunk declares: its re-export heads the results from the engine's rows too."""
+    from test_reexports import FACADE
+
+    root = make_repo(tmp_path / "facade", FACADE)
+    publish(root, _settings("local", shared_uri), embedder=model)
+    found = search("FromWidget", [_ref(root, _settings("local", shared_uri), model)],
+                   settings=_settings("shared", shared_uri), embedder=model)["results"]
+    assert found[0]["path"] == "src/extract/mod.rs" and "pub use widget_core" in found[0]["content"]

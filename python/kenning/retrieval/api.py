@@ -29,9 +29,9 @@ from kenning.retrieval import dense, lexical, symbols
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.projects import ProjectRef, resolve_projects
-from kenning.retrieval.query import QUALIFIER, Query, analyze
+from kenning.retrieval.query import Query, analyze
 from kenning.retrieval.ranking import Candidate, later_parts, rank
-from kenning.retrieval.reexports import reexporting
+from kenning.retrieval.reexports import lead_with_reexports
 from kenning.retrieval.snippets import SnippetReader
 from kenning.retrieval.units import declared_words, units
 from kenning.store.ids import ChunkId
@@ -154,8 +154,10 @@ def _search_snapshot(index: Index, ctx: _Context,
         if "symbol" in ctx.branches:
             rankings["symbol"] = symbols.search(snap, ctx.query, limit=max(SYMBOL_DEPTH, wide),
                                                 keep=keep)
-        if "symbol" in rankings and "lexical" in rankings:
-            _add_reexports(index, snap, ctx, rankings)
+        lead_with_reexports(
+            ctx.query, rankings,
+            lambda ids: [(r[0], r[1], r[6]) for r in snap.chunk_rows(ids) if r[8] is None],
+            lambda ids: _chunk_texts(index, snap, ctx, ids))
         if scan is not None:
             depth = max(DENSE_DEPTH, wide)
             hits = scan.result()[: depth + depth // 2]  # room for unused vectors
@@ -201,28 +203,14 @@ def _search_snapshot(index: Index, ctx: _Context,
         return results, snap.revision
 
 
-def _add_reexports(index: Index, snap: Snapshot, ctx: _Context,
-                   rankings: dict[str, list[tuple[int, float]]]) -> None:
-    """When no chunk declares a name the query asks for, put the chunks that re-export it
-    (``reexports``) at the head of the symbol branch, as declarations; they are looked for among
-    the lexical branch's chunks that declare nothing."""
-    if not ctx.query.identifiers or any(grade >= symbols.LAST_PART
-                                        for _, grade in rankings["symbol"]):
-        return
-    order = {cid: rank for rank, (cid, _) in enumerate(rankings["lexical"])}
-    rows = sorted((row for row in snap.chunk_rows(list(order)) if row[8] is None),
-                  key=lambda row: order[row[0]])
+def _chunk_texts(index: Index, snap: Snapshot, ctx: _Context,
+                 ids: list[int]) -> dict[int, str]:
+    """The texts of chunks ``ids``, read from their files in the work tree."""
+    rows = snap.chunk_rows(ids)
     reader = SnippetReader(index.root, snap.file_states({row[1] for row in rows}),
                            int(ctx.settings["index.max_file_size"]))
-    by_id = {row[0]: row for row in rows}
-
-    def text_of(cid: int) -> str:
-        _, path, _, _, start, end, *_ = by_id[cid]
-        return reader.read(path, start, end)[0]
-
-    found = reexporting([QUALIFIER.split(name)[-1] for name in ctx.query.identifiers],
-                        ((row[0], row[1], row[6]) for row in rows), text_of)
-    rankings["symbol"] = [(cid, symbols.LAST_PART) for cid in found] + rankings["symbol"]
+    return {cid: reader.read(path, start, end)[0]
+            for cid, path, _, _, start, end, *_ in rows}
 
 
 def _partial_warning(index: Index, snap: Snapshot, ctx: _Context) -> str:

@@ -9,8 +9,11 @@ project's answer to "where is it": ``pub use axum_core::extract::{FromRequest, .
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from functools import lru_cache
+
+from kenning.retrieval.query import QUALIFIER, Query
+from kenning.retrieval.symbols import LAST_PART
 
 # what a re-export of `{name}` (escaped) looks like, by the language family of the chunk
 _PATTERNS = {
@@ -35,15 +38,24 @@ def _family(path: str, language: str | None) -> str | None:
     return family
 
 
-def reexporting(names: Sequence[str], chunks: Iterable[tuple[int, str, str | None]],
-                text_of: Callable[[int], str]) -> list[int]:
-    """The ids of the ``chunks`` (id, path, language), in their order, whose text
-    (``text_of(id)``) re-exports one of ``names``."""
-    found = []
-    for chunk, path, language in chunks:
-        family = _family(path, language)
-        if family is not None:
-            text = text_of(chunk)
-            if any(_pattern(family, name).search(text) for name in names):
-                found.append(chunk)
-    return found
+def lead_with_reexports(query: Query, rankings: dict[str, list[tuple[int, float]]],
+                        chunks: Callable[[list[int]], list[tuple[int, str, str | None]]],
+                        texts: Callable[[list[int]], dict[int, str]]) -> None:
+    """When no chunk declares a name the query asks for, put the chunks that re-export it at
+    the head of the symbol ranking, as declarations. They are looked for among the lexical
+    ranking's chunks that declare nothing: ``chunks(ids)`` gives those of ``ids`` (id, path,
+    language), ``texts(ids)`` their texts."""
+    if (not query.identifiers or "lexical" not in rankings or "symbol" not in rankings
+            or any(grade >= LAST_PART for _, grade in rankings["symbol"])):
+        return
+    names = [QUALIFIER.split(name)[-1] for name in query.identifiers]
+    order = {cid: rank for rank, (cid, _) in enumerate(rankings["lexical"])}
+    families = {cid: family for cid, path, language in chunks(list(order))
+                if (family := _family(path, language)) is not None}
+    if not families:
+        return
+    text_of = texts(sorted(families))
+    found = sorted((cid for cid, family in families.items()
+                    if any(_pattern(family, name).search(text_of.get(cid, "")) for name in names)),
+                   key=order.__getitem__)
+    rankings["symbol"] = [(cid, LAST_PART) for cid in found] + rankings["symbol"]

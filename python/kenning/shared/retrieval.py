@@ -31,6 +31,7 @@ from kenning.retrieval.filters import Filters, normalize_path_filter
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.query import QUALIFIER, Query
 from kenning.retrieval.ranking import Candidate, named_candidates, rank
+from kenning.retrieval.reexports import lead_with_reexports
 from kenning.retrieval.snippets import windowed
 from kenning.retrieval.units import Row, name_words, units
 from kenning.shared.engine import CLASS_FIELD, PATHS_PER_QUERY, Engine, one_of, quote
@@ -364,6 +365,15 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
             per_project[row["project"]]["dense"].append((cid, score))
     results: list[dict[str, Any]] = []
     for project, rankings in per_project.items():
+        if "symbol" in branches:
+            rankings.setdefault("symbol", [])
+        lead_with_reexports(
+            query, rankings,
+            lambda ids: [(cid, rows[cid]["path"], rows[cid]["language"] or None) for cid in ids
+                         if not rows[cid]["symbol"]],
+            lambda ids: {pk_of[row["id"]]: row["text"] for row in engine.query(
+                engine.chunks, one_of("id", [rows[cid]["id"] for cid in ids]), ["id", "text"],
+                "reading re-exports", limit=len(ids))})
         ranked_lists = {b: r[:depths[b]] for b, r in rankings.items()}
         fused = fuse(ranked_lists, query)
         if floor is not None and query_vector is not None and len(query.terms) >= floor_min_terms:
