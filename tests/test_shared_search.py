@@ -349,3 +349,31 @@ def test_the_engine_finds_a_reexport_as_the_local_index_does(tmp_path: Path, mod
     found = search("FromWidget", [_ref(root, _settings("local", shared_uri), model)],
                    settings=_settings("shared", shared_uri), embedder=model)["results"]
     assert found[0]["path"] == "src/extract/mod.rs" and "pub use widget_core" in found[0]["content"]
+
+
+class _Recording:
+    """The model, noting the texts it embeds as queries."""
+
+    def __init__(self, model: Any) -> None:
+        self.inner, self.asked = model, []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def embed_query(self, text: str) -> Any:
+        self.asked.append(text)
+        return self.inner.embed_query(text)
+
+
+@pytest.mark.parametrize("backend", ["local", "shared", "both"])
+def test_only_a_local_search_leaves_the_projects_name_out(tmp_path: Path, model: Any,
+                                                          shared_uri: str, backend: str):
+    """The shared index also answers for other projects, whose questions may say this name."""
+    root = make_repo(tmp_path / "receipts", RECEIPT)
+    publish(root, _settings("local", shared_uri), embedder=model)
+    recording = _Recording(model)
+    search("how does receipts format a sale for the till",
+           [_ref(root, _settings("local", shared_uri), model)],
+           settings=_settings(backend, shared_uri), embedder=recording)
+    kept = "how does receipts format a sale for the till"
+    assert recording.asked == [kept if backend != "local" else kept.replace("receipts ", "")]

@@ -293,7 +293,9 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
         capped = limit > MAX_LIMIT
         limit = min(limit, MAX_LIMIT)
         refs = list(projects) if projects else resolve_projects(settings)
-        parsed = analyze(query, _names_in_common(refs))
+        # the shared index searches projects other than these too
+        parsed = analyze(query, _names_in_common(refs)
+                         if settings["search.backend"] == "local" else ())
         filters = Filters(path_filter, language, kind)
         for ref in refs:  # refuse a bad filter before any work
             filters.bind(ref.root)
