@@ -40,16 +40,17 @@ def test_a_short_query_keeps_the_name() -> None:
 
 def test_a_project_is_named_by_its_folder_and_its_remote(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "wk", FILES)
-    assert names(repo) == frozenset()  # two letters: too short to leave out
+    assert names(repo, project_id(repo)) == frozenset()  # two letters: too short to leave out
     repo = make_repo(tmp_path / "widgets", FILES)
     git(repo, "remote", "add", "origin", "git@github.com:Acme/Widget-Kit.git")
-    assert names(repo) == {"widgets", "widget-kit"}
+    assert names(repo, project_id(repo)) == {"widgets", "widget-kit"}
     assert names(repo, "shop") == {"shop"}  # a configured id is the name the user gave it
 
 
 def test_a_generic_folder_name_is_no_project_name(tmp_path: Path) -> None:
-    assert names(make_repo(tmp_path / "src", FILES)) == frozenset()
-    assert names(make_repo(tmp_path / "api", FILES)) == frozenset()
+    for folder in ("src", "api"):
+        repo = make_repo(tmp_path / folder, FILES)
+        assert names(repo, project_id(repo)) == frozenset()
 
 
 def _ref(root: Path) -> ProjectRef:

@@ -87,19 +87,24 @@ _GENERIC_NAMES = frozenset({
 })
 
 
-def names(root: Path, configured_id: str | None = None) -> frozenset[str]:
-    """What the project at ``root`` is called, so searches can leave its name out of queries:
-    the id its ``[[projects]]`` entry gives it, else its folder's name and its git remote's
-    repository name."""
-    found = {configured_id} if configured_id else {root.name}
-    if not configured_id and (remote := _git_remote(root)):
-        found.add(_remote_slug(remote).rsplit("/", 1)[-1])
+def names(root: Path, pid: str) -> frozenset[str]:
+    """What the project at ``root`` with id ``pid`` is called, so searches can leave its name
+    out of queries: a configured id (one not derived from ``root``) is the name the user gave
+    it; else its folder's name and its git remote's repository name."""
+    remote = _git_remote(root)
+    if pid != _derived_id(root, remote):
+        found = {pid}
+    else:
+        found = {root.name, *([_remote_slug(remote).rsplit("/", 1)[-1]] if remote else [])}
     return frozenset(name for name in found if len(name) >= 3
                      and name.lower() not in _GENERIC_NAMES)
 
 
 def project_id(root: Path) -> str:
-    remote = _git_remote(root)
+    return _derived_id(root, _git_remote(root))
+
+
+def _derived_id(root: Path, remote: str | None) -> str:
     base = _remote_slug(remote) if remote else root.name.lower()
     base = re.sub(r"[^a-z0-9._-]+", "-", base).strip("-") or "project"
     digest = hashlib.blake2b(str(root).encode(), digest_size=4).hexdigest()

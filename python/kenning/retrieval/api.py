@@ -38,6 +38,7 @@ from kenning.store.ids import ChunkId
 
 if TYPE_CHECKING:
     from kenning.store import ChunkFilter, Index, Snapshot
+    from kenning.store.reads import ChunkRow
 
 BRANCHES = ("dense", "lexical", "symbol")
 LEXICAL_DEPTH = 100  # ranked chunks each branch hands to fusion
@@ -154,10 +155,7 @@ def _search_snapshot(index: Index, ctx: _Context,
         if "symbol" in ctx.branches:
             rankings["symbol"] = symbols.search(snap, ctx.query, limit=max(SYMBOL_DEPTH, wide),
                                                 keep=keep)
-        lead_with_reexports(
-            ctx.query, rankings,
-            lambda ids: [(r[0], r[1], r[6]) for r in snap.chunk_rows(ids) if r[8] is None],
-            lambda ids: _chunk_texts(index, snap, ctx, ids))
+        lead_with_reexports(ctx.query, rankings, *_chunk_readers(index, snap, ctx))
         if scan is not None:
             depth = max(DENSE_DEPTH, wide)
             hits = scan.result()[: depth + depth // 2]  # room for unused vectors
@@ -203,14 +201,25 @@ def _search_snapshot(index: Index, ctx: _Context,
         return results, snap.revision
 
 
-def _chunk_texts(index: Index, snap: Snapshot, ctx: _Context,
-                 ids: list[int]) -> dict[int, str]:
-    """The texts of chunks ``ids``, read from their files in the work tree."""
-    rows = snap.chunk_rows(ids)
-    reader = SnippetReader(index.root, snap.file_states({row[1] for row in rows}),
-                           int(ctx.settings["index.max_file_size"]))
-    return {cid: reader.read(path, start, end)[0]
-            for cid, path, _, _, start, end, *_ in rows}
+def _chunk_readers(index: Index, snap: Snapshot, ctx: _Context) -> tuple[
+        Callable[[list[int]], list[tuple[int, str, str | None]]],
+        Callable[[list[int]], dict[int, str]]]:
+    """What ``lead_with_reexports`` reads, from this snapshot: the chunks among some ids that
+    declare nothing (id, path, language), then the texts of some of them from their files in
+    the work tree; each row is read once."""
+    rows: dict[int, ChunkRow] = {}
+
+    def symbol_less(ids: list[int]) -> list[tuple[int, str, str | None]]:
+        found = [row for row in snap.chunk_rows(ids) if row[8] is None]
+        rows.update((row[0], row) for row in found)
+        return [(row[0], row[1], row[6]) for row in found]
+
+    def texts(ids: list[int]) -> dict[int, str]:
+        reader = SnippetReader(index.root, snap.file_states({rows[cid][1] for cid in ids}),
+                               int(ctx.settings["index.max_file_size"]))
+        return {cid: reader.read(rows[cid][1], rows[cid][4], rows[cid][5])[0] for cid in ids}
+
+    return symbol_less, texts
 
 
 def _partial_warning(index: Index, snap: Snapshot, ctx: _Context) -> str:
@@ -349,8 +358,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
 
 def _names_in_common(refs: Sequence[ProjectRef]) -> frozenset[str]:
     """The names every project searched answers to: the project's, when there is one."""
-    found = [project.names(ref.root, ref.id if ref.id != project.project_id(ref.root) else None)
-             for ref in refs]
+    found = [project.names(ref.root, ref.id) for ref in refs]
     return frozenset.intersection(*found) if found else frozenset()
 
 
