@@ -129,29 +129,35 @@ fn msb_first(m: u64) -> u64 {
     ((m >> 4) & 0x0F0F_0F0F_0F0F_0F0F) | ((m & 0x0F0F_0F0F_0F0F_0F0F) << 4)
 }
 
+/// The row loop of one SIMD packer: `$pack_rows` runs `$pack_row` over every row, compiled with
+/// its target features so that the packer inlines into it. Every SIMD packer takes its entry
+/// point from here, so none can differ from the others in contract or shape.
+#[cfg(target_arch = "x86_64")]
+macro_rules! packer_loop {
+    ($features:literal, $cpu:literal, $pack_row:ident, $pack_rows:ident) => {
+        /// # Safety
+        ///
+        #[doc = concat!("The CPU must support ", $cpu, "; `x` holds whole rows of `dims` floats,")]
+        /// `c` holds `dims` floats and `out` a packed row per row of `x`.
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn $pack_rows(x: &[f32], c: &[f32], dims: usize, out: &mut [u8]) -> bool {
+            // SAFETY: the caller upholds this function's contract (see `# Safety`).
+            unsafe { pack_rows_with(|row, c, out| $pack_row(row, c, out), x, c, dims, out) }
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{msb_first, pack_row, pack_rows_with};
     use std::arch::x86_64::*;
 
+    packer_loop!("avx512f", "AVX-512F", pack_row_avx512, pack_rows_avx512);
+    packer_loop!("avx2", "AVX2", pack_row_avx2, pack_rows_avx2);
+
     /// Sixteen floats per compare into a mask register; 64 bits are gathered into one word
     /// before their bytes are bit-reversed and stored. The last partial vector is a masked load.
     ///
-    /// # Safety
-    ///
-    /// The CPU must support AVX-512F; `x` holds whole rows of `dims` floats, `c` holds `dims`
-    /// floats and `out` a packed row per row of `x`.
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn pack_rows_avx512(
-        x: &[f32],
-        c: &[f32],
-        dims: usize,
-        out: &mut [u8],
-    ) -> bool {
-        // SAFETY: the caller upholds this function's contract (see `# Safety`).
-        unsafe { pack_rows_with(|row, c, out| pack_row_avx512(row, c, out), x, c, dims, out) }
-    }
-
     /// # Safety
     ///
     /// The CPU must support AVX-512F, and `center` must be at least as long as `row`.
@@ -197,16 +203,6 @@ mod x86 {
     /// Eight floats per compare, `movemask` to eight bits, eight of them gathered into one word
     /// before their bytes are bit-reversed and stored.
     ///
-    /// # Safety
-    ///
-    /// The CPU must support AVX2; `x` holds whole rows of `dims` floats, `c` holds `dims` floats
-    /// and `out` a packed row per row of `x`.
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn pack_rows_avx2(x: &[f32], c: &[f32], dims: usize, out: &mut [u8]) -> bool {
-        // SAFETY: the caller upholds this function's contract (see `# Safety`).
-        unsafe { pack_rows_with(|row, c, out| pack_row_avx2(row, c, out), x, c, dims, out) }
-    }
-
     /// # Safety
     ///
     /// The CPU must support AVX2, and `center` must be at least as long as `row`.
@@ -297,6 +293,8 @@ mod tests {
 
     /// Every row packer this CPU can run, the portable reference first.
     fn packers() -> Vec<(&'static str, Packer)> {
+        // only x86 has SIMD packers to add
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
         let mut all: Vec<(&'static str, Packer)> = vec![
             ("scalar", |x, c, dims, out| {
                 pack_rows_with(pack_row, x, c, dims, out)
