@@ -1,0 +1,64 @@
+"""The public API as docs/api.md uses it, for ``mypy --strict`` (CI runs it; nothing imports it).
+
+A program typed this strictly must see every name of ``kenning.__all__`` with its types: a
+signature, record field or error attribute that loses its annotation fails here.
+"""
+
+from __future__ import annotations
+
+import json
+
+import kenning
+from kenning import (
+    Chunk,
+    Hit,
+    IndexDamaged,
+    KenningError,
+    RefreshResult,
+    SearchResult,
+    Settings,
+    StaleChunkId,
+    Status,
+)
+
+
+def report(path: str) -> list[str]:
+    settings: Settings = kenning.load_settings({"search.limit": 5})
+    limit: object = settings["search.limit"]
+    origin: str = settings.origin("search.limit")
+    run: RefreshResult = kenning.index(path, settings=settings)
+    counts: tuple[int, int, int] = (run.files, run.chunks, run.vectors_embedded)
+    found: SearchResult = kenning.search("how are failed requests retried", path, limit=5,
+                                         language="python", kind="code", settings=settings)
+    lines = [f"{limit} from {origin}, {counts}"]
+    for hit in found.results:
+        checked: Hit = hit
+        lines.append(f"{checked.path}:{checked.start_line}-{checked.end_line}  "
+                     f"{checked.symbol}  {checked.score:.3f}  stale={checked.stale}")
+    lines.extend(f"warning: {warning}" for warning in found.warnings)
+    lines.append(json.dumps(found.to_dict())[:60])
+    again: SearchResult = SearchResult.from_dict(found.to_dict())
+    lines.append(str(again.revision))
+    try:
+        best: Chunk = kenning.get_chunk(found.results[0].id, path, scope="chunk",
+                                        context_lines=2)
+        lines.append(f"{best.language} {best.scope} {best.note}\n{best.content}")
+    except StaleChunkId as error:
+        lines.append(f"{error} ({error.hint})")
+    state: Status = kenning.status(path)
+    lines.append(f"{state.chunks} chunks, {state.chunks_embedded} with vectors, "
+                 f"healthy: {state.healthy}, problems: {len(state.problems)}")
+    return lines
+
+
+def main() -> int:
+    try:
+        print("\n".join(report(".")))
+    except IndexDamaged:
+        kenning.index(".", full=True)
+        return 1
+    except KenningError as error:
+        code: str = error.code
+        print(json.dumps(error.to_dict()), code)
+        return 1
+    return 0

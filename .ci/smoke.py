@@ -1,0 +1,132 @@
+"""End-to-end check of an installed kenning: ``python .ci/smoke.py [--backend rust|numpy]``.
+
+Needs only the installed package (it runs from a wheel as well as from a checkout): the live
+kernels agree with the NumPy twin on random inputs (when the Rust core is built), a small
+project written to a temporary folder is indexed with the embedded model, one CLI search finds
+the function it asks for, and an MCP session (``kenning mcp`` over stdio) finds it too.
+``--backend`` asserts which kernels are live. Exits non-zero with the failed check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import numpy as np
+from kenning import kernels
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+PROJECT = {
+    "pyproject.toml": '[project]\nname = "shop"\n',
+    "shop/cart.py": '''"""The shopping cart."""
+
+
+def cart_total(prices: list[float], tax_rate: float) -> float:
+    """Sum the prices of the items in the cart and add the sales tax."""
+    subtotal = sum(prices)
+    return round(subtotal * (1 + tax_rate), 2)
+''',
+    "shop/mail.py": '''"""Outgoing mail."""
+import smtplib
+
+
+def send_receipt(address: str, body: str) -> None:
+    """Email the receipt of an order to the customer."""
+    with smtplib.SMTP("localhost") as server:
+        server.sendmail("shop@example.com", [address], body)
+''',
+    "shop/auth.py": '''"""Logins."""
+import hashlib
+
+
+def check_password(stored_hash: str, password: str) -> bool:
+    """Compare a login password with the stored SHA-256 hash."""
+    return hashlib.sha256(password.encode()).hexdigest() == stored_hash
+''',
+}
+QUERY, EXPECTED = "add the sales tax to the cart total", "shop/cart.py"
+
+
+def check_kernels(backend: str | None) -> None:
+    if backend is not None:
+        assert backend == kernels.BACKEND, f"live kernels are {kernels.BACKEND}, not {backend}"
+    if "rust" not in kernels.available_backends():
+        print("kernels: numpy only (the Rust core is not built)")
+        return
+    rust, twin = kernels.for_backend("rust"), kernels.for_backend("numpy")
+    rng = np.random.default_rng(7)
+    for dims in (1, 7, 64, 100, 384, 1000):
+        x = rng.standard_normal((33, dims)).astype(np.float32)
+        center = x.mean(axis=0).astype(np.float32)
+        bits = rust.binarize(x, center)
+        np.testing.assert_array_equal(bits, twin.binarize(x, center))
+        for got, want in zip(rust.quantize_int8(x), twin.quantize_int8(x), strict=True):
+            np.testing.assert_array_equal(got, want)
+        codes, scales = rust.quantize_int8(x)
+        # float sums: equal up to the order of the additions
+        np.testing.assert_allclose(rust.rescore(x[0], codes, scales),
+                                   twin.rescore(x[0], codes, scales), rtol=1e-5, atol=1e-5)
+        queries = bits[:17]
+        for allowed in (None, rng.random(33) < 0.5, np.array([2, 5, 30])):
+            for got, want in zip(rust.hamming_topk(queries, bits, 10, allowed),
+                                 twin.hamming_topk(queries, bits, 10, allowed), strict=True):
+                np.testing.assert_array_equal(got, want)
+    items = [b"", "text", bytes(range(256)) * 40]
+    assert rust.hash_many(items) == twin.hash_many(items)
+    old, new = {"a": b"1", "b": b"2"}, {"b": b"3", "c": b"4"}
+    assert rust.diff(old, new) == twin.diff(old, new)
+    print(f"kernels: rust and numpy agree (live: {kernels.BACKEND})")
+
+
+def kenning(*args: str, env: dict[str, str]) -> str:
+    done = subprocess.run([sys.executable, "-m", "kenning", *args], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, f"kenning {' '.join(args)} failed:\n{done.stderr}"
+    return done.stdout
+
+
+async def mcp_search(root: Path, env: dict[str, str]) -> str:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "kenning", "mcp"],
+                                   env=env, cwd=str(root))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("code_search", {"query": QUERY, "limit": 3})
+        assert not result.is_error, result.content
+        assert result.structured_content is not None, "code_search gave no structured content"
+        return json.dumps(result.structured_content)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=["rust", "numpy"])
+    args = parser.parse_args()
+    check_kernels(args.backend)
+    with tempfile.TemporaryDirectory(prefix="kenning-smoke-") as tmp:
+        root, home = Path(tmp, "shop"), Path(tmp, "home")
+        for name, text in PROJECT.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text)
+        env = {**os.environ, "KENNING_HOME": str(home),
+               "KENNING_CONFIG": str(home / "config.toml")}
+        started = time.perf_counter()
+        kenning("index", str(root), env=env)
+        indexed = time.perf_counter()
+        found = json.loads(kenning("search", QUERY, str(root), "--json-output", env=env))
+        first = found["results"][0]["path"] if found["results"] else None
+        assert first == EXPECTED, f"search found {first}, not {EXPECTED}: {found}"
+        searched = time.perf_counter()
+        assert EXPECTED in anyio.run(mcp_search, root, env), "the MCP search missed it"
+        print(f"index {indexed - started:.1f} s, search {searched - indexed:.1f} s, "
+              f"MCP round trip {time.perf_counter() - searched:.1f} s: {EXPECTED} found")
+
+
+if __name__ == "__main__":
+    main()
