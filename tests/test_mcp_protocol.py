@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kenning.project import project_id
 from test_mcp_render import _as_read, _tags
 from test_mcp_server import Client, World, serve, unwrapped, write_tree
@@ -79,7 +81,7 @@ class RawSession:
         self.process.stdin.write(line + b"\n")
         self.process.stdin.flush()
         ready, _, _ = select.select([self.process.stdout], [], [], 60)
-        assert ready, f"no reply to {line!r}"
+        assert ready, f"no reply to {line[:80]!r}"
         reply: dict[str, Any] = json.loads(self.process.stdout.readline())
         return reply
 
@@ -126,6 +128,22 @@ def test_unreadable_lines_get_json_rpc_errors(raw: RawSession) -> None:
         "error": {"code": -32600, "message": "Invalid request: not a JSON-RPC message."}}
     assert raw.send(b"[1, 2]")["error"]["code"] == -32600
     assert not raw.call("code_index_status")["isError"]  # and the session goes on
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(depth=st.one_of(st.integers(1, 2000), st.integers(2000, 200_000)),
+       opener=st.sampled_from(["[", '{"a":']), in_arguments=st.booleans())
+def test_deeply_nested_requests_are_answered(raw: RawSession, depth: int, opener: str,
+                                             in_arguments: bool) -> None:
+    closer = "]" if opener == "[" else "}"
+    nested = opener * depth + "1" * (opener != "[") + closer * depth
+    params = ('{"name": "code_search", "arguments": {"query": ' + nested + "}}"
+              if in_arguments else nested)
+    reply = raw.send(('{"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": '
+                      + params + "}").encode())
+    assert "error" in reply or reply["result"]["isError"], reply
+    assert reply["id"] in (77, None), reply
+    assert not raw.call("code_index_status")["isError"]  # the server lives on
 
 
 def test_lone_surrogates_are_answered(raw: RawSession) -> None:

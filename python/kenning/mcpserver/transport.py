@@ -5,7 +5,8 @@ drops it: the client waits forever for a reply. Here such a line is looked at ag
 with a lone surrogate escape (valid JSON, refused by the SDK's strict parser) is read with
 Python's parser, each lone surrogate becomes U+FFFD and the request is served; anything else
 gets the JSON-RPC error it calls for: -32700 for a line that is not JSON, -32600 for JSON
-that is not a JSON-RPC message (with the request's id when it has one).
+that is not a JSON-RPC message or is nested deeper than a parser's recursion allows (with the
+request's id when it has one).
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ def _error(code: int, message: str, request_id: Any = None) -> SessionMessage:
         jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)))
 
 
+_TOO_DEEP = "Invalid request: the message is nested too deeply."
+
+
 def reread(exc: Exception) -> SessionMessage:
     """The message a refused line meant, or the JSON-RPC error reply it deserves."""
     errors = exc.errors() if isinstance(exc, ValidationError) else []
@@ -52,14 +56,18 @@ def reread(exc: Exception) -> SessionMessage:
     if errors and errors[0]["type"] == "json_invalid" and isinstance(raw, str):
         try:
             raw = json.loads(raw)  # takes lone surrogate escapes
+        except RecursionError:
+            return _error(types.INVALID_REQUEST, _TOO_DEEP)
         except ValueError:
             return _error(types.PARSE_ERROR, "Parse error: the line is not valid JSON.")
     if not isinstance(raw, dict):
         return _error(types.INVALID_REQUEST, "Invalid request: not a JSON-RPC message.")
-    data = _without_lone_surrogates(raw)
     try:
+        data = _without_lone_surrogates(raw)
         return SessionMessage(types.jsonrpc_message_adapter.validate_python(data,
                                                                             by_name=False))
+    except RecursionError:
+        return _error(types.INVALID_REQUEST, _TOO_DEEP, raw.get("id"))
     except ValidationError:
         return _error(types.INVALID_REQUEST, "Invalid request: not a JSON-RPC message.",
                       data.get("id"))
