@@ -170,6 +170,65 @@ def test_a_damaged_database_says_so_and_index_full_rebuilds_it(built, repo, caps
     _repair(capsys, repo, built, kept=0)
 
 
+def test_garbled_file_records_are_read_again_not_a_crash(built, repo, capsys):
+    import sqlite3
+
+    from index_helpers import check_consistent
+
+    before = check_consistent(built)
+    conn = sqlite3.connect(built.dir / "index.db")
+    with conn:  # the stat data as damage leaves it: words for numbers, a record cut short
+        conn.execute("UPDATE meta SET value = CAST('app/db.py' || char(0) || 'x1' || char(0) "
+                     "|| '2z' AS BLOB) WHERE key LIKE 'file_stats:%'")
+        conn.execute("UPDATE files SET size = 'garbage', mtime_ns = X'00ff' "
+                     "WHERE path = 'app/db.py'")
+    conn.close()
+    _readers.drop(built.dir)
+    code, out, err = kenning_cli(capsys, "index", str(repo))
+    assert code == 0, err
+    state = check_consistent(built)
+    assert (state["files"], state["chunks"]) == (before["files"], before["chunks"])
+    code, out, err = kenning_cli(capsys, "search", "open the database", str(repo),
+                                 "--json-output")
+    assert code == 0 and json.loads(out)["results"][0]["path"] == "app/db.py", err
+
+
+def test_stat_data_that_cannot_be_read_again_is_damage_with_its_repair(built, repo, capsys,
+                                                                       monkeypatch):
+    from kenning import sources
+
+    def unreadable(*args, **kwargs):
+        raise ValueError("known stat data: a size or mtime is not a number")
+
+    monkeypatch.setattr(sources, "COMPARERS", dict.fromkeys(sources.COMPARERS, unreadable))
+    code, out, err = kenning_cli(capsys, "index", str(repo))
+    assert code == 4 and "is damaged" in err and "kenning index --full" in err, err
+    code, out, err = kenning_cli(capsys, "search", "open the database", str(repo))
+    assert code == 0 and "app/db.py" in out  # from the last snapshot, saying why
+    assert "is damaged" in err and "kenning index --full" in err, err
+
+
+def test_garbled_timings_and_a_lock_folder_are_one_sentence(built, repo, capsys):
+    import sqlite3
+
+    conn = sqlite3.connect(built.dir / "index.db")
+    with conn:
+        conn.execute("UPDATE snapshots SET timings = '{\"total\": ' || char(1)")
+    conn.close()
+    _readers.drop(built.dir)
+    code, out, err = kenning_cli(capsys, "status", str(repo), "--json-output")
+    assert code == 0 and json.loads(out)["state"] == "ready", err
+    code, out, err = kenning_cli(capsys, "search", "open the database", str(repo),
+                                 "--no-refresh", "--json-output")
+    assert code == 0 and json.loads(out)["results"], err
+    lock = built.dir / "index.lock"
+    lock.unlink(missing_ok=True)
+    lock.mkdir()
+    code, out, err = kenning_cli(capsys, "index", str(repo))
+    assert code == 4 and f"The index lock {lock} is a folder" in err, err
+    assert "KENNING_HOME" not in err
+
+
 def test_a_damaged_full_text_table_is_reported_and_repaired(built, repo, capsys, monkeypatch):
     import sqlite3
 

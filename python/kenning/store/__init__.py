@@ -266,7 +266,7 @@ class Index:
                         vector_rows=rows, vector_epoch=epoch, bits=view.bits, int8=view.int8,
                         scales=view.scales, center=_mapped.center(self.dir, dims),
                         descriptor=self.descriptor, directory=self.dir, created_at=snap[7],
-                        timings=json.loads(snap[8]), _lease=lease)
+                        timings=_timings(snap[8]), _lease=lease)
 
     @contextmanager
     def writer(self, *, wait: bool = False,
@@ -284,8 +284,8 @@ class Index:
         except Timeout:
             raise IndexBusy(f"Indexing of {self.root} is in progress in another process.",
                             hint="Pass --wait to wait for it.") from None
-        except OSError as exc:  # the lock file cannot be made: a read-only home
-            raise project.home_error(exc) from None
+        except OSError as exc:  # the lock file cannot be made: a read-only home, a folder
+            raise _lock_error(self.dir / LOCK_NAME, exc) from None
         try:
             if repaired is not None:
                 done = repair_if_damaged(self)
@@ -298,6 +298,28 @@ class Index:
             raise db.failure(self.dir, exc, "update") from exc
         finally:
             lock.release()
+
+
+def _timings(stored: object) -> dict[str, float]:
+    """A snapshot's stage timings; ``{}`` for a value damage made unreadable (they only
+    inform)."""
+    try:
+        timings = json.loads(stored) if isinstance(stored, (str, bytes)) else None
+    except ValueError:
+        return {}
+    if not isinstance(timings, dict):
+        return {}
+    return {str(k): float(v) for k, v in timings.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _lock_error(lock: Path, exc: OSError) -> IndexError_:
+    """The error for an index lock that cannot be taken: a folder in its place, or a home that
+    cannot be written."""
+    if lock.is_dir() and not lock.is_symlink():
+        return IndexError_(f"The index lock {lock} is a folder, not a file.",
+                           hint=f"Remove that folder (`rmdir {lock}`) and try again.")
+    return project.home_error(exc)
 
 
 def dir_bytes(directory: Path) -> int:
@@ -322,8 +344,8 @@ def remove_dir(directory: Path) -> int:
     except Timeout:
         raise IndexBusy(f"The index in {directory} is being written by another process.",
                         hint="Wait for the indexing to finish, then remove it.") from None
-    except OSError as exc:  # the folder cannot be written: a read-only home
-        raise project.home_error(exc) from None
+    except OSError as exc:  # the folder cannot be written: a read-only home, a folder
+        raise _lock_error(directory / LOCK_NAME, exc) from None
     try:
         size = dir_bytes(directory)
         shutil.rmtree(directory)

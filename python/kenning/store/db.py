@@ -36,8 +36,9 @@ REPAIR_HINT = "Run `kenning index --full` to rebuild it (vectors that are intact
 FILE_STATS_KEY = "file_stats_complete"
 FILE_STATS_SHARD = "file_stats:"
 _SHARDS = ("file_stats:", "file_stats;")  # the key range of the blobs (';' follows ':')
-_STAT_RECORDS = ("CAST(group_concat(path || char(0) || size || char(0) || mtime_ns, char(0)) "
-                 "AS BLOB)")
+# CAST: a size or mtime that damage turned into text reads as 0, a change the refresh re-reads
+_STAT_RECORDS = ("CAST(group_concat(path || char(0) || CAST(size AS INTEGER) || char(0) || "
+                 "CAST(mtime_ns AS INTEGER), char(0)) AS BLOB)")
 _FILE_STATS_TRIGGERS = {
     f"files_{event.lower()}_drops_stat_shards": f"CREATE TRIGGER IF NOT EXISTS "
     f"files_{event.lower()}_drops_stat_shards AFTER {event} ON files BEGIN DELETE FROM meta "

@@ -132,10 +132,11 @@ class IndexWriter:
                                                                        args))
         return rows
 
-    def file_stats(self) -> bytes:
+    def file_stats(self, *, rebuild: bool = False) -> bytes:
         """The stat data of every file as one blob (``db.read_file_stats`` describes it): read
-        in a few rows instead of one Python object per file. Rebuilt here if missing."""
-        stats = db.read_file_stats(self.conn)
+        in a few rows instead of one Python object per file. Rebuilt here from the files table
+        if missing, or with ``rebuild``."""
+        stats = None if rebuild else db.read_file_stats(self.conn)
         if stats is not None:
             return stats
         try:
