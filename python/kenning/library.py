@@ -227,8 +227,9 @@ def get_chunk(chunk_id: str, paths: PathLike | Sequence[PathLike] = ".", *,
 
 
 def status(path: PathLike = ".", *, settings: Settings | None = None) -> Status:
-    """What the index of the project at ``path`` holds and whether it is healthy;
-    ``IndexMissing`` if it has none for the configured model."""
+    """What the index of the project at ``path`` holds and whether it is healthy, in every
+    state: ``state`` "not indexed" when it has none for the configured model, "unreadable"
+    (with its ``problems``) when it cannot be read."""
     from kenning import project
     from kenning.index_admin import project_status
 

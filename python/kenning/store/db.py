@@ -64,6 +64,12 @@ def read_file_stats(conn: sqlite3.Connection) -> bytes | None:
         "SELECT value FROM meta WHERE key >= ? AND key < ?", _SHARDS))
 
 
+def computed_file_stats(conn: sqlite3.Connection) -> bytes:
+    """The blob ``read_file_stats`` returns, computed from the files table (writes nothing)."""
+    blob = conn.execute(f"SELECT {_STAT_RECORDS} FROM files").fetchone()[0]
+    return bytes(blob or b"")
+
+
 def write_file_stats(conn: sqlite3.Connection, clusters: set[str] | None) -> None:
     """Rebuild the stat blobs of ``clusters`` (all when None) from the files table and mark the
     blobs complete; inside the caller's transaction."""
