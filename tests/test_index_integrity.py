@@ -276,6 +276,41 @@ def test_a_full_disk_answers_search_from_the_snapshot_and_status_says_why(built,
     assert code == 0 and json.loads(out)["healthy"]
 
 
+def _can_mount_tmpfs() -> bool:
+    try:
+        return subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs tmpfs /mnt"],
+                              capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@pytest.mark.skipif(not _can_mount_tmpfs(), reason="needs a user namespace to mount a tmpfs")
+def test_a_run_failed_on_a_really_full_disk_is_kept_for_status(repo, tmp_path):
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    kenning = f"{sys.executable} -m kenning"
+    script = f"""set -e
+mount -t tmpfs -o size=16m tmpfs {mount}
+{kenning} index {repo} --quiet
+free=$(df -k --output=avail {mount} | tail -1)
+dd if=/dev/zero of={mount}/filler bs=1024 count=$((free - 192)) 2>/dev/null
+for i in $(seq 40); do seq -f "def handler_%g(): return 1" 2000 > {repo}/app/gen_$i.py; done
+set +e
+{kenning} index {repo} --quiet
+echo "index exit $?" >&2
+{kenning} status {repo} --json-output
+"""
+    env = {**os.environ, "KENNING_HOME": str(mount / "home"),
+           "KENNING_CONFIG": str(tmp_path / "config.toml")}
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", script], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert "index exit 4" in done.stderr, done.stderr
+    status = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not status["healthy"], status
+    assert "The index run of" in _problems_text(status), status  # the failure was kept
+    assert "space" in _problems_text(status), status
+
+
 @pytest.mark.parametrize("home", ["/sys/kenning-test-home", "/proc/kenning-test-home/data"])
 def test_a_home_that_cannot_be_written_is_one_sentence(repo, capsys, monkeypatch, home):
     monkeypatch.setenv("KENNING_HOME", home)

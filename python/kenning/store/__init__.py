@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 PRECISION = "b1+int8"
 LOCK_NAME = "index.lock"
 FAILURE_NAME = "last_failure.json"  # the last failed refresh or damaged read, until fixed
+# The failure file keeps this many bytes allocated (JSON padded with spaces) and is rewritten in
+# place, so a failure on a full disk can still be kept: it needs no new block.
+FAILURE_BYTES = 4096
 
 __all__ = ["LOCK_NAME", "PRECISION", "ChunkFilter", "Index", "Snapshot", "dir_bytes",
            "index_dirs", "make_descriptor", "project_id_for"]
@@ -187,10 +190,26 @@ class Index:
         the background has no one else to tell). Best effort: the disk may be what failed."""
         entry = {"command": command, "at": time.time(), "error": error.code,
                  "message": error.message, "hint": error.hint}
+        text = json.dumps(entry)
+        if len(text.encode()) > FAILURE_BYTES:  # a message of kilobytes: keep its start
+            entry["message"] = error.message[:FAILURE_BYTES // 4] + "..."
+            entry["hint"] = (error.hint or "")[:FAILURE_BYTES // 8] or None
+            text = json.dumps(entry)
+        self._keep_failure(text)
+
+    def _keep_failure(self, text: str) -> None:
+        """Write ``text`` over the failure file, in place when it exists (its blocks are
+        allocated already), else as a new file of ``FAILURE_BYTES``. Best effort."""
+        data = text.encode().ljust(FAILURE_BYTES)
+        path = self.dir / FAILURE_NAME
         try:
+            if path.is_file() and not path.is_symlink() and path.stat().st_size >= len(data):
+                with path.open("r+b") as fh:
+                    fh.write(data)
+                return
             tmp = self.dir / (FAILURE_NAME + ".tmp")
-            tmp.write_text(json.dumps(entry), encoding="utf-8")
-            os.replace(tmp, self.dir / FAILURE_NAME)
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
         except OSError:
             pass
 
@@ -207,7 +226,9 @@ class Index:
         that touched no damaged part says nothing about it)."""
         kept = self.last_failure()
         if kept is not None and (damage or kept.get("error") != IndexDamaged.code):
-            (self.dir / FAILURE_NAME).unlink(missing_ok=True)
+            self._keep_failure("{}")
+        elif not (self.dir / FAILURE_NAME).is_file():
+            self._keep_failure("{}")  # the room a failure on a full disk will need
 
     def size_bytes(self) -> int:
         return dir_bytes(self.dir)
