@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 import kenning
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kenning import usage_log
 from kenning.cli import cli
 
@@ -116,3 +118,17 @@ def test_importing_the_internals_leaves_the_api_names_alone() -> None:
 
     assert callable(kenning.search) and kenning.search.__module__ == "kenning.library"
     assert sorted(kenning.__all__) == kenning.__all__
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(query=st.text(st.one_of(st.characters(), st.integers(0xD800, 0xDFFF).map(chr)),
+                    max_size=40))
+def test_any_query_text_is_searched_or_refused_in_one_sentence(indexed: Indexed,
+                                                                query: str) -> None:
+    try:
+        found = kenning.search(query, indexed.root, refresh=False)
+    except kenning.UsageError as exc:
+        assert exc.message.startswith("The query is")
+    else:
+        assert not any("\ud800" <= c <= "\udfff" for c in found.query)

@@ -12,7 +12,6 @@ request's id when it has one).
 from __future__ import annotations
 
 import json
-import re
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -22,15 +21,14 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from kenning.retrieval.query import without_lone_surrogates
+
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _without_lone_surrogates(value: Any) -> Any:
     if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
+        return without_lone_surrogates(value)
     if isinstance(value, list):
         return [_without_lone_surrogates(v) for v in value]
     if isinstance(value, dict):
