@@ -37,6 +37,12 @@ BROKEN: dict[str, tuple[Rewrite, str]] = {
     "empty list": (lambda rows: [], r"returned 0 vectors for \d+ inputs"),
     "0-dim": (lambda rows: [[] for _ in rows], r"empty \(0-dim\) vectors"),
     "not numbers": (lambda rows: [["x"] * len(r) for r in rows], "not lists of numbers"),
+    "booleans": (lambda rows: [[v > 0 for v in r] for r in rows],
+                 r"not lists of numbers \(input 1 of"),
+    "one boolean": (lambda rows: [*rows[:-1], [True, *rows[-1][1:]]],
+                    r"not lists of numbers \(input 3 of"),
+    "nested": (lambda rows: [[[v] for v in r] for r in rows], "not lists of numbers"),
+    "nested pairs": (lambda rows: [[r[:2], r[2:4]] for r in rows], "not lists of numbers"),
 }
 
 TEXTS = ["def open_socket(port):\n    pass\n", "class RetryPolicy:\n    pass\n",
