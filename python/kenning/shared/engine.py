@@ -118,8 +118,22 @@ def configured_uri(settings: Settings) -> tuple[str, bool]:
         raise ConfigError(f"shared.uri {uri!r} is neither an http(s):// server nor a local .db "
                           "file.", hint="Use http://host:19530, https://..., or a path ending "
                           "in .db.")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _lite_error(path, exc) from None
     return str(path.resolve()), True
+
+
+def _lite_error(path: Path, exc: OSError) -> SharedIndexError:
+    """The error for a milvus-lite file (or its folder, or the lock file beside it) that cannot
+    be made or opened."""
+    reason = (exc.strerror or str(exc)).lower()
+    return SharedIndexError(f"Cannot open the shared index file {path} ({reason}: "
+                            f"{exc.filename or path}).",
+                            hint="Make its folder writable (milvus-lite keeps a lock file "
+                            "beside it), or set shared.uri to a .db file in a folder you can "
+                            "write to.")
 
 
 class Engine:
@@ -182,9 +196,13 @@ class Engine:
                     pymilvus = require_pymilvus()
                     if self.lite and not os.environ.get("RUST_LOG"):
                         os.environ["RUST_LOG"] = "error"  # the embedded engine logs every commit
-                    with self.calls("connecting"):
-                        self._client = pymilvus.MilvusClient(uri=self.uri, token=self.token,
-                                                             timeout=TIMEOUT)
+                    try:
+                        with self.calls("connecting"):
+                            self._client = pymilvus.MilvusClient(uri=self.uri,
+                                                                 token=self.token,
+                                                                 timeout=TIMEOUT)
+                    except OSError as exc:  # milvus-lite's file or lock in a folder it cannot use
+                        raise _lite_error(Path(self.uri), exc) from None
                     _clients[key] = self._client
         return self._client
 
