@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kenning import project
+from kenning.config import SHARED_SERVER_SCHEMES
 from kenning.errors import ConfigError, SharedAuthError, SharedIndexError
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ TIMEOUT = 10.0  # seconds per engine call; a server that does not answer is repo
 TEXT_MAX = 65_535
 PATH_MAX = 4_096
 SYMBOL_WORDS_MAX = 64  # tokens of a symbol name kept for the symbol branch
-SERVER_SCHEMES = ("http://", "https://", "tcp://", "unix:")  # else a milvus-lite file
+SERVER_SCHEMES = SHARED_SERVER_SCHEMES  # else a milvus-lite file
 MANIFEST_DIM = 8  # Milvus wants a vector field in every collection; the manifest's is unused
 CLASS_FIELD = "chunk_class"
 PATHS_PER_QUERY = 200  # paths named in one filter expression
