@@ -132,3 +132,22 @@ def test_a_shared_file_where_nothing_can_be_written_is_one_sentence(
                                      "--no-refresh")
         assert "Cannot open the shared index file" in err, (backend, err)
         assert code == 0 and "app/db.py" in out  # the local index answers, with the warning
+
+
+def test_a_lite_engine_leaves_no_log_file_outside_kenning_home(
+        repo: Path, settings: config.Settings, model: Any, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from kenning.indexer import refresh
+
+    refresh(repo, settings, embedder=model)
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GLOG_", "RUST_LOG"))}
+    env.update(TMPDIR=str(tmpdir), KENNING_SHARED_URI=str(tmp_path / "shared.db"))
+    for command in (["publish", str(repo)], ["status", str(repo)]):
+        done = subprocess.run([sys.executable, "-m", "kenning", *command], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmpdir.iterdir()) == []

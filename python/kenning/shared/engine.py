@@ -22,7 +22,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -126,6 +126,19 @@ def configured_uri(settings: Settings) -> tuple[str, bool]:
     return str(path.resolve()), True
 
 
+def _quiet_lite_engine() -> None:
+    """Environment for the milvus-lite engine process, unless the user set it: it logs every
+    commit (RUST_LOG), and its glog INFO file would be left in $TMPDIR by every process; its
+    errors go to kenning's home instead."""
+    os.environ.setdefault("RUST_LOG", "error")
+    os.environ.setdefault("GLOG_minloglevel", "2")  # errors only: no INFO or WARNING file
+    if "GLOG_log_dir" not in os.environ:
+        logs = project.kenning_home() / "logs"
+        with suppress(OSError):
+            logs.mkdir(parents=True, exist_ok=True)
+            os.environ["GLOG_log_dir"] = str(logs)  # noqa: SIM112 - the name glog reads
+
+
 def _lite_error(path: Path, exc: OSError) -> SharedIndexError:
     """The error for a milvus-lite file (or its folder, or the lock file beside it) that cannot
     be made or opened."""
@@ -195,8 +208,8 @@ class Engine:
                 self._client = _clients.get(key)
                 if self._client is None:
                     pymilvus = require_pymilvus()
-                    if self.lite and not os.environ.get("RUST_LOG"):
-                        os.environ["RUST_LOG"] = "error"  # the embedded engine logs every commit
+                    if self.lite:
+                        _quiet_lite_engine()
                     try:
                         with self.calls("connecting"):
                             self._client = pymilvus.MilvusClient(uri=self.uri,
