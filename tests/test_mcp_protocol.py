@@ -146,6 +146,22 @@ def test_deeply_nested_requests_are_answered(raw: RawSession, depth: int, opener
     assert not raw.call("code_index_status")["isError"]  # the server lives on
 
 
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(request_id=st.one_of(
+    st.none(), st.booleans(), st.floats(allow_nan=False, allow_infinity=False),
+    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(),
+                                                         max_size=2),
+    st.integers(0xD800, 0xDFFF).map(lambda c: "id" + chr(c))))
+def test_a_request_whose_id_cannot_be_answered_under_gets_an_error(
+        raw: RawSession, request_id: Any) -> None:
+    line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                       "params": {"name": "code_index_status", "arguments": {}}})
+    reply = raw.send(line.encode())
+    assert reply == {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32600, "message": "Invalid request: the id must be a string or an integer."}}
+    assert not raw.call("code_index_status")["isError"]  # the session goes on
+
+
 def test_lone_surrogates_are_answered(raw: RawSession) -> None:
     reply = raw.send(b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": '
                      b'"code_search", "arguments": {"query": "retry \\ud800 backoff \\udc00"}}}')

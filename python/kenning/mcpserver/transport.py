@@ -7,11 +7,17 @@ Python's parser, each lone surrogate becomes U+FFFD and the request is served; a
 gets the JSON-RPC error it calls for: -32700 for a line that is not JSON, -32600 for JSON
 that is not a JSON-RPC message or is nested deeper than a parser's recursion allows (with the
 request's id when it has one).
+
+A request whose id cannot be answered under (an object, a list, a float, a boolean, null, a
+string with a lone surrogate) reads as a notification to the SDK, which answers none: such a
+line is seen before the SDK parses it and answered with -32600 and the null id.
 """
 
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +51,40 @@ def _error(code: int, message: str, request_id: Any = None) -> SessionMessage:
 
 
 _TOO_DEEP = "Invalid request: the message is nested too deeply."
+_BAD_ID = "Invalid request: the id must be a string or an integer."
+_REFUSED_ID = "kenning/refused-id"  # the method a line with such an id is handed on as
+
+
+def _answerable_id(value: Any) -> bool:
+    if isinstance(value, str):
+        return without_lone_surrogates(value) == value
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _screened(line: str) -> str:
+    """``line``, or for a request whose id cannot be answered under, a notification of
+    ``_REFUSED_ID`` (which ``_Answering`` answers with the error)."""
+    if '"id"' not in line:
+        return line
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return line  # the SDK refuses it, and ``reread`` answers
+    if (isinstance(message, dict) and "method" in message and "id" in message
+            and not _answerable_id(message["id"])):
+        return json.dumps({"jsonrpc": "2.0", "method": _REFUSED_ID}) + "\n"
+    return line
+
+
+class _Lines:
+    """The client's lines, screened."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for line in self._inner:
+            yield _screened(line)
 
 
 def reread(exc: Exception) -> SessionMessage:
@@ -86,7 +126,10 @@ class _Answering:
         while True:
             item = await self._inner.receive()
             if not isinstance(item, Exception):
-                return item  # type: ignore[no-any-return]
+                if getattr(item.message, "method", None) != _REFUSED_ID:
+                    return item  # type: ignore[no-any-return]
+                await self._write.send(_error(types.INVALID_REQUEST, _BAD_ID))
+                continue
             message = reread(item)
             if not isinstance(message.message, types.JSONRPCError):
                 return message
@@ -114,7 +157,16 @@ class _Answering:
 
 async def serve_stdio(server: MCPServer) -> None:
     """``server.run("stdio")``, answering every line."""
+    from mcp.server import stdio  # fd 0 claimed as the SDK claims it, then read screened
+
     lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async drives, too
-    async with stdio_server() as (read, write):
-        await lowlevel.run(_Answering(read, write), write,
-                           lowlevel.create_initialization_options())
+    buffer, restore = stdio._claim_fd(0, sys.stdin, "rb", stdio._open_stdin_diversion)
+    try:
+        lines = anyio.wrap_file(stdio._UnownedTextWrapper(buffer, encoding="utf-8",
+                                                          errors="replace"))
+        async with stdio_server(stdin=_Lines(lines)) as (read, write):  # type: ignore[arg-type]
+            await lowlevel.run(_Answering(read, write), write,
+                               lowlevel.create_initialization_options())
+    finally:
+        if restore is not None:
+            restore()
