@@ -162,6 +162,23 @@ def test_a_request_whose_id_cannot_be_answered_under_gets_an_error(
     assert not raw.call("code_index_status")["isError"]  # the session goes on
 
 
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arguments=st.one_of(
+    st.fixed_dictionaries({"query": st.one_of(st.integers(), st.none(), st.lists(st.text()))}),
+    st.fixed_dictionaries({"query": st.just("retry"),
+                           "limit": st.one_of(st.integers(51), st.integers(max_value=0),
+                                              st.text(max_size=3), st.floats(0.1, 0.9))}),
+    st.fixed_dictionaries({"query": st.just("retry"),
+                           "detail": st.text(max_size=5).filter(
+                               lambda d: d not in ("snippets", "locations"))}),
+    st.just({})))
+def test_arguments_that_fail_the_schema_get_the_bad_input_error(
+        raw: RawSession, arguments: dict[str, Any]) -> None:
+    body = raw.error("code_search", **arguments)
+    assert body["error"] == "bad_input" and body["message"].startswith("code_search: "), body
+    assert set(body) == {"error", "message", "hint"}
+
+
 def test_lone_surrogates_are_answered(raw: RawSession) -> None:
     reply = raw.send(b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": '
                      b'"code_search", "arguments": {"query": "retry \\ud800 backoff \\udc00"}}}')
