@@ -311,6 +311,30 @@ echo "index exit $?" >&2
     assert "space" in _problems_text(status), status
 
 
+@pytest.mark.skipif(not _can_mount_tmpfs(), reason="needs a user namespace to mount")
+def test_a_read_only_home_serves_status_and_searches(built, repo, tmp_path):
+    import sqlite3
+
+    _readers.drop(built.dir)
+    conn = sqlite3.connect(built.dir / "index.db")  # the last to close removes the WAL files
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    assert not (built.dir / "index.db-shm").exists()  # as a home left by a finished run
+    home = os.environ["KENNING_HOME"]
+    kenning = f"{sys.executable} -m kenning"
+    script = f"""mount --bind {home} {home} && mount -o remount,ro,bind {home} || exit 9
+{kenning} status {repo} --json-output; echo "status exit $?" >&2
+{kenning} search 'open the database' {repo} --no-refresh --json-output
+echo "search exit $?" >&2
+"""
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True,
+                          text=True, timeout=300)
+    assert "status exit 0" in done.stderr and "search exit 0" in done.stderr, done.stderr
+    status, found = (json.loads(line) for line in done.stdout.strip().splitlines())
+    assert status["state"] == "ready" and status["healthy"], status
+    assert found["results"][0]["path"] == "app/db.py"
+
+
 @pytest.mark.parametrize("home", ["/sys/kenning-test-home", "/proc/kenning-test-home/data"])
 def test_a_home_that_cannot_be_written_is_one_sentence(repo, capsys, monkeypatch, home):
     monkeypatch.setenv("KENNING_HOME", home)
