@@ -459,3 +459,21 @@ def test_publish_without_a_shared_index_says_so_before_indexing(model: Any, repo
         publish(repo, config.load(), embedder=model)
     with pytest.raises(IndexMissing):
         Index.open(repo, config.load(), embedder=model)
+
+
+def test_a_killed_first_publish_is_named_as_such(shared: config.Settings, model: Any,
+                                                 repo: Path, capsys: pytest.CaptureFixture[str]):
+    from index_helpers import kenning_cli
+
+    assert refresh(repo, shared, embedder=model).status == "complete"
+    release_all()  # an embedded engine's file is for one process at a time
+    env = {**os.environ, "KENNING_TEST_KILL_AT": "chunks-sent"}
+    killed = subprocess.run([sys.executable, "-m", "kenning", "publish", str(repo)], env=env,
+                            capture_output=True, text=True, timeout=240)
+    assert killed.returncode == -9, killed.stderr
+    code, out, _ = kenning_cli(capsys, "status", str(repo))
+    assert code == 0 and "None" not in out.split("shared", 1)[1], out
+    assert "A first publish did not finish" in out
+    done = publish(repo, shared, embedder=model)
+    assert done.resend_all is not None and "did not finish" in done.resend_all, done.resend_all
+    assert done.generation == 1

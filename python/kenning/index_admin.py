@@ -199,6 +199,9 @@ def published_status(settings: Settings, index: Index, snap: Snapshot) -> dict[s
     if head is None:
         return {"generation": 0, "hint": f"`kenning publish {index.root}` publishes it."}
     published = int(head.get("snapshot_generation") or 0)
+    if not published:  # claimed by a first publish that was stopped before it finished
+        return {"generation": 0, "hint": f"A first publish did not finish; `kenning publish "
+                                         f"{index.root}` sends it again."}
     return {"generation": head.get("generation"), "state": head.get("state"),
             "snapshot_generation": published, "revision": head.get("revision"),
             "published_at": _iso(head.get("published_at")),

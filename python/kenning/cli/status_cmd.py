@@ -110,7 +110,7 @@ def _published_line(published: dict[str, Any]) -> str:
     if published.get("problem"):
         return _problem_text(published["problem"])
     if not published.get("generation"):
-        return "not published; " + str(published.get("hint"))
+        return "; ".join(filter(None, ["not published", published.get("hint")]))
     from kenning.index_admin import ahead_text
 
     return (f"generation {published['generation']} ({published.get('state')}) published "
