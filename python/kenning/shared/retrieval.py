@@ -353,7 +353,13 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
     """Ranked results of the published projects (``projects``, or all), fused and ranked per
     project as local results are; each project's best ``limit``, merged by score. Projects in
     ``exclude`` are left out (searched locally instead)."""
-    heads = {p: h for p, h in published(engine, projects).items() if p not in exclude}
+    every = published(engine, projects)
+    unknown = [p for p in projects or () if p not in every and p not in exclude]
+    if unknown:  # asked for by id: say so rather than find nothing
+        raise UsageError(f"No project {unknown[0]!r} is published in {engine.where}.",
+                         hint="`kenning status PATH` of a checkout says whether it is "
+                              "published; `kenning publish PATH` publishes it.")
+    heads = {p: h for p, h in every.items() if p not in exclude}
     if not heads:
         return []
     if filters.kind in (*CLASSES, "code") and not engine.classes:
