@@ -143,6 +143,22 @@ def test_a_flipped_bit_in_an_old_block_is_found_by_doctor_and_repaired(built, re
     _repair(capsys, repo, built, kept=total - 4)
 
 
+def test_a_flipped_bit_in_an_old_block_is_found_by_refreshes(built, repo, capsys):
+    from kenning.store.vectors import INT8
+
+    with built.snapshot() as snap:
+        blocks = snap._conn.execute("SELECT count(*) FROM vector_blocks").fetchone()[0]
+    assert blocks > 2
+    _flip(built.dir / INT8, 10)  # the first block
+    for _ in range(40 * blocks):  # each refresh checks one block drawn at random
+        code, out, err = kenning_cli(capsys, "index", str(repo))
+        if code:
+            break
+    assert code == 4 and "vector rows 0-3 do not match their checksum" in err, err
+    code, out, _ = kenning_cli(capsys, "status", str(repo), "--json-output")
+    assert "vector rows 0-3 do not match" in _problems_text(json.loads(out))
+
+
 def test_a_scrambled_vectors_table_is_found_by_doctor(built, repo, capsys, monkeypatch):
     import sqlite3
 
