@@ -65,6 +65,22 @@ def make_descriptor(embedder: Embedder | Identity, dims: int | None = None) -> d
     return descriptor
 
 
+def _check_dims_learned(descriptor: dict[str, Any], on_disk: dict[str, Any] | None,
+                        root: Path) -> None:
+    """EmbedderError when the dims the server answered with (none were configured) are not
+    those of the project's index of the model: the model behind the name changed, and a new
+    index would start from nothing in silence."""
+    from kenning.errors import EmbedderError
+
+    if on_disk is None or on_disk["dims"] == descriptor["dims"] or not on_disk["dims"]:
+        return
+    raise EmbedderError(
+        f"{descriptor['model']} returned {descriptor['dims']}-dim vectors; the index of "
+        f"{root} holds {on_disk['dims']}-dim ones.",
+        hint="The model behind this name changed: use a new model name, or set "
+             f"embedder.dims = {descriptor['dims']} to build a new index for it.")
+
+
 def _on_disk(ident: Embedder | Identity, pid: str) -> dict[str, Any] | None:
     """The descriptor of an existing index of ``pid`` for ``ident``'s model, found by its
     folder name, when the dims of the model are not known without asking its server (folders
@@ -157,6 +173,8 @@ class Index:
             descriptor = make_descriptor(embedder)
             if not descriptor["dims"]:  # words only: the model's real index may be on disk
                 descriptor = _on_disk(embedder, pid) or descriptor
+            elif settings["embedder.dims"] is None:
+                _check_dims_learned(descriptor, _on_disk(embedder, pid), root)
         else:
             ident = identity(settings)
             model = ident.model
