@@ -114,3 +114,24 @@ def test_progress_in_a_log_is_a_line_every_few_seconds(
     assert [line for line in again.stderr.splitlines() if line.startswith("kenning index")] == [
         "kenning index: 8 files to check", "kenning index: 1/1 files read",
         "kenning index: 1/1 vectors"]
+
+
+def test_an_indexer_record_names_a_running_indexer_only(root: Path) -> None:
+    settings = config.load()
+    refresh(root, settings, embed=False)
+    index_dir = Index.open(root, settings).dir
+    state = index_dir / indexing_state.STATE_NAME
+    me = {"pid": os.getpid(), "phase": "embedding", "done": 1, "total": 4,
+          "pid_started": indexing_state._start_time(os.getpid())}
+    state.write_text(json.dumps(me))
+    assert indexing_state.read(index_dir)["pid"] == os.getpid()  # this process: running
+    for record in [{**me, "pid": 0}, {**me, "pid": -1}, {**me, "pid": 10**30},
+                   {**me, "pid": "12x"}, [1, 2], {**me, "done": "many"}]:
+        state.write_text(json.dumps(record))
+        assert indexing_state.read(index_dir) is None, record
+    if me["pid_started"] is not None:  # a system that tells when a process started
+        state.write_text(json.dumps({**me, "pid_started": me["pid_started"] - 1}))
+        assert indexing_state.read(index_dir) is None  # the pid was taken by another process
+    state.write_text(json.dumps(me))  # left by a live process that stopped indexing
+    refresh(root, settings, embed=False)  # the next indexer, under the lock, drops it
+    assert not state.exists() and cli_status(root)["indexer"] is None

@@ -100,8 +100,8 @@ def test_status(indexed: Indexed, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_status_without_index(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = kenning_cli(capsys, "status", str(tmp_path))
-    assert code == 4 and "kenning index" in err
+    code, out, _ = kenning_cli(capsys, "status", str(tmp_path))
+    assert code == 0 and "state      not indexed" in out and "kenning index" in out
 
 
 def test_stats_counts_searches(indexed: Indexed, capsys: pytest.CaptureFixture[str]) -> None:
@@ -149,3 +149,12 @@ def test_doctor_reports_an_unreachable_embedder(capsys: pytest.CaptureFixture[st
     monkeypatch.setenv("KENNING_EMBEDDER_MODEL", "all-minilm")
     code, out, _ = kenning_cli(capsys, "doctor")
     assert code == 1 and "FAIL embedder" in out and "fix:" in out
+
+
+def test_a_query_byte_that_is_not_utf8_is_searched_as_a_replacement(
+        indexed: Indexed, capsys: pytest.CaptureFixture[str]) -> None:
+    query = "parse\udcff header"  # how Python hands over the argument b"parse\xff header"
+    code, out, err = kenning_cli(capsys, "search", query, str(indexed.root), "--no-refresh",
+                                 "--json-output")
+    assert code == 0, err
+    assert json.loads(out)["query"] == "parse\ufffd header"

@@ -88,6 +88,9 @@ BAD_VALUES = [
     ("embedder.url", "localhost:11434", '"localhost:11434"', "http://"),
     ("search.refresh", "maybe", '"maybe"', "true or false"),
     ("index.vector_search", "fast", '"fast"', "auto, exact or ann"),
+    ("shared.uri", "ftp://x", '"ftp://x"', "http(s):// Milvus server or a local file"),
+    ("shared.uri", "/tmp/shared", '"/tmp/shared"', "ending in .db"),
+    ("search.embed_limit", "1000000000", "1000000000", "from 0 to 10000"),
 ]
 
 
@@ -151,6 +154,23 @@ def test_unknown_keys_in_the_file_name_the_nearest_one(toml: str, unknown: str,
 def test_projects_tables_are_not_unknown_keys() -> None:
     write_config('[[projects]]\nid = "a"\nroot = "/tmp/a"\n')
     assert cfg.load().projects[0]["id"] == "a"
+
+
+@pytest.mark.parametrize(("toml", "words"), [
+    ('[[projects]]\nid = "a"\nrot = "/tmp/a"\n', "Unknown key 'rot' in a [[projects]] "
+     "table of {path} (did you mean root?)"),
+    ('[[projects]]\nid = "a"\n', "A [[projects]] table of {path} has no root"),
+    ('[[projects]]\nid = "a"\nroot = "/tmp/a"\n[[projects]]\nid = "a"\nroot = "/tmp/b"\n',
+     "Two [[projects]] tables of {path} have the id 'a'"),
+])
+def test_misspelt_missing_or_repeated_project_keys_are_one_sentence(
+        capsys: pytest.CaptureFixture[str], toml: str, words: str) -> None:
+    path = write_config(toml)
+    with pytest.raises(ConfigError) as caught:
+        cfg.load()
+    assert words.format(path=path) in caught.value.message
+    code, _, err = kenning_cli(capsys, "config", "list")
+    assert code == 2 and words.format(path=path) in err
 
 
 @pytest.mark.parametrize("command", [["get", "search.limt"], ["set", "search.limt", "5"],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,12 @@ BROKEN: dict[str, tuple[Rewrite, str]] = {
     "empty list": (lambda rows: [], r"returned 0 vectors for \d+ inputs"),
     "0-dim": (lambda rows: [[] for _ in rows], r"empty \(0-dim\) vectors"),
     "not numbers": (lambda rows: [["x"] * len(r) for r in rows], "not lists of numbers"),
+    "booleans": (lambda rows: [[v > 0 for v in r] for r in rows],
+                 r"not lists of numbers \(input 1 of"),
+    "one boolean": (lambda rows: [*rows[:-1], [True, *rows[-1][1:]]],
+                    r"not lists of numbers \(input 3 of"),
+    "nested": (lambda rows: [[[v] for v in r] for r in rows], "not lists of numbers"),
+    "nested pairs": (lambda rows: [[r[:2], r[2:4]] for r in rows], "not lists of numbers"),
 }
 
 TEXTS = ["def open_socket(port):\n    pass\n", "class RetryPolicy:\n    pass\n",
@@ -154,4 +161,22 @@ def test_dims_changed_under_the_same_model_name_are_reported(
     result = search("where is the database opened", resolve_projects(settings, [root]),
                     settings=settings)
     assert any("768-dim" in w for w in result["warnings"])
+    assert len(list((Path(os.environ["KENNING_HOME"]) / "indices").iterdir())) == 1
+
+
+def test_dims_changed_after_the_cache_went_are_checked_against_the_index(
+        embed_server: EmbedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    embed_server.models = ("house-embedder",)
+    overrides = embed_server.settings("ollama", "house-embedder")
+    for key, value in overrides.items():
+        monkeypatch.setenv(config.env_name(key), value)
+    root = make_repo(tmp_path / "repo")
+    assert kenning("index", str(root), "--quiet") == 0
+    shutil.rmtree(Path(os.environ["KENNING_HOME"]) / "cache", ignore_errors=True)
+    embed_server.rewrite = lambda rows: [r + r for r in rows]  # 768 dims from now on
+    settings = config.load()
+    result = search("where is the database opened", resolve_projects(settings, [root]),
+                    settings=settings)
+    assert any("768-dim" in w and "384" in w for w in result["warnings"]), result["warnings"]
+    assert kenning("index", str(root), "--quiet") == 3
     assert len(list((Path(os.environ["KENNING_HOME"]) / "indices").iterdir())) == 1

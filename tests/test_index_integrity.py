@@ -143,6 +143,22 @@ def test_a_flipped_bit_in_an_old_block_is_found_by_doctor_and_repaired(built, re
     _repair(capsys, repo, built, kept=total - 4)
 
 
+def test_a_flipped_bit_in_an_old_block_is_found_by_refreshes(built, repo, capsys):
+    from kenning.store.vectors import INT8
+
+    with built.snapshot() as snap:
+        blocks = snap._conn.execute("SELECT count(*) FROM vector_blocks").fetchone()[0]
+    assert blocks > 2
+    _flip(built.dir / INT8, 10)  # the first block
+    for _ in range(40 * blocks):  # each refresh checks one block drawn at random
+        code, out, err = kenning_cli(capsys, "index", str(repo))
+        if code:
+            break
+    assert code == 4 and "vector rows 0-3 do not match their checksum" in err, err
+    code, out, _ = kenning_cli(capsys, "status", str(repo), "--json-output")
+    assert "vector rows 0-3 do not match" in _problems_text(json.loads(out))
+
+
 def test_a_scrambled_vectors_table_is_found_by_doctor(built, repo, capsys, monkeypatch):
     import sqlite3
 
@@ -168,6 +184,65 @@ def test_a_damaged_database_says_so_and_index_full_rebuilds_it(built, repo, caps
     _readers.drop(built.dir)  # as a new process finds it, not through a kept connection
     _damaged_everywhere(capsys, repo, "SQLite cannot")
     _repair(capsys, repo, built, kept=0)
+
+
+def test_garbled_file_records_are_read_again_not_a_crash(built, repo, capsys):
+    import sqlite3
+
+    from index_helpers import check_consistent
+
+    before = check_consistent(built)
+    conn = sqlite3.connect(built.dir / "index.db")
+    with conn:  # the stat data as damage leaves it: words for numbers, a record cut short
+        conn.execute("UPDATE meta SET value = CAST('app/db.py' || char(0) || 'x1' || char(0) "
+                     "|| '2z' AS BLOB) WHERE key LIKE 'file_stats:%'")
+        conn.execute("UPDATE files SET size = 'garbage', mtime_ns = X'00ff' "
+                     "WHERE path = 'app/db.py'")
+    conn.close()
+    _readers.drop(built.dir)
+    code, out, err = kenning_cli(capsys, "index", str(repo))
+    assert code == 0, err
+    state = check_consistent(built)
+    assert (state["files"], state["chunks"]) == (before["files"], before["chunks"])
+    code, out, err = kenning_cli(capsys, "search", "open the database", str(repo),
+                                 "--json-output")
+    assert code == 0 and json.loads(out)["results"][0]["path"] == "app/db.py", err
+
+
+def test_stat_data_that_cannot_be_read_again_is_damage_with_its_repair(built, repo, capsys,
+                                                                       monkeypatch):
+    from kenning import sources
+
+    def unreadable(*args, **kwargs):
+        raise ValueError("known stat data: a size or mtime is not a number")
+
+    monkeypatch.setattr(sources, "COMPARERS", dict.fromkeys(sources.COMPARERS, unreadable))
+    code, out, err = kenning_cli(capsys, "index", str(repo))
+    assert code == 4 and "is damaged" in err and "kenning index --full" in err, err
+    code, out, err = kenning_cli(capsys, "search", "open the database", str(repo))
+    assert code == 0 and "app/db.py" in out  # from the last snapshot, saying why
+    assert "is damaged" in err and "kenning index --full" in err, err
+
+
+def test_garbled_timings_and_a_lock_folder_are_one_sentence(built, repo, capsys):
+    import sqlite3
+
+    conn = sqlite3.connect(built.dir / "index.db")
+    with conn:
+        conn.execute("UPDATE snapshots SET timings = '{\"total\": ' || char(1)")
+    conn.close()
+    _readers.drop(built.dir)
+    code, out, err = kenning_cli(capsys, "status", str(repo), "--json-output")
+    assert code == 0 and json.loads(out)["state"] == "ready", err
+    code, out, err = kenning_cli(capsys, "search", "open the database", str(repo),
+                                 "--no-refresh", "--json-output")
+    assert code == 0 and json.loads(out)["results"], err
+    lock = built.dir / "index.lock"
+    lock.unlink(missing_ok=True)
+    lock.mkdir()
+    code, out, err = kenning_cli(capsys, "index", str(repo))
+    assert code == 4 and f"The index lock {lock} is a folder" in err, err
+    assert "KENNING_HOME" not in err
 
 
 def test_a_damaged_full_text_table_is_reported_and_repaired(built, repo, capsys, monkeypatch):
@@ -215,6 +290,65 @@ def test_a_full_disk_answers_search_from_the_snapshot_and_status_says_why(built,
     code, _, _ = kenning_cli(capsys, "index", str(repo))  # space again: the next run clears it
     code, out, _ = kenning_cli(capsys, "status", str(repo), "--json-output")
     assert code == 0 and json.loads(out)["healthy"]
+
+
+def _can_mount_tmpfs() -> bool:
+    try:
+        return subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs tmpfs /mnt"],
+                              capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@pytest.mark.skipif(not _can_mount_tmpfs(), reason="needs a user namespace to mount a tmpfs")
+def test_a_run_failed_on_a_really_full_disk_is_kept_for_status(repo, tmp_path):
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    kenning = f"{sys.executable} -m kenning"
+    script = f"""set -e
+mount -t tmpfs -o size=16m tmpfs {mount}
+{kenning} index {repo} --quiet
+free=$(df -k --output=avail {mount} | tail -1)
+dd if=/dev/zero of={mount}/filler bs=1024 count=$((free - 192)) 2>/dev/null
+for i in $(seq 40); do seq -f "def handler_%g(): return 1" 2000 > {repo}/app/gen_$i.py; done
+set +e
+{kenning} index {repo} --quiet
+echo "index exit $?" >&2
+{kenning} status {repo} --json-output
+"""
+    env = {**os.environ, "KENNING_HOME": str(mount / "home"),
+           "KENNING_CONFIG": str(tmp_path / "config.toml")}
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", script], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert "index exit 4" in done.stderr, done.stderr
+    status = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not status["healthy"], status
+    assert "The index run of" in _problems_text(status), status  # the failure was kept
+    assert "space" in _problems_text(status), status
+
+
+@pytest.mark.skipif(not _can_mount_tmpfs(), reason="needs a user namespace to mount")
+def test_a_read_only_home_serves_status_and_searches(built, repo, tmp_path):
+    import sqlite3
+
+    _readers.drop(built.dir)
+    conn = sqlite3.connect(built.dir / "index.db")  # the last to close removes the WAL files
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    assert not (built.dir / "index.db-shm").exists()  # as a home left by a finished run
+    home = os.environ["KENNING_HOME"]
+    kenning = f"{sys.executable} -m kenning"
+    script = f"""mount --bind {home} {home} && mount -o remount,ro,bind {home} || exit 9
+{kenning} status {repo} --json-output; echo "status exit $?" >&2
+{kenning} search 'open the database' {repo} --no-refresh --json-output
+echo "search exit $?" >&2
+"""
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True,
+                          text=True, timeout=300)
+    assert "status exit 0" in done.stderr and "search exit 0" in done.stderr, done.stderr
+    status, found = (json.loads(line) for line in done.stdout.strip().splitlines())
+    assert status["state"] == "ready" and status["healthy"], status
+    assert found["results"][0]["path"] == "app/db.py"
 
 
 @pytest.mark.parametrize("home", ["/sys/kenning-test-home", "/proc/kenning-test-home/data"])

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kenning.project import project_id
 from test_mcp_render import _as_read, _tags
 from test_mcp_server import Client, World, serve, unwrapped, write_tree
@@ -79,7 +81,7 @@ class RawSession:
         self.process.stdin.write(line + b"\n")
         self.process.stdin.flush()
         ready, _, _ = select.select([self.process.stdout], [], [], 60)
-        assert ready, f"no reply to {line!r}"
+        assert ready, f"no reply to {line[:80]!r}"
         reply: dict[str, Any] = json.loads(self.process.stdout.readline())
         return reply
 
@@ -126,6 +128,55 @@ def test_unreadable_lines_get_json_rpc_errors(raw: RawSession) -> None:
         "error": {"code": -32600, "message": "Invalid request: not a JSON-RPC message."}}
     assert raw.send(b"[1, 2]")["error"]["code"] == -32600
     assert not raw.call("code_index_status")["isError"]  # and the session goes on
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(depth=st.one_of(st.integers(1, 2000), st.integers(2000, 200_000)),
+       opener=st.sampled_from(["[", '{"a":']), in_arguments=st.booleans())
+def test_deeply_nested_requests_are_answered(raw: RawSession, depth: int, opener: str,
+                                             in_arguments: bool) -> None:
+    closer = "]" if opener == "[" else "}"
+    nested = opener * depth + "1" * (opener != "[") + closer * depth
+    params = ('{"name": "code_search", "arguments": {"query": ' + nested + "}}"
+              if in_arguments else nested)
+    reply = raw.send(('{"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": '
+                      + params + "}").encode())
+    assert "error" in reply or reply["result"]["isError"], reply
+    assert reply["id"] in (77, None), reply
+    assert not raw.call("code_index_status")["isError"]  # the server lives on
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(request_id=st.one_of(
+    st.none(), st.booleans(), st.floats(allow_nan=False, allow_infinity=False),
+    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(),
+                                                         max_size=2),
+    st.integers(0xD800, 0xDFFF).map(lambda c: "id" + chr(c))))
+def test_a_request_whose_id_cannot_be_answered_under_gets_an_error(
+        raw: RawSession, request_id: Any) -> None:
+    line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                       "params": {"name": "code_index_status", "arguments": {}}})
+    reply = raw.send(line.encode())
+    assert reply == {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32600, "message": "Invalid request: the id must be a string or an integer."}}
+    assert not raw.call("code_index_status")["isError"]  # the session goes on
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arguments=st.one_of(
+    st.fixed_dictionaries({"query": st.one_of(st.integers(), st.none(), st.lists(st.text()))}),
+    st.fixed_dictionaries({"query": st.just("retry"),
+                           "limit": st.one_of(st.integers(51), st.integers(max_value=0),
+                                              st.text(max_size=3), st.floats(0.1, 0.9))}),
+    st.fixed_dictionaries({"query": st.just("retry"),
+                           "detail": st.text(max_size=5).filter(
+                               lambda d: d not in ("snippets", "locations"))}),
+    st.just({})))
+def test_arguments_that_fail_the_schema_get_the_bad_input_error(
+        raw: RawSession, arguments: dict[str, Any]) -> None:
+    body = raw.error("code_search", **arguments)
+    assert body["error"] == "bad_input" and body["message"].startswith("code_search: "), body
+    assert set(body) == {"error", "message", "hint"}
 
 
 def test_lone_surrogates_are_answered(raw: RawSession) -> None:

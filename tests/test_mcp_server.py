@@ -527,7 +527,7 @@ def test_multi_project_search_merges_and_reports_the_missing_root(multi: Client,
     assert "does not exist" in body["message"]
     status = multi.ok("code_index_status").structured_content["projects"]
     states = {p["project"]: p["state"] for p in status}
-    assert states == {"alpha": "ready", "beta": "ready", "gamma": "unavailable"}
+    assert states == {"alpha": "ready", "beta": "ready", "gamma": "unreadable"}
     hit = data["results"][0]
     assert "make_thumbnail" in multi.ok("code_get_chunk", id=hit["id"]).structured_content[
         "content"]

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 import kenning
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kenning import usage_log
 from kenning.cli import cli
 
@@ -87,8 +89,7 @@ def test_bad_input_raises_the_documented_errors(indexed: Indexed, tmp_path: Path
         kenning.search("x", indexed.root, path_filter="../elsewhere", refresh=False)
     with pytest.raises(kenning.ConfigError, match="from the overrides passed to load_settings"):
         kenning.load_settings({"search.limit": "many"})
-    with pytest.raises(kenning.IndexMissing):
-        kenning.status(tmp_path)
+    assert kenning.status(tmp_path).state == "not indexed"
     assert issubclass(kenning.StaleChunkId, kenning.UsageError)
     assert issubclass(kenning.IndexMissing, kenning.KenningError)
 
@@ -117,3 +118,56 @@ def test_importing_the_internals_leaves_the_api_names_alone() -> None:
 
     assert callable(kenning.search) and kenning.search.__module__ == "kenning.library"
     assert sorted(kenning.__all__) == kenning.__all__
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(query=st.text(st.one_of(st.characters(), st.integers(0xD800, 0xDFFF).map(chr)),
+                    max_size=40))
+def test_any_query_text_is_searched_or_refused_in_one_sentence(indexed: Indexed,
+                                                                query: str) -> None:
+    try:
+        found = kenning.search(query, indexed.root, refresh=False)
+    except kenning.UsageError as exc:
+        assert exc.message.startswith("The query is")
+    else:
+        assert not any("\ud800" <= c <= "\udfff" for c in found.query)
+
+
+WRONG = [None, 2.5, True, 7, b"x", ["x"], {"a": 1}, object(), ("x", 3)]
+CALLS = {  # each argument of each call, with the values of its own type that are right
+    "search.query": (lambda root, v: kenning.search(v, root, refresh=False), (str,)),
+    "search.paths": (lambda root, v: kenning.search("x", v, refresh=False), ()),
+    "search.limit": (lambda root, v: kenning.search("x", root, limit=v, refresh=False), (int,)),
+    "search.path_filter": (lambda root, v: kenning.search("x", root, path_filter=v,
+                                                          refresh=False), (type(None),)),
+    "search.kind": (lambda root, v: kenning.search("x", root, kind=v, refresh=False),
+                    (type(None),)),
+    "search.language": (lambda root, v: kenning.search("x", root, language=v, refresh=False),
+                        (type(None),)),
+    "search.refresh": (lambda root, v: kenning.search("x", root, refresh=v), (bool,)),
+    "search.settings": (lambda root, v: kenning.search("x", root, refresh=False, settings=v),
+                        (type(None),)),
+    "get_chunk.id": (lambda root, v: kenning.get_chunk(v, root), ()),
+    "get_chunk.scope": (lambda root, v: kenning.get_chunk("a:b:1:1", root, scope=v), ()),
+    "get_chunk.context_lines": (lambda root, v: kenning.get_chunk("a:b:1:1", root,
+                                                                  context_lines=v), ()),
+    "status.path": (lambda root, v: kenning.status(v), ()),
+    "status.settings": (lambda root, v: kenning.status(root, settings=v), (type(None),)),
+    "load_settings": (lambda root, v: kenning.load_settings(v), (type(None), dict)),
+    "index.full": (lambda root, v: kenning.index(root, full=v, settings={"x": 1}), ()),
+}
+
+
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_a_wrongly_typed_argument_is_a_kenning_error(indexed: Indexed, call: str) -> None:
+    run, right = CALLS[call]
+    for value in WRONG:
+        if type(value) in right:
+            continue
+        try:
+            run(indexed.root, value)
+        except kenning.KenningError as exc:
+            assert "Traceback" not in exc.message
+        except Exception as exc:  # noqa: BLE001 - what this test is about
+            pytest.fail(f"{call}={value!r} raised {type(exc).__name__}: {exc}")

@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kenning import config
 from kenning.errors import UsageError
 from kenning.project import project_id
@@ -98,6 +100,55 @@ def test_filters_apply_inside_retrieval(indexed: Indexed) -> None:
 def test_path_filter_escaping_the_root_is_refused(indexed: Indexed, bad: str) -> None:
     with pytest.raises(UsageError, match="root"):
         run(indexed, "retry", path_filter=bad)
+
+
+@pytest.mark.parametrize("bad", ["[[[!", "src/[a", "src/[!]", "*.[ch"])
+def test_a_glob_whose_class_never_closes_is_refused(indexed: Indexed, bad: str) -> None:
+    with pytest.raises(UsageError, match="never closes"):
+        run(indexed, "retry", path_filter=bad)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab/[]!^*?", min_size=1, max_size=12))
+def test_a_glob_that_is_accepted_can_match_in_sqlite(glob: str) -> None:
+    import sqlite3
+
+    from kenning.retrieval.filters import normalize_path_filter
+
+    try:
+        pattern = normalize_path_filter(glob, Path("/root"))
+    except UsageError as exc:
+        assert "never closes" in exc.message or "empty" in exc.message or "root" in exc.message
+        return
+    if "[" not in pattern:
+        return
+    # a string that fills each class with a member (or, for [!x], with a non-member) matches
+    conn = sqlite3.connect(":memory:")
+    probes = ["".join(p) for p in _class_members(pattern)]
+    assert any(conn.execute("SELECT ? GLOB ?", (probe, pattern)).fetchone()[0]
+               for probe in probes), (pattern, probes)
+
+
+def _class_members(pattern: str) -> list[list[str]]:
+    """Candidate strings for ``pattern``: ``*`` and ``?`` as ``a``, each class as each of the
+    characters it may hold."""
+    outs: list[list[str]] = [[]]
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "[":
+            close = pattern.find("]", i + 2 if pattern[i + 1:i + 2] in ("!", "^", "]") else i + 1)
+            if pattern[i + 1:i + 3] in ("!]", "^]"):
+                close = pattern.find("]", i + 3)
+            if close < 0:  # never closed: nothing can match, no probe to make
+                return []
+            options = list("ab/[]!^*?z")
+            outs = [o + [x] for o in outs for x in options][:5000]
+            i = close + 1
+            continue
+        outs = [o + ["a" if c in "*?" else c] for o in outs]
+        i += 1
+    return outs
 
 
 def test_tests_are_penalised_unless_asked_for(indexed: Indexed) -> None:

@@ -111,3 +111,43 @@ def test_publish_to_an_engine_nobody_listens_for_is_exit_5(repo: Path,
         f"Error: Cannot reach the shared index at http://127.0.0.1:{port} while connecting.",
         "Hint: Check shared.uri and that the server is running."]
 
+
+
+@pytest.mark.parametrize("uri", ["/sys/kenning-test-shared/shared.db", "/proc/kenning-test.db"])
+def test_a_shared_file_where_nothing_can_be_written_is_one_sentence(
+        repo: Path, settings: config.Settings, model: Any, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, uri: str) -> None:
+    from kenning.indexer import refresh
+
+    refresh(repo, settings, embedder=model)
+    monkeypatch.setenv("KENNING_SHARED_URI", uri)
+    code, _, err = kenning_cli(capsys, "publish", str(repo))
+    assert code != 0 and f"Cannot open the shared index file {uri}" in err, err
+    code, out, _ = kenning_cli(capsys, "status", str(repo), "--json-output")
+    problem = json.loads(out)["published"]["problem"]
+    assert code == 0 and problem["error"] == "shared_index_failed", problem
+    for backend in ("both", "shared"):
+        monkeypatch.setenv("KENNING_SEARCH_BACKEND", backend)
+        code, out, err = kenning_cli(capsys, "search", "open the database", str(repo),
+                                     "--no-refresh")
+        assert "Cannot open the shared index file" in err, (backend, err)
+        assert code == 0 and "app/db.py" in out  # the local index answers, with the warning
+
+
+def test_a_lite_engine_leaves_no_log_file_outside_kenning_home(
+        repo: Path, settings: config.Settings, model: Any, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from kenning.indexer import refresh
+
+    refresh(repo, settings, embedder=model)
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GLOG_", "RUST_LOG"))}
+    env.update(TMPDIR=str(tmpdir), KENNING_SHARED_URI=str(tmp_path / "shared.db"))
+    for command in (["publish", str(repo)], ["status", str(repo)]):
+        done = subprocess.run([sys.executable, "-m", "kenning", *command], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmpdir.iterdir()) == []

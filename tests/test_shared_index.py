@@ -52,7 +52,7 @@ def contract(shared: config.Settings, tmp_path: Path) -> Any:
     bits = rng.integers(0, 256, (240, DIMS // 8), dtype=np.uint8)
     layout = [("src/a", "python", "function"), ("src/b", "rust", "struct"),
               ("docs", "markdown", "section"), ("src/a_b", "python", "class"),
-              ("tests", "python", "function")]
+              ("tests", "python", "function"), ("src/axb", "python", "function")]
     rows = []
     for i in range(len(bits)):
         folder, language, kind = layout[i % len(layout)]
@@ -121,6 +121,25 @@ def _check_topk(engine: Engine, bits: np.ndarray, db: sqlite3.Connection, filter
             last = dists[q][-1] if len(dists[q]) else 0
             assert ({int(r["id"]) for r, d in hits if d < last}
                     == {int(i) for i, d in zip(ids[q], dists[q], strict=True) if d < last})
+
+
+def test_path_filters_naming_like_wildcards_select_the_local_rows(contract: Any):
+    engine, _, db = contract
+    for path_filter in ("src/a_b", "src/a_b/", "src/a_*", "src/a_b/f?.x", "src/a_b/**/*.x",
+                        "src/a%b", "src/a\\b", "src/a"):
+        filters = Filters(path_filter=path_filter)
+        keep = filters.bind(Path("/"))
+        assert keep is not None
+        where, params = condition(db, keep)
+        local = sorted(r[0] for r in db.execute(f"SELECT c.id FROM chunks c WHERE {where}",
+                                                params))
+        exact = retrieval.path_test(filters) or (lambda path: True)
+        shared = sorted(int(r["id"]) for r in engine.query(
+            engine.chunks, retrieval.expression(filters, None), ["id", "path"], "filtering")
+            if exact(r["path"]))
+        assert shared == local and (local or "%" in path_filter or "\\" in path_filter), \
+            path_filter
+    assert retrieval.path_test(Filters(path_filter="src/a")) is None  # exact in the engine
 
 
 def test_absolute_and_character_class_path_filters_are_refused_in_one_sentence():
@@ -440,3 +459,21 @@ def test_publish_without_a_shared_index_says_so_before_indexing(model: Any, repo
         publish(repo, config.load(), embedder=model)
     with pytest.raises(IndexMissing):
         Index.open(repo, config.load(), embedder=model)
+
+
+def test_a_killed_first_publish_is_named_as_such(shared: config.Settings, model: Any,
+                                                 repo: Path, capsys: pytest.CaptureFixture[str]):
+    from index_helpers import kenning_cli
+
+    assert refresh(repo, shared, embedder=model).status == "complete"
+    release_all()  # an embedded engine's file is for one process at a time
+    env = {**os.environ, "KENNING_TEST_KILL_AT": "chunks-sent"}
+    killed = subprocess.run([sys.executable, "-m", "kenning", "publish", str(repo)], env=env,
+                            capture_output=True, text=True, timeout=240)
+    assert killed.returncode == -9, killed.stderr
+    code, out, _ = kenning_cli(capsys, "status", str(repo))
+    assert code == 0 and "None" not in out.split("shared", 1)[1], out
+    assert "A first publish did not finish" in out
+    done = publish(repo, shared, embedder=model)
+    assert done.resend_all is not None and "did not finish" in done.resend_all, done.resend_all
+    assert done.generation == 1

@@ -162,6 +162,19 @@ def test_cli_searches_a_published_project_by_id(two: Any, model: Any,
         assert hits[0]["id"] == snap.chunk_id(pid, ordinal)
 
 
+def test_an_unknown_project_on_the_shared_backend_is_one_sentence(
+        two: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    from index_helpers import kenning_cli
+
+    here, _, uri = two
+    monkeypatch.setenv("KENNING_SHARED_URI", uri)
+    monkeypatch.chdir(here)
+    code, out, err = kenning_cli(capsys, "search", "invoice totals", "--backend", "shared",
+                                 "--project", "no-such-project", "--no-refresh")
+    assert code == 2 and not out, (out, err)
+    assert "No project 'no-such-project' is published in the shared index at" in err
+
+
 def test_remove_index_shared_takes_a_project_out(two: Any, model: Any, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch):
     from click.testing import CliRunner

@@ -106,6 +106,16 @@ def _name(value: Any) -> str:
     return value.strip()
 
 
+SHARED_SERVER_SCHEMES = ("http://", "https://", "tcp://", "unix:")  # else a milvus-lite file
+
+
+def _shared_uri(value: Any) -> str:
+    text = _text(value).strip()
+    if text.startswith(SHARED_SERVER_SCHEMES) or text.endswith(".db"):
+        return text
+    raise ValueError("expected an http(s):// Milvus server or a local file ending in .db")
+
+
 def _optional(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """Unset by an empty value (or "none" from the command line)."""
     def optional(value: Any) -> Any:
@@ -164,7 +174,7 @@ KEYS: dict[str, Key] = {
             "index a home folder, / or a large folder without a project marker"),
         Key("search.limit", 10, _integer(1, 1000), "results per search"),
         Key("search.refresh", True, _bool, "refresh the index before each search"),
-        Key("search.embed_limit", 64, _integer(0),
+        Key("search.embed_limit", 64, _integer(0, 10_000),
             "chunks without a vector a search embeds before it answers; a larger backlog (a "
             "first index) is embedded in the background"),
         Key("search.timeout", 30.0, _seconds(0, zero=False),
@@ -172,7 +182,7 @@ KEYS: dict[str, Key] = {
         Key("search.backend", "local", _choice("local", "shared", "both"),
             "local (this machine's indexes), shared (the shared index) or both (the current "
             "checkout locally, every other project from the shared index)"),
-        Key("shared.uri", None, _optional(_text),
+        Key("shared.uri", None, _optional(_shared_uri),
             "the shared index: an http(s):// Milvus server, or a local .db file for a trial"),
         Key("shared.token_env", "MILVUS_TOKEN", _name,
             "env variable holding the shared index's token (user:password or an API key)"),
@@ -341,11 +351,28 @@ def _projects(tree: Mapping[str, Any], path: Path) -> list[Mapping[str, Any]]:
     projects = tree.get("projects", [])
     if not isinstance(projects, list) or not all(isinstance(p, Mapping) for p in projects):
         raise ConfigError(f"`projects` in {path} must be a list of [[projects]] tables.")
+    ids: set[object] = set()
     for entry in projects:
+        for name in entry:
+            if name not in _PROJECT_KEYS:
+                nearest = difflib.get_close_matches(str(name), _PROJECT_KEYS, n=1)
+                guess = f" (did you mean {nearest[0]}?)" if nearest else ""
+                raise ConfigError(f"Unknown key {name!r} in a [[projects]] table of {path}"
+                                  f"{guess}.", hint="A project takes id and root.")
+        if "root" not in entry:
+            raise ConfigError(f"A [[projects]] table of {path} has no root.",
+                              hint='Give its folder: root = "~/src/api".')
         if "id" in entry and not is_valid_id(entry["id"]):
             raise ConfigError(f"The project id {entry['id']!r} in {path} is not valid: use "
                               f"{ID_RULE}.", hint='For example id = "api".')
+        if "id" in entry and entry["id"] in ids:
+            raise ConfigError(f"Two [[projects]] tables of {path} have the id {entry['id']!r}.",
+                              hint="Give each project its own id.")
+        ids.add(entry.get("id"))
     return projects
+
+
+_PROJECT_KEYS = ("id", "root")
 
 
 def set_value(key: str, raw: str, *, path: Path | None = None) -> Any:

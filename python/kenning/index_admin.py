@@ -1,7 +1,8 @@
 """Status, removal and checks of indexes: one record, which the CLI and the MCP server render.
 
 ``project_status`` returns a ``ProjectStatus`` (plain JSON-ready data: ``json.dumps`` takes it
-as it is); ``unavailable_status`` gives the same keys for a project whose index cannot be read.
+as it is) in every state, never raising for an index that is missing or cannot be read;
+``unreadable_status`` gives the same record for a project that cannot be looked at at all.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from kenning.errors import IndexMissing, KenningError
+from kenning.errors import IndexError_, IndexMissing, KenningError
 
 if TYPE_CHECKING:
     from kenning.config import Settings
@@ -73,20 +74,21 @@ def _problem(message: str, hint: str | None = None, error: str | None = None) ->
 
 
 def _changed_since(root: Path, snap: Snapshot, max_file_size: int) -> ChangedSince:
-    """Files added, changed (size or mtime) and removed since ``snap``: one stat pass."""
-    from kenning.sources import walk
+    """Files added, changed and removed since ``snap``, by the comparison a refresh makes
+    (``sources.changes``: size and mtime against the stored stat data, one stat pass; only
+    new and changed files are opened)."""
+    from kenning.sources import changes
 
-    indexed = snap.file_states()
-    added = changed = 0
-    seen = set()
-    for file in walk(root, max_file_size=max_file_size):
-        seen.add(file.path)
-        state = indexed.get(file.path)
-        if state is None:
-            added += 1
-        elif state != (file.size, file.mtime_ns):
-            changed += 1
-    return {"added": added, "changed": changed, "removed": len(set(indexed) - seen)}
+    known = snap.file_stats()
+    try:
+        found = changes(root, max_file_size=max_file_size, known=known)
+    except ValueError:  # stored stat data that damage made unreadable: the refresh rebuilds it
+        known = snap.file_stats(stored=False)
+        found = changes(root, max_file_size=max_file_size, known=known)
+    indexed = set(known.split(b"\0")[::3])  # the paths of its path, size, mtime records
+    changed = sum(f.path.encode("utf-8", "surrogateescape") in indexed for f in found.files)
+    return {"added": len(found.files) - changed, "changed": changed,
+            "removed": len(found.removed)}
 
 
 def _base(root: Path, project_id: str, settings: Settings, model: str,
@@ -104,13 +106,22 @@ def _base(root: Path, project_id: str, settings: Settings, model: str,
 def project_status(root: Path, settings: Settings, *, index: Index | None = None,
                    changes: bool = True) -> ProjectStatus:
     """The status of the index of ``root`` for the configured model (``index``: that index,
-    already open). IndexMissing when there is none, IndexError_ when it cannot be read.
+    already open), in every state: "not indexed" when there is none, "unreadable" with its
+    problems when it cannot be read (settings that are wrong still raise ``ConfigError``).
     ``changes``: count the files changed on disk since the last snapshot (one stat pass)."""
-    from kenning import indexing_state
     from kenning.store import Index
 
-    if index is None:
-        index = Index.open(root, settings)
+    try:
+        if index is None:
+            index = Index.open(root, settings)
+        return _readable_status(index, settings, changes)
+    except IndexError_ as exc:  # missing, damaged, or a folder that cannot be opened
+        return unreadable_status(root, settings, exc)
+
+
+def _readable_status(index: Index, settings: Settings, changes: bool) -> ProjectStatus:
+    from kenning import indexing_state
+
     report = _base(index.root, index.project_id, settings, str(index.descriptor["model"]),
                    int(index.descriptor["dims"]))
     report["index_dir"] = str(index.dir)
@@ -145,17 +156,21 @@ def project_status(root: Path, settings: Settings, *, index: Index | None = None
     return report
 
 
-def unavailable_status(root: Path, settings: Settings, error: KenningError) -> ProjectStatus:
-    """The status of a project whose index ``project_status`` could not read (``error``)."""
+def unreadable_status(root: Path, settings: Settings, error: KenningError, *,
+                      project: str | None = None) -> ProjectStatus:
+    """The status of a project whose index cannot be read, or whose root cannot be looked at
+    (``error`` says why): "not indexed" for ``IndexMissing``, else "unreadable". ``project``:
+    its id, when ``root`` cannot tell it."""
     from kenning.embedding import identity
     from kenning.store import project_id_for
 
     ident = identity(settings)  # settings that are wrong fail before any index is opened
-    report = _base(root, project_id_for(root, settings), settings, ident.model, ident.dims)
+    report = _base(root, project or project_id_for(root, settings), settings, ident.model,
+                   ident.dims)
     report["state"] = "not indexed" if isinstance(error, IndexMissing) else "unreadable"
     report["problems"].append(_problem(error.message, error.hint, error.code))
-    if not isinstance(error, IndexMissing):  # it is there, but cannot be read: say where
-        from kenning.store import Index
+    if isinstance(error, IndexError_) and not isinstance(error, IndexMissing):
+        from kenning.store import Index  # it is there, but cannot be read: say where
 
         with contextlib.suppress(KenningError):
             report["index_dir"] = str(Index.open(root, settings).dir)
@@ -184,6 +199,9 @@ def published_status(settings: Settings, index: Index, snap: Snapshot) -> dict[s
     if head is None:
         return {"generation": 0, "hint": f"`kenning publish {index.root}` publishes it."}
     published = int(head.get("snapshot_generation") or 0)
+    if not published:  # claimed by a first publish that was stopped before it finished
+        return {"generation": 0, "hint": f"A first publish did not finish; `kenning publish "
+                                         f"{index.root}` sends it again."}
     return {"generation": head.get("generation"), "state": head.get("state"),
             "snapshot_generation": published, "revision": head.get("revision"),
             "published_at": _iso(head.get("published_at")),

@@ -34,8 +34,8 @@ from kenning.embedding import Embedder, borrowed, document_text
 from kenning.embedding.profiles import HEADER_RESERVE_TOKENS
 from kenning.errors import EmbedderError, IndexBusy, IndexMissing, KenningError, UsageError
 from kenning.records import Chunk, SourceFile
-from kenning.sources import WalkStats, changes, walk
-from kenning.store import Index
+from kenning.sources import Changes, WalkStats, changes, walk
+from kenning.store import Index, db
 from kenning.store import graph as store_graph
 from kenning.store.repair import Repair
 from kenning.store.writer import FileRow, IndexWriter, MissingVector, crash_point
@@ -207,12 +207,22 @@ class _Refresh:
         self.timings[stage] = round(self.timings.get(stage, 0.0) + now - self.clock, 4)
         self.clock = now
 
+    def changes(self, full: bool) -> Changes:
+        """The walk compared with the stored stat data; only new and changed files are read.
+        Stat data that damage made unreadable is rebuilt once from the files table."""
+        for rebuild in (False, True):
+            known = self.writer.file_stats(rebuild=rebuild)
+            self.lap("load")
+            try:
+                return changes(self.index.root, max_file_size=self.max_file_size, known=known,
+                               every=full)
+            except ValueError as exc:  # the only ValueError: ``known`` cannot be read
+                reason = str(exc)
+        raise db.damaged(self.index.dir, f"its file records cannot be read ({reason})")
+
     def run(self, *, full: bool, embed: bool, embed_limit: int | None, graph: bool) -> None:
         result, writer = self.result, self.writer
-        known = writer.file_stats()
-        self.lap("load")
-        found = changes(self.index.root, max_file_size=self.max_file_size,
-                        known=known, every=full)  # only new and changed files are read
+        found = self.changes(full)
         self.emit({"type": "scan", "files": found.unchanged + len(found.files)})
         self.lap("walk")
         latest = writer.latest()

@@ -2,8 +2,10 @@
 
 The indexer that holds a project's write lock keeps ``indexer.json`` in the index folder up to
 date (pid, phase, counts) and removes it when it stops. A file left by a process that died
-names a pid that no longer runs, so readers can tell a running indexer from an abandoned one
-without touching the lock (probing the lock could make a starting indexer think it is busy).
+names a pid that no longer runs, or that runs another process now (its start time differs
+from the one recorded, where the system tells it), so readers can tell a running indexer from
+an abandoned one without touching the lock (probing the lock could make a starting indexer
+think it is busy). The next indexer, holding the lock, drops a file left behind.
 """
 
 from __future__ import annotations
@@ -19,14 +21,35 @@ STATE_NAME = "indexer.json"
 WRITE_EVERY = 1.0  # seconds between rewrites of the state file
 
 
-def _alive(pid: int) -> bool:
+PID_MAX = 1 << 22  # the largest pid Linux hands out; macOS and the BSDs stay below it
+
+
+def _start_time(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks since boot (Linux), or None where the
+    system does not say."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2:].split()  # after the command name, which may hold ")"
+    try:
+        return int(fields[19])  # field 22 of proc(5); the name and the pid come before
+    except (IndexError, ValueError):
+        return None
+
+
+def _alive(pid: int, started: object) -> bool:
+    """Whether ``pid`` runs and is the process recorded (``started``: its start time)."""
+    if not 0 < pid < PID_MAX:  # 0 and -1 name process groups; a huge pid is no process
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # it exists, owned by someone else
-        return True
-    return True
+        pass
+    now = _start_time(pid)
+    return started is None or now is None or now == started
 
 
 class Tracker:
@@ -36,8 +59,11 @@ class Tracker:
     def __init__(self, index_dir: Path) -> None:
         self.path = index_dir / STATE_NAME
         self.state: dict[str, Any] = {"pid": os.getpid(), "started": time.time(),
+                                      "pid_started": _start_time(os.getpid()),
                                       "phase": "scanning", "done": 0, "total": 0}
         self.written = 0.0
+        with contextlib.suppress(OSError):  # made under the lock: any file there is stale
+            self.path.unlink()
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event["type"]
@@ -70,12 +96,12 @@ def read(index_dir: Path) -> dict[str, Any] | None:
     try:
         state = json.loads((index_dir / STATE_NAME).read_text(encoding="utf-8"))
         pid = int(state["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
+        done, total = int(state.get("done", 0)), int(state.get("total", 0))
+        elapsed = float(state.get("updated", 0)) - float(state.get("phase_started", time.time()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError):
+        return None  # AttributeError: JSON that is not an object
+    if not _alive(pid, state.get("pid_started")):
         return None
-    if not _alive(pid):
-        return None
-    done, total = int(state.get("done", 0)), int(state.get("total", 0))
-    elapsed = float(state.get("updated", 0)) - float(state.get("phase_started", time.time()))
     rate = done / elapsed if done and elapsed > 0 else None
     eta = (total - done) / rate if rate else None
     return {"pid": pid, "phase": state.get("phase", "scanning"), "done": done, "total": total,

@@ -158,12 +158,33 @@ class Status(_Typed):
     published: dict[str, Any] | None
 
 
+def _check(name: str, value: object, kinds: tuple[type, ...], what: str) -> None:
+    """UsageError unless ``value`` is one of ``kinds`` (a bool is no int here): a wrong type
+    is refused before any work, in the one error hierarchy."""
+    from kenning.errors import UsageError
+
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise UsageError(f"{name} must be {what}, not {type(value).__name__}.")
+
+
+def _check_common(settings: object) -> None:
+    from kenning.config import Settings
+
+    _check("settings", settings, (Settings, type(None)), "a Settings from load_settings()")
+
+
+def _check_text(**values: object) -> None:
+    for name, value in values.items():
+        _check(name, value, (str, type(None)), "a string or None")
+
+
 def load_settings(overrides: Mapping[str, Any] | None = None) -> Settings:
     """Every setting resolved: defaults < the config file < ``KENNING_*`` environment variables
     < ``overrides`` (``{"embedder.backend": "ollama"}``; a value of None leaves the key as it
     is). A bad key or value raises ``ConfigError``, naming the key and the fix."""
     from kenning import config
 
+    _check("overrides", overrides, (Mapping, type(None)), "a mapping of setting names to values")
     return config.load(overrides, overrides_from="the overrides passed to load_settings")
 
 
@@ -173,7 +194,10 @@ def _roots(paths: PathLike | Sequence[PathLike], settings: Settings) -> list[Any
     from kenning.errors import UsageError
     from kenning.retrieval import resolve_projects
 
+    _check("paths", paths, (str, os.PathLike, list, tuple), "a path or a list of paths")
     given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    for path in given:
+        _check("each path", path, (str, os.PathLike), "a string or a path")
     if not given:
         raise UsageError("No path to search.", hint='Pass a project folder, such as ".".')
     return resolve_projects(settings, [p if isinstance(p, str) else Path(p) for p in given])
@@ -194,6 +218,11 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     from kenning.freshness import for_settings
     from kenning.retrieval import search as run
 
+    _check("query", query, (str,), "a string")
+    _check("limit", limit, (int,), "an integer")
+    _check_text(path_filter=path_filter, language=language, kind=kind)
+    _check("refresh", refresh, (bool,), "True or False")
+    _check_common(settings)
     settings = settings or load_settings()
     # no background worker here to leave a backlog of vectors to: they are embedded first
     found = run(query, _roots(paths, settings), settings=settings, limit=limit,
@@ -210,6 +239,9 @@ def index(path: PathLike = ".", *, full: bool = False,
     whole index, and rebuilds what is damaged."""
     from kenning import indexer, project
 
+    _check("path", path, (str, os.PathLike), "a string or a path")
+    _check("full", full, (bool,), "True or False")
+    _check_common(settings)
     settings = settings or load_settings()
     return indexer.refresh(project.find_root(path), settings, full=full, wait=True)
 
@@ -219,17 +251,26 @@ def get_chunk(chunk_id: str, paths: PathLike | Sequence[PathLike] = ".", *,
               settings: Settings | None = None) -> Chunk:
     """The code a hit's ``id`` names, read from the work tree; ``paths`` are the projects the
     search covered. ``StaleChunkId`` when the index has moved past the id: search again."""
+    from kenning.errors import UsageError
     from kenning.retrieval import get_chunk as read
 
+    _check("chunk_id", chunk_id, (str,), "a string")
+    _check("context_lines", context_lines, (int,), "an integer")
+    if scope not in ("declaration", "chunk"):
+        raise UsageError(f"scope must be 'declaration' or 'chunk', not {scope!r}.")
+    _check_common(settings)
     settings = settings or load_settings()
     return Chunk.from_dict(read(chunk_id, _roots(paths, settings), settings=settings,
                                 scope=scope, context_lines=context_lines))
 
 
 def status(path: PathLike = ".", *, settings: Settings | None = None) -> Status:
-    """What the index of the project at ``path`` holds and whether it is healthy;
-    ``IndexMissing`` if it has none for the configured model."""
+    """What the index of the project at ``path`` holds and whether it is healthy, in every
+    state: ``state`` "not indexed" when it has none for the configured model, "unreadable"
+    (with its ``problems``) when it cannot be read."""
     from kenning import project
     from kenning.index_admin import project_status
 
+    _check("path", path, (str, os.PathLike), "a string or a path")
+    _check_common(settings)
     return Status.from_dict(project_status(project.find_root(path), settings or load_settings()))

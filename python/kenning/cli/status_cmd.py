@@ -47,7 +47,7 @@ def status(path: Path, show_paths: bool, json_output: bool) -> None:
     lives instead.
     """
     from kenning import config, index_admin
-    from kenning.display import visible
+    from kenning.errors import IndexError_
     from kenning.project import find_root
 
     if show_paths:
@@ -63,15 +63,26 @@ def status(path: Path, show_paths: bool, json_output: bool) -> None:
     info = index_admin.project_status(find_root(path), config.load())
     if json_output:
         click.echo(json.dumps(info))
-        return
+    else:
+        _print_status(info)
+    if info["state"] == "unreadable":  # the record is printed; the exit says it is not usable
+        problem = info["problems"][-1]
+        click.echo(f"Error: {_problem_text(problem)}", err=True)
+        raise SystemExit(IndexError_.exit_code)
+
+
+def _print_status(info: ProjectStatus) -> None:
+    from kenning.display import visible
+
     changed = info["changed_since"] or {"added": 0, "changed": 0, "removed": 0}
     lines = [
         f"project    {info['project']}  ({info['root']})",
         f"model      {info['model']}, {info['dims']} dims, from {info['model_origin']}",
         f"config     {info['config']}",
+        f"state      {info['state']}",
         f"index      {info['files']} files, {info['chunks']} chunks, {info['chunks_embedded']} "
-        f"with vectors ({info['status']}), {info['size_bytes'] / 1e6:.1f} MB in "
-        f"{info['index_dir']}",
+        f"with vectors ({info['status'] or 'none'}), {info['size_bytes'] / 1e6:.1f} MB in "
+        f"{info['index_dir'] or 'no folder yet'}",
         f"snapshot   #{info['generation']} at {_local_time(info['indexed_at'])}, revision "
         f"{info['revision'] or '-'}",
         f"changed    {changed['added']} added, {changed['changed']} changed, "
@@ -99,7 +110,7 @@ def _published_line(published: dict[str, Any]) -> str:
     if published.get("problem"):
         return _problem_text(published["problem"])
     if not published.get("generation"):
-        return "not published; " + str(published.get("hint"))
+        return "; ".join(filter(None, ["not published", published.get("hint")]))
     from kenning.index_admin import ahead_text
 
     return (f"generation {published['generation']} ({published.get('state')}) published "

@@ -56,6 +56,7 @@ _BROKEN_HINT = ("Nothing of this reply was stored (a broken vector would spoil e
                 "search); the model or the server is at fault: check the server's log, or use "
                 "another model.")
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+_JSON_NUMBERS = (int, float, type(None))  # null is taken here and refused as NaN below
 
 
 def checked_vectors(rows: object, count: int, source: str) -> np.ndarray:
@@ -70,6 +71,10 @@ def checked_vectors(rows: object, count: int, source: str) -> np.ndarray:
         if not isinstance(row, list) or len(row) != len(rows[0]):
             raise EmbedderError(f"{source} returned vectors of unequal length (input {i + 1} of "
                                 f"{count}).", hint=_BROKEN_HINT)
+        # JSON true would read as 1.0, and nested lists as a wider array: numbers only
+        if not all(type(value) in _JSON_NUMBERS for value in row):
+            raise EmbedderError(f"{source} returned vectors that are not lists of numbers "
+                                f"(input {i + 1} of {count}).", hint=_BROKEN_HINT)
     if not rows[0]:
         raise EmbedderError(f"{source} returned empty (0-dim) vectors.", hint=_BROKEN_HINT)
     try:  # JSON null becomes NaN here, and is refused with it

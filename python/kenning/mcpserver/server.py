@@ -14,10 +14,11 @@ from typing import Annotated, Any, Literal
 import anyio
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
-from kenning.errors import INTERNAL_ERROR, KenningError
+from kenning.errors import INTERNAL_ERROR, KenningError, UsageError
 from kenning.mcpserver import render
 from kenning.mcpserver.service import (
     Service,
@@ -88,6 +89,7 @@ code_search(query, project="<id>"). Not needed when you already know the project
 REINDEX_WAIT = 30.0
 PROGRESS_POLL = 0.25  # seconds between looks at a running reindex
 
+USAGE_ERROR = UsageError.code
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
@@ -117,11 +119,29 @@ def _guarded(name: str, call: Callable[[], render.Rendered]) -> CallToolResult:
         return _error(name, exc)
 
 
+class _Server(MCPServer):
+    """The SDK's server, with arguments that fail a tool's schema answered as kenning's
+    ``bad_input`` error (the SDK answers pydantic's text)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context | None = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            first = exc.__cause__.errors()[0]
+            field = ".".join(str(part) for part in first["loc"]) or "the arguments"
+            return _failure({"error": USAGE_ERROR, "message": f"{name}: {field}: "
+                             f"{first['msg']}.", "hint": "The tool's input schema says what "
+                             "each argument takes."})
+
+
 def build_server(service: Service) -> MCPServer:
     settings = service.settings
     many = len(service.registry.projects) > 1
-    server = MCPServer("kenning", instructions=INSTRUCTIONS, log_level="WARNING",
-                       version=_version())
+    server = _Server("kenning", instructions=INSTRUCTIONS, log_level="WARNING",
+                     version=_version())
 
     def max_tokens() -> int:  # at least config.MIN_MCP_TOKENS: checked when settings are read
         return int(settings["mcp.max_tokens"])

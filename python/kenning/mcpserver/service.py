@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kenning.config import Settings
-from kenning.errors import EmbedderError, IndexMissing, KenningError, UsageError
+from kenning.errors import EmbedderError, KenningError, UsageError
 from kenning.freshness import Freshness, Policy
 from kenning.mcpserver.projects import Job, Registry, Served
 from kenning.store.ids import ChunkId
@@ -210,9 +210,7 @@ class Service:
         with deadline.within(self.settings["search.timeout"]):
             reports = [self._project_status(p) for p in targets]
             if project is None:
-                reports += [{"project": p.id, "state": "unavailable",
-                             "problems": [p.error.to_dict()]}
-                            for p in self.registry.missing() if p.error]
+                reports += [self._missing_status(p) for p in self.registry.missing()]
             return {"type": "index_status", "embedder": self._embedder_status(),
                     "projects": reports}
 
@@ -230,20 +228,24 @@ class Service:
             report["ok"] = True
         return report
 
+    def _missing_status(self, served: Served) -> dict[str, Any]:
+        """The library's record of a served project whose root cannot be looked at now."""
+        from kenning.index_admin import unreadable_status
+
+        assert served.error is not None
+        root = served.ref.root if served.ref is not None else Path(served.name)
+        return dict(unreadable_status(root, self.settings, served.error, project=served.id))
+
     def _project_status(self, served: Served) -> dict[str, Any]:
         """The library's status record, with what this server knows besides: its indexing
         job's progress, its last refresh and the last error it met."""
-        from kenning.index_admin import project_status, unavailable_status
+        from kenning.index_admin import project_status
 
         assert served.ref is not None
-        report: dict[str, Any]
-        try:
-            report = dict(project_status(served.ref.root, self.settings))
-        except KenningError as exc:
-            report = dict(unavailable_status(served.ref.root, self.settings, exc))
-            if isinstance(exc, IndexMissing):
-                report["problems"][-1]["hint"] = ("code_reindex indexes it; so does the first "
-                                                  "code_search.")
+        report: dict[str, Any] = dict(project_status(served.ref.root, self.settings))
+        if report["state"] == "not indexed":
+            report["problems"][0]["hint"] = ("code_reindex indexes it; so does the first "
+                                             "code_search.")
         report["project"] = served.id
         if served.job is not None and served.job.running:
             report["state"] = "indexing"

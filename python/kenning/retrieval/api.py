@@ -144,8 +144,9 @@ def _search_snapshot(index: Index, ctx: _Context,
             return [], snap.revision
         if snap.status == "partial" and snap.chunks and not isinstance(ctx.embedder, WordsOnly):
             ctx.warnings.append(_partial_warning(index, snap, ctx))
-        scan = (_start_vector_scan(index, snap, ctx.query_vector, ctx.settings, keep)
-                if ctx.query_vector is not None and "dense" in ctx.branches else None)
+        vector = _fitting(ctx, index)
+        scan = (_start_vector_scan(index, snap, vector, ctx.settings, keep)
+                if vector is not None and "dense" in ctx.branches else None)
         rankings: dict[str, list[tuple[int, float]]] = {}
         cosine: dict[int, float] = {}
         wide = 2 * ctx.limit
@@ -250,6 +251,20 @@ def _partial_warning(index: Index, snap: Snapshot, ctx: _Context) -> str:
 OVERLAP_ROWS = 200_000
 _scans: ThreadPoolExecutor | None = None
 _scans_lock = threading.Lock()
+
+
+def _fitting(ctx: _Context, index: Index) -> np.ndarray | None:
+    """The query's vector, unless its width is not the index's (a server whose model changed
+    under the same name): then None, with the warning that says so."""
+    vector = ctx.query_vector
+    dims = int(index.descriptor["dims"])
+    if vector is None or vector.shape[-1] == dims:
+        return vector
+    ctx.warnings.append(
+        f"Semantic search is off ({ctx.embedder.model} returned {vector.shape[-1]}-dim "
+        f"vectors; the index of {index.root} holds {dims}-dim ones: the model behind this "
+        "name changed); results are word and symbol matches from the last snapshot.")
+    return None
 
 
 def _start_vector_scan(index: Index, snap: Snapshot, query_vector: np.ndarray,

@@ -88,7 +88,28 @@ def normalize_path_filter(path_filter: str, root: Path) -> str:
     if normalized == ".." or normalized.startswith("../"):
         raise UsageError(f"The path filter {path_filter!r} escapes the project root {root}.",
                          hint="Give a path or glob relative to the project root.")
+    if _unclosed_class(normalized):  # a glob that can match nothing
+        raise UsageError(f"The path filter {path_filter!r} opens a character class with [ "
+                         "that it never closes.",
+                         hint="Close it with ], or write [[] for a literal [.")
     return "" if normalized == "." else normalized
+
+
+def _unclosed_class(pattern: str) -> bool:
+    """Whether a ``[`` of the glob ``pattern`` has no ``]`` to close it (a ``]`` right after
+    ``[``, ``[!`` or ``[^`` is a member, as in SQLite's GLOB)."""
+    start = pattern.find("[")
+    while start >= 0:
+        member = start + 1
+        if pattern[member:member + 1] in ("!", "^") and member < len(pattern):
+            member += 1
+        if pattern[member:member + 1] == "]":
+            member += 1
+        close = pattern.find("]", member)
+        if close < 0:
+            return True
+        start = pattern.find("[", close + 1)
+    return False
 
 
 @dataclass

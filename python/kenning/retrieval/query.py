@@ -102,10 +102,19 @@ def without_names(text: str, names: Collection[str]) -> str:
     return " ".join(kept) if len(kept) >= NAMELESS_MIN_WORDS else text
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (a byte of an argument that is not UTF-8, a JSON
+    escape of half a pair) as U+FFFD: no tokenizer or encoder takes one."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
 def analyze(text: str, project_names: Collection[str] = ()) -> Query:
     """The query ``text``; the model embeds it without the words that say one of
     ``project_names``."""
-    text = text.strip()
+    text = without_lone_surrogates(text).strip()
     if not text:
         raise UsageError("The query is empty.", hint="Describe what you are looking for.")
     if len(text) > 2000:

@@ -22,11 +22,12 @@ import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kenning import project
+from kenning.config import SHARED_SERVER_SCHEMES
 from kenning.errors import ConfigError, SharedAuthError, SharedIndexError
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ TIMEOUT = 10.0  # seconds per engine call; a server that does not answer is repo
 TEXT_MAX = 65_535
 PATH_MAX = 4_096
 SYMBOL_WORDS_MAX = 64  # tokens of a symbol name kept for the symbol branch
-SERVER_SCHEMES = ("http://", "https://", "tcp://", "unix:")  # else a milvus-lite file
+SERVER_SCHEMES = SHARED_SERVER_SCHEMES  # else a milvus-lite file
 MANIFEST_DIM = 8  # Milvus wants a vector field in every collection; the manifest's is unused
 CLASS_FIELD = "chunk_class"
 PATHS_PER_QUERY = 200  # paths named in one filter expression
@@ -118,8 +119,35 @@ def configured_uri(settings: Settings) -> tuple[str, bool]:
         raise ConfigError(f"shared.uri {uri!r} is neither an http(s):// server nor a local .db "
                           "file.", hint="Use http://host:19530, https://..., or a path ending "
                           "in .db.")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _lite_error(path, exc) from None
     return str(path.resolve()), True
+
+
+def _quiet_lite_engine() -> None:
+    """Environment for the milvus-lite engine process, unless the user set it: it logs every
+    commit (RUST_LOG), and its glog INFO file would be left in $TMPDIR by every process; its
+    errors go to kenning's home instead."""
+    os.environ.setdefault("RUST_LOG", "error")
+    os.environ.setdefault("GLOG_minloglevel", "2")  # errors only: no INFO or WARNING file
+    if "GLOG_log_dir" not in os.environ:
+        logs = project.kenning_home() / "logs"
+        with suppress(OSError):
+            logs.mkdir(parents=True, exist_ok=True)
+            os.environ["GLOG_log_dir"] = str(logs)  # noqa: SIM112 - the name glog reads
+
+
+def _lite_error(path: Path, exc: OSError) -> SharedIndexError:
+    """The error for a milvus-lite file (or its folder, or the lock file beside it) that cannot
+    be made or opened."""
+    reason = (exc.strerror or str(exc)).lower()
+    return SharedIndexError(f"Cannot open the shared index file {path} ({reason}: "
+                            f"{exc.filename or path}).",
+                            hint="Make its folder writable (milvus-lite keeps a lock file "
+                            "beside it), or set shared.uri to a .db file in a folder you can "
+                            "write to.")
 
 
 class Engine:
@@ -180,11 +208,15 @@ class Engine:
                 self._client = _clients.get(key)
                 if self._client is None:
                     pymilvus = require_pymilvus()
-                    if self.lite and not os.environ.get("RUST_LOG"):
-                        os.environ["RUST_LOG"] = "error"  # the embedded engine logs every commit
-                    with self.calls("connecting"):
-                        self._client = pymilvus.MilvusClient(uri=self.uri, token=self.token,
-                                                             timeout=TIMEOUT)
+                    if self.lite:
+                        _quiet_lite_engine()
+                    try:
+                        with self.calls("connecting"):
+                            self._client = pymilvus.MilvusClient(uri=self.uri,
+                                                                 token=self.token,
+                                                                 timeout=TIMEOUT)
+                    except OSError as exc:  # milvus-lite's file or lock in a folder it cannot use
+                        raise _lite_error(Path(self.uri), exc) from None
                     _clients[key] = self._client
         return self._client
 

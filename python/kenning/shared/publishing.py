@@ -434,6 +434,12 @@ def resend_reason(head: dict[str, Any], snap: Any) -> str | None:
     another index began and did not finish)."""
     if not head or (head.get("index_token") == snap.token and not head.get("resending")):
         return None
+    if not head.get("snapshot_generation"):
+        return ("the first publish of the project did not finish, so every file is sent "
+                "again")
+    if head.get("index_token") == snap.token:
+        return ("a publish that sent every file again did not finish, so every file is sent "
+                "again")
     return ("the published rows carry the chunk ids of another local index of the project "
             "(built anew since), so every file is sent again")
 

@@ -13,9 +13,10 @@ Filters become one engine filter expression, applied inside each branch.
 from __future__ import annotations
 
 import base64
+import fnmatch
 import re
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -45,9 +46,14 @@ META = ["project", "path", "content_hash", "ordinal", "start_line", "end_line", 
 _GLOB = re.compile(r"[*?\[]")
 
 
+# milvus-lite's LIKE has no escape: a literal `_`, `%` or `\` becomes `_` (any one
+# character), so the engine selects a superset that ``path_test`` narrows to the exact rows
+_LIKE_SPECIAL = re.compile(r"[\\%_]")
+
+
 def _like(text: str) -> str:
-    """``text`` as a literal inside a LIKE pattern."""
-    return re.sub(r"([\\%_])", r"\\\1", text)
+    """``text`` inside a LIKE pattern, each LIKE special character matched as any one."""
+    return _LIKE_SPECIAL.sub("_", text)
 
 
 def _glob_to_like(pattern: str) -> str:
@@ -57,23 +63,42 @@ def _glob_to_like(pattern: str) -> str:
     return "".join("%" if c == "*" else "_" if c == "?" else _like(c) for c in pattern)
 
 
+def _path_pattern(filters: Filters) -> str:
+    if filters.path_filter is None:
+        return ""
+    if filters.path_filter.strip().startswith("/"):
+        raise UsageError(f"The path filter {filters.path_filter!r} is absolute; the shared "
+                         "index needs a path relative to the project root.")
+    return normalize_path_filter(filters.path_filter, Path("/"))
+
+
+def path_test(filters: Filters) -> Callable[[str], bool] | None:
+    """The exact test of a path against ``filters``' path filter, as the local store applies
+    it; None when the engine's expression is exact already."""
+    pattern = _path_pattern(filters)
+    if not _LIKE_SPECIAL.search(pattern):
+        return None
+    if _GLOB.search(pattern):
+        globs = (pattern.replace("**/", "*"), pattern + "/*")
+        return lambda path: any(fnmatch.fnmatchcase(path, g) for g in globs)
+    prefix = pattern.rstrip("/") + "/"
+    return lambda path: path == pattern or path.startswith(prefix)
+
+
 def expression(filters: Filters, projects: Sequence[str] | None) -> str:
     """The engine filter of ``filters`` (paths relative to each project's root; a filter that
-    names an absolute path cannot be applied without a root) and the projects."""
+    names an absolute path cannot be applied without a root) and the projects; rows it selects
+    that ``path_test`` refuses are to be dropped."""
     clauses: list[str] = []
     if projects is not None:
         clauses.append(one_of("project", list(projects)))
-    if filters.path_filter is not None:
-        if filters.path_filter.strip().startswith("/"):
-            raise UsageError(f"The path filter {filters.path_filter!r} is absolute; the shared "
-                             "index needs a path relative to the project root.")
-        pattern = normalize_path_filter(filters.path_filter, Path("/"))
-        if pattern and _GLOB.search(pattern):
-            clauses.append(f"(path like {quote(_glob_to_like(pattern.replace('**/', '*')))} "
-                           f"or path like {quote(_glob_to_like(pattern + '/*'))})")
-        elif pattern:
-            prefix = pattern.rstrip("/") + "/"
-            clauses.append(f"(path == {quote(pattern)} or path like {quote(_like(prefix) + '%')})")
+    pattern = _path_pattern(filters)
+    if pattern and _GLOB.search(pattern):
+        clauses.append(f"(path like {quote(_glob_to_like(pattern.replace('**/', '*')))} "
+                       f"or path like {quote(_glob_to_like(pattern + '/*'))})")
+    elif pattern:
+        prefix = pattern.rstrip("/") + "/"
+        clauses.append(f"(path == {quote(pattern)} or path like {quote(_like(prefix) + '%')})")
     if filters.language:
         clauses.append(f"language == {quote(filters.language.lower())}")
     if filters.kind in (*CLASSES, "code"):  # a class, as Filters.bind selects it locally
@@ -328,7 +353,13 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
     """Ranked results of the published projects (``projects``, or all), fused and ranked per
     project as local results are; each project's best ``limit``, merged by score. Projects in
     ``exclude`` are left out (searched locally instead)."""
-    heads = {p: h for p, h in published(engine, projects).items() if p not in exclude}
+    every = published(engine, projects)
+    unknown = [p for p in projects or () if p not in every and p not in exclude]
+    if unknown:  # asked for by id: say so rather than find nothing
+        raise UsageError(f"No project {unknown[0]!r} is published in {engine.where}.",
+                         hint="`kenning status PATH` of a checkout says whether it is "
+                              "published; `kenning publish PATH` publishes it.")
+    heads = {p: h for p, h in every.items() if p not in exclude}
     if not heads:
         return []
     if filters.kind in (*CLASSES, "code") and not engine.classes:
@@ -339,8 +370,12 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
             hint="Publish its projects again into a new collection: `kenning remove-index "
             "--shared PROJECT` each (the emptied collection is dropped), then `kenning publish`.")
     expr = expression(filters, sorted(heads))
+    exact = path_test(filters)
     pk_of: dict[str, int] = {}  # engine primary key -> a small int id for fusion and ranking
     rows: dict[int, dict[str, Any]] = {}
+
+    def kept(hits: list[tuple[dict[str, Any], float]]) -> list[tuple[dict[str, Any], float]]:
+        return hits if exact is None else [(r, v) for r, v in hits if exact(r["path"])]
 
     def key(row: dict[str, Any]) -> int:
         if row["id"] not in pk_of:
@@ -352,14 +387,14 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
         lambda: defaultdict(list))
     cosine: dict[int, float] = {}
     if "lexical" in branches:
-        for row, score in bm25(engine, query, min(TOPK_MAX, depths["lexical"] * len(heads)),
-                               expr):
+        for row, score in kept(bm25(engine, query,
+                                    min(TOPK_MAX, depths["lexical"] * len(heads)), expr)):
             per_project[row["project"]]["lexical"].append((key(row), score))
     if "symbol" in branches:
-        for row, grade in symbol_rows(engine, query, depths["symbol"] * len(heads), expr):
+        for row, grade in kept(symbol_rows(engine, query, depths["symbol"] * len(heads), expr)):
             per_project[row["project"]]["symbol"].append((key(row), grade))
     if query_vector is not None and "dense" in branches:
-        for row, score in dense(engine, query_vector, heads, expr):
+        for row, score in kept(dense(engine, query_vector, heads, expr)):
             cid = key(row)
             cosine[cid] = score
             per_project[row["project"]]["dense"].append((cid, score))

@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 PRECISION = "b1+int8"
 LOCK_NAME = "index.lock"
 FAILURE_NAME = "last_failure.json"  # the last failed refresh or damaged read, until fixed
+# The failure file keeps this many bytes allocated (JSON padded with spaces) and is rewritten in
+# place, so a failure on a full disk can still be kept: it needs no new block.
+FAILURE_BYTES = 4096
 
 __all__ = ["LOCK_NAME", "PRECISION", "ChunkFilter", "Index", "Snapshot", "dir_bytes",
            "index_dirs", "make_descriptor", "project_id_for"]
@@ -60,6 +63,22 @@ def make_descriptor(embedder: Embedder | Identity, dims: int | None = None) -> d
     if prefix:  # the vectors depend on it: another prefix must not share the index
         descriptor["document_prefix"] = prefix
     return descriptor
+
+
+def _check_dims_learned(descriptor: dict[str, Any], on_disk: dict[str, Any] | None,
+                        root: Path) -> None:
+    """EmbedderError when the dims the server answered with (none were configured) are not
+    those of the project's index of the model: the model behind the name changed, and a new
+    index would start from nothing in silence."""
+    from kenning.errors import EmbedderError
+
+    if on_disk is None or on_disk["dims"] == descriptor["dims"] or not on_disk["dims"]:
+        return
+    raise EmbedderError(
+        f"{descriptor['model']} returned {descriptor['dims']}-dim vectors; the index of "
+        f"{root} holds {on_disk['dims']}-dim ones.",
+        hint="The model behind this name changed: use a new model name, or set "
+             f"embedder.dims = {descriptor['dims']} to build a new index for it.")
 
 
 def _on_disk(ident: Embedder | Identity, pid: str) -> dict[str, Any] | None:
@@ -154,6 +173,8 @@ class Index:
             descriptor = make_descriptor(embedder)
             if not descriptor["dims"]:  # words only: the model's real index may be on disk
                 descriptor = _on_disk(embedder, pid) or descriptor
+            elif settings["embedder.dims"] is None:
+                _check_dims_learned(descriptor, _on_disk(embedder, pid), root)
         else:
             ident = identity(settings)
             model = ident.model
@@ -187,10 +208,26 @@ class Index:
         the background has no one else to tell). Best effort: the disk may be what failed."""
         entry = {"command": command, "at": time.time(), "error": error.code,
                  "message": error.message, "hint": error.hint}
+        text = json.dumps(entry)
+        if len(text.encode()) > FAILURE_BYTES:  # a message of kilobytes: keep its start
+            entry["message"] = error.message[:FAILURE_BYTES // 4] + "..."
+            entry["hint"] = (error.hint or "")[:FAILURE_BYTES // 8] or None
+            text = json.dumps(entry)
+        self._keep_failure(text)
+
+    def _keep_failure(self, text: str) -> None:
+        """Write ``text`` over the failure file, in place when it exists (its blocks are
+        allocated already), else as a new file of ``FAILURE_BYTES``. Best effort."""
+        data = text.encode().ljust(FAILURE_BYTES)
+        path = self.dir / FAILURE_NAME
         try:
+            if path.is_file() and not path.is_symlink() and path.stat().st_size >= len(data):
+                with path.open("r+b") as fh:
+                    fh.write(data)
+                return
             tmp = self.dir / (FAILURE_NAME + ".tmp")
-            tmp.write_text(json.dumps(entry), encoding="utf-8")
-            os.replace(tmp, self.dir / FAILURE_NAME)
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
         except OSError:
             pass
 
@@ -207,7 +244,9 @@ class Index:
         that touched no damaged part says nothing about it)."""
         kept = self.last_failure()
         if kept is not None and (damage or kept.get("error") != IndexDamaged.code):
-            (self.dir / FAILURE_NAME).unlink(missing_ok=True)
+            self._keep_failure("{}")
+        elif not (self.dir / FAILURE_NAME).is_file():
+            self._keep_failure("{}")  # the room a failure on a full disk will need
 
     def size_bytes(self) -> int:
         return dir_bytes(self.dir)
@@ -266,7 +305,7 @@ class Index:
                         vector_rows=rows, vector_epoch=epoch, bits=view.bits, int8=view.int8,
                         scales=view.scales, center=_mapped.center(self.dir, dims),
                         descriptor=self.descriptor, directory=self.dir, created_at=snap[7],
-                        timings=json.loads(snap[8]), _lease=lease)
+                        timings=_timings(snap[8]), _lease=lease)
 
     @contextmanager
     def writer(self, *, wait: bool = False,
@@ -284,8 +323,8 @@ class Index:
         except Timeout:
             raise IndexBusy(f"Indexing of {self.root} is in progress in another process.",
                             hint="Pass --wait to wait for it.") from None
-        except OSError as exc:  # the lock file cannot be made: a read-only home
-            raise project.home_error(exc) from None
+        except OSError as exc:  # the lock file cannot be made: a read-only home, a folder
+            raise _lock_error(self.dir / LOCK_NAME, exc) from None
         try:
             if repaired is not None:
                 done = repair_if_damaged(self)
@@ -298,6 +337,28 @@ class Index:
             raise db.failure(self.dir, exc, "update") from exc
         finally:
             lock.release()
+
+
+def _timings(stored: object) -> dict[str, float]:
+    """A snapshot's stage timings; ``{}`` for a value damage made unreadable (they only
+    inform)."""
+    try:
+        timings = json.loads(stored) if isinstance(stored, (str, bytes)) else None
+    except ValueError:
+        return {}
+    if not isinstance(timings, dict):
+        return {}
+    return {str(k): float(v) for k, v in timings.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _lock_error(lock: Path, exc: OSError) -> IndexError_:
+    """The error for an index lock that cannot be taken: a folder in its place, or a home that
+    cannot be written."""
+    if lock.is_dir() and not lock.is_symlink():
+        return IndexError_(f"The index lock {lock} is a folder, not a file.",
+                           hint=f"Remove that folder (`rmdir {lock}`) and try again.")
+    return project.home_error(exc)
 
 
 def dir_bytes(directory: Path) -> int:
@@ -322,8 +383,8 @@ def remove_dir(directory: Path) -> int:
     except Timeout:
         raise IndexBusy(f"The index in {directory} is being written by another process.",
                         hint="Wait for the indexing to finish, then remove it.") from None
-    except OSError as exc:  # the folder cannot be written: a read-only home
-        raise project.home_error(exc) from None
+    except OSError as exc:  # the folder cannot be written: a read-only home, a folder
+        raise _lock_error(directory / LOCK_NAME, exc) from None
     try:
         size = dir_bytes(directory)
         shutil.rmtree(directory)

@@ -8,6 +8,7 @@ their committed row count lives in the database).
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from importlib import resources
 from pathlib import Path
@@ -36,8 +37,9 @@ REPAIR_HINT = "Run `kenning index --full` to rebuild it (vectors that are intact
 FILE_STATS_KEY = "file_stats_complete"
 FILE_STATS_SHARD = "file_stats:"
 _SHARDS = ("file_stats:", "file_stats;")  # the key range of the blobs (';' follows ':')
-_STAT_RECORDS = ("CAST(group_concat(path || char(0) || size || char(0) || mtime_ns, char(0)) "
-                 "AS BLOB)")
+# CAST: a size or mtime that damage turned into text reads as 0, a change the refresh re-reads
+_STAT_RECORDS = ("CAST(group_concat(path || char(0) || CAST(size AS INTEGER) || char(0) || "
+                 "CAST(mtime_ns AS INTEGER), char(0)) AS BLOB)")
 _FILE_STATS_TRIGGERS = {
     f"files_{event.lower()}_drops_stat_shards": f"CREATE TRIGGER IF NOT EXISTS "
     f"files_{event.lower()}_drops_stat_shards AFTER {event} ON files BEGIN DELETE FROM meta "
@@ -61,6 +63,12 @@ def read_file_stats(conn: sqlite3.Connection) -> bytes | None:
         return None
     return b"\0".join(bytes(row[0]) for row in conn.execute(
         "SELECT value FROM meta WHERE key >= ? AND key < ?", _SHARDS))
+
+
+def computed_file_stats(conn: sqlite3.Connection) -> bytes:
+    """The blob ``read_file_stats`` returns, computed from the files table (writes nothing)."""
+    blob = conn.execute(f"SELECT {_STAT_RECORDS} FROM files").fetchone()[0]
+    return bytes(blob or b"")
 
 
 def write_file_stats(conn: sqlite3.Connection, clusters: set[str] | None) -> None:
@@ -137,12 +145,31 @@ def open_reader(directory: Path) -> sqlite3.Connection:
     if not path.exists():
         raise IndexMissing(f"No index at {directory}.", hint="Run `kenning index` first.")
     try:
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, isolation_level=None,
-                               timeout=30.0, check_same_thread=False)
+        return _reader(path, "mode=ro")
+    except sqlite3.Error as exc:
+        wal = directory / (DB_NAME + "-wal")
+        if os.access(directory, os.W_OK) or (wal.exists() and wal.stat().st_size):
+            raise failure(directory, exc, "read") from exc
+        error = exc
+    # A folder no one may write (a read-only home): a WAL database without its shared memory
+    # file opens only as immutable; with no WAL content, the file holds every commit, and no
+    # writer can change it meanwhile, for none may write there.
+    try:
+        return _reader(path, "mode=ro&immutable=1")
+    except sqlite3.Error:
+        raise failure(directory, error, "read") from error
+
+
+def _reader(path: Path, query: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(f"{path.as_uri()}?{query}", uri=True, isolation_level=None,
+                           timeout=30.0, check_same_thread=False)
+    try:
         conn.execute("PRAGMA query_only=1")
         conn.execute(f"PRAGMA mmap_size={READER_MMAP_BYTES}")
-    except sqlite3.Error as exc:
-        raise failure(directory, exc, "read") from exc
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")  # opens the file (and the WAL)
+    except sqlite3.Error:
+        conn.close()
+        raise
     return conn
 
 

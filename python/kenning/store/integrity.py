@@ -12,6 +12,7 @@ doctor`` and ``kenning index --full``).
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -69,6 +70,25 @@ def last_block_problem(conn: sqlite3.Connection, rows: vectors.VectorRows) -> st
     hashes = _hashes(conn, start, start + count)
     if len(hashes) != count or digest(hashes, rows, start, start + count) != expected:
         return _bad_block(start, count)
+    return None
+
+
+def sampled_block_problem(conn: sqlite3.Connection, rows: vectors.VectorRows) -> str | None:
+    """What is wrong with one committed block drawn at random, if anything: a refresh checks
+    one, so damage to an old block is found within a few refreshes at the cost of one block's
+    digest each (a cursor would cost a write to a refresh that changes nothing)."""
+    count = conn.execute("SELECT count(*) FROM vector_blocks").fetchone()[0]
+    if not count:
+        return None
+    start, rows_in, expected = conn.execute(
+        "SELECT start, rows, digest FROM vector_blocks ORDER BY start LIMIT 1 OFFSET ?",
+        (random.randrange(count),)).fetchone()
+    if start + rows_in > len(rows.scales):
+        return (f"the checksum of vector rows {start}-{start + rows_in - 1} does not fit the "
+                "committed rows")
+    hashes = _hashes(conn, start, start + rows_in)
+    if len(hashes) != rows_in or digest(hashes, rows, start, start + rows_in) != expected:
+        return _bad_block(start, rows_in)
     return None
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kenning.store import masks
+from kenning.store import db, masks
 from kenning.store.chunk_filter import ChunkFilter, condition
 
 # (id, path, start line, end line, start byte, end byte, language, kind, symbol) of a chunk
@@ -185,6 +185,12 @@ class SnapshotReads:
         """path -> (digest, cluster) of every file."""
         return {p: (bytes(d), c) for p, d, c in
                 self._conn.execute("SELECT path, digest, cluster FROM files")}
+
+    def file_stats(self, *, stored: bool = True) -> bytes:
+        """The stat data of every file as ``db.read_file_stats`` gives it: the stored blob, or
+        (when it is missing, or not ``stored``) the one computed from the files table."""
+        blob = db.read_file_stats(self._conn) if stored else None
+        return blob if blob is not None else db.computed_file_stats(self._conn)
 
     def file_states(self, paths: Collection[str] | None = None) -> dict[str, tuple[int, int]]:
         """path -> (size, mtime_ns) as indexed, of ``paths`` (None: of every file)."""

@@ -72,11 +72,13 @@ class IndexWriter:
         self._check_blocks()
 
     def _check_blocks(self) -> None:
-        """The last committed block must be intact before rows are appended after it; rows
-        no block covers yet (an index from before checksums) get theirs now."""
+        """The last committed block must be intact before rows are appended after it, and one
+        other drawn at random (old blocks are checked in turn, refresh by refresh); rows no
+        block covers yet (an index from before checksums) get theirs now."""
         try:
             committed = self.committed_rows()
-            problem = integrity.last_block_problem(self.conn, committed)
+            problem = (integrity.last_block_problem(self.conn, committed)
+                       or integrity.sampled_block_problem(self.conn, committed))
             if problem:
                 raise db.damaged(self.index.dir, problem)
             covered = self.conn.execute(
@@ -132,10 +134,11 @@ class IndexWriter:
                                                                        args))
         return rows
 
-    def file_stats(self) -> bytes:
+    def file_stats(self, *, rebuild: bool = False) -> bytes:
         """The stat data of every file as one blob (``db.read_file_stats`` describes it): read
-        in a few rows instead of one Python object per file. Rebuilt here if missing."""
-        stats = db.read_file_stats(self.conn)
+        in a few rows instead of one Python object per file. Rebuilt here from the files table
+        if missing, or with ``rebuild``."""
+        stats = None if rebuild else db.read_file_stats(self.conn)
         if stats is not None:
             return stats
         try:
