@@ -323,12 +323,12 @@ def batches(ids: Sequence[Sequence[int]], batch_tokens: int) -> list[list[int]]:
     return groups
 
 
-def encode(ids: Sequence[Sequence[int]], batch_tokens: int = BATCH_TOKENS,
+def encode(ids: Sequence[Sequence[int]], batch_tokens: int | None = None,
            onnx_session: Any = None) -> np.ndarray:
     """Mean-pooled, L2-normalised float32 vectors for token id lists."""
     result = np.zeros((len(ids), DIMS), dtype=np.float32)
     run = (onnx_session or session()).run
-    for rows in batches(ids, batch_tokens):
+    for rows in batches(ids, batch_tokens or BATCH_TOKENS):
         width = max(len(ids[i]) for i in rows)
         input_ids = np.zeros((len(rows), width), dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
