@@ -96,3 +96,17 @@ def test_a_process_ends_cleanly_while_a_thread_is_inside_the_model(
         ended = _python(code, isolated_state / f"home-{attempt}")
         assert (ended.returncode, ended.stdout.strip()) == (0, "leaving"), ended.stderr
         assert "terminate called" not in ended.stderr
+
+
+def test_threads_share_the_compiled_model(isolated_state: Path) -> None:
+    # an MCP server embeds queries while its index job embeds chunks: one compiled model, a
+    # request per run
+    from concurrent.futures import ThreadPoolExecutor
+
+    runtime = local.build_runtime(threads=1)
+    ids = [local.token_ids([text]) for text in TEXTS]
+    one_by_one = [local.encode(row, onnx_session=runtime) for row in ids]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda row: local.encode(row, onnx_session=runtime), ids * 3))
+    for i, vectors in enumerate(together):
+        np.testing.assert_allclose(vectors, one_by_one[i % len(ids)], atol=1e-6)
