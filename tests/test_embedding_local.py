@@ -50,28 +50,6 @@ def test_padding_in_a_batch_does_not_change_a_vector(embedder: LocalEmbedder) ->
     np.testing.assert_allclose(alone, batched, atol=1e-4)
 
 
-def test_chunks_near_the_model_limit_share_runs(embedder: LocalEmbedder,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    # a chunk cut near 256 word pieces used to get a model run of its own
-    shared = local.session()
-    shapes: list[tuple[int, int]] = []
-
-    class CountingRuns:
-        def run(self, names: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-            shapes.append(feeds["input_ids"].shape)
-            return shared.run(names, feeds)
-
-    monkeypatch.setattr(local, "session", CountingRuns)
-    texts = [f"# handler {i}\n" + RETRY * 6 for i in range(12)]
-    lengths = [len(row) for row in local.token_ids(texts)]
-    assert min(lengths) > 150
-    vectors = embedder.embed_documents(texts)
-    assert len(shapes) <= 3 and sum(rows for rows, _ in shapes) == len(texts)
-    assert all(rows * width <= local.BATCH_TOKENS for rows, width in shapes)
-    alone = np.stack([embedder.embed_documents([text])[0] for text in texts[:3]])
-    np.testing.assert_allclose(alone, vectors[:3], atol=1e-4)
-
-
 def test_related_code_is_nearer_than_unrelated_code(embedder: LocalEmbedder) -> None:
     docs = embedder.embed_documents([document_text("cfg.py", PARSE),
                                      document_text("net.py", RETRY),

@@ -31,7 +31,7 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 DIMS = 384
 MAX_SEQUENCE = 256  # word pieces the model reads, [CLS] and [SEP] included
-BATCH_TOKENS = 2048  # padded tokens per session run (see ``batches``)
+BATCH_TOKENS = 256  # padded tokens per session run (see ``batches``)
 _CLS, _SEP = 101, 102
 TOKENIZER_PATH = Path(__file__).parent.parent / "data" / "minilm-tokenizer.json"
 _ACCEPTED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "all-minilm"}
@@ -310,9 +310,9 @@ def token_ids(texts: Sequence[str]) -> list[list[int]]:
 
 def batches(ids: Sequence[Sequence[int]], batch_tokens: int) -> list[list[int]]:
     """Row indexes grouped by similar length, each group at most ``batch_tokens`` padded
-    tokens (one row at least): little padding, and runs wide enough that the matrix products
-    keep the cores busy (a chunk near the model's 256 word pieces used to get a run of its own;
-    benchmarks/embed_runtimes.py compares budgets)."""
+    tokens (one row at least): little padding, attention tensors that stay in cache. Wider
+    runs (2048 tokens) cost onnxruntime more CPU per chunk and gave OpenVINO nothing
+    (benchmarks/embed_runtimes.py compares budgets)."""
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     groups: list[list[int]] = []
     for i in order:  # ascending length: the newest row is the widest of its group
