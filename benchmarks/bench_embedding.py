@@ -112,7 +112,7 @@ def main() -> None:
     lengths = [len(ids) for ids in local.token_ids(texts)]
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"{len(texts)} chunks, {statistics.mean(lengths):.0f} word pieces on average, "
-          f"intra-op threads {local.session().get_session_options().intra_op_num_threads}")
+          f"runtime {local.runtime_name(local.session())}")
     embedder = make_embedder(config.load())
     baseline = embedder.embed_documents(texts)
     ids = local.token_ids(texts)

@@ -21,7 +21,7 @@ def isolated_state(
     monkeypatch.setenv("KENNING_CONFIG", str(home / "config.toml"))
     for name in list(__import__("os").environ):
         if name.startswith("KENNING_") and name not in {"KENNING_HOME", "KENNING_CONFIG",
-                                                        "KENNING_KERNELS"}:
+                                                        "KENNING_KERNELS", "KENNING_RUNTIME"}:
             monkeypatch.delenv(name)
     return home
 

@@ -16,6 +16,11 @@ def _vectors(session: object) -> np.ndarray:
     return local.encode(local.token_ids(TEXTS), onnx_session=session)
 
 
+def _agree_with_shared(session: object) -> None:
+    """The shared runtime (OpenVINO where it loads, with int8 activations) is close to it."""
+    assert (_vectors(session) * _vectors(local.session())).sum(axis=1).min() >= 0.999
+
+
 def test_first_session_saves_the_optimised_graph_and_later_ones_load_it() -> None:
     cached = local._optimised_path()
     assert not cached.exists()
@@ -27,7 +32,7 @@ def test_first_session_saves_the_optimised_graph_and_later_ones_load_it() -> Non
     assert cached.stat().st_mtime_ns == stamp  # loaded, not made again
     np.testing.assert_allclose(_vectors(loaded), _vectors(built), atol=1e-6)
     # and the cached graph gives the vectors of the shared session the tests index with
-    np.testing.assert_allclose(_vectors(loaded), _vectors(local.session()), atol=1e-6)
+    _agree_with_shared(loaded)
 
 
 def test_an_unreadable_cache_file_is_made_again() -> None:
@@ -36,7 +41,7 @@ def test_an_unreadable_cache_file_is_made_again() -> None:
     cached.write_bytes(b"not an onnx graph")
     session = local.build_session(threads=1)
     assert cached.stat().st_size > 1000
-    np.testing.assert_allclose(_vectors(session), _vectors(local.session()), atol=1e-6)
+    _agree_with_shared(session)
 
 
 def test_an_unwritable_cache_folder_only_costs_time(isolated_state: Path) -> None:
@@ -44,5 +49,5 @@ def test_an_unwritable_cache_folder_only_costs_time(isolated_state: Path) -> Non
     folder.parent.mkdir(parents=True, exist_ok=True)
     folder.write_text("a file where the cache folder should be")
     session = local.build_session(threads=1)
-    np.testing.assert_allclose(_vectors(session), _vectors(local.session()), atol=1e-6)
+    _agree_with_shared(session)
     assert folder.is_file()

@@ -1,4 +1,5 @@
-"""The embedded default model: all-MiniLM-L6-v2 (int8 ONNX) run with onnxruntime, offline.
+"""The embedded default model: all-MiniLM-L6-v2 (int8 ONNX) run with OpenVINO where it is
+installed (x86), else onnxruntime, offline (``KENNING_RUNTIME=openvino|onnxruntime`` forces one).
 
 Vectors match sentence-transformers' all-MiniLM-L6-v2: at most 256 word pieces including
 [CLS]/[SEP], mean pooling over the attention mask, L2 normalisation. The ONNX file comes from
@@ -9,6 +10,7 @@ The tokenizer and the session load on first use and are shared by every embedder
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -180,13 +182,120 @@ def build_session(threads: int | None = None, *, spinning: bool = False) -> Any:
                                 providers=providers)
 
 
+class InFlight:
+    """Model runs under way, so that the interpreter's exit waits for them.
+
+    Before Python 3.14 a daemon thread that takes the GIL back while the interpreter finalises
+    is ended with pthread_exit; when that thread is inside a runtime's C++ call (a search's
+    model loader, an MCP server's index job), the unwinding crosses a frame that may not throw
+    and the process aborts ("terminate called without an active exception"). An exit hook
+    waits for the runs under way (exit hooks run before finalisation) and holds back any that
+    a daemon thread starts later, so no thread is inside the runtime when the interpreter ends.
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._running = 0
+        self._closing = False
+
+    def __enter__(self) -> None:
+        with self._changed:
+            while self._closing and threading.current_thread() is not threading.main_thread():
+                self._changed.wait()  # parked in Python code until the process ends
+            self._running += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._changed:
+            self._running -= 1
+            self._changed.notify_all()
+
+    def close(self, timeout: float = 60.0) -> None:
+        with self._changed:
+            self._closing = True
+            self._changed.wait_for(lambda: self._running == 0, timeout)
+
+
+runs_in_flight = InFlight()
+atexit.register(runs_in_flight.close)
+
+RUNTIME_ENV = "KENNING_RUNTIME"
+RUNTIMES = ("openvino", "onnxruntime")
+
+
+class OpenVINOSession:
+    """The model compiled by OpenVINO, behind onnxruntime's ``run`` call so ``encode`` takes
+    either. OpenVINO keeps the int8 weights as they are stored (onnxruntime widens them back
+    to float32 when it loads) and multiplies them with activations it quantises to int8 per
+    row and small group as it goes: int8 products on the CPU's integer units (AVX2, AVX-512
+    VNNI), a chunk's vector independent of its batch. Float32 elsewhere, even where the CPU
+    has AMX: bfloat16 there is faster still, but a chunk's vector would then depend on the
+    other texts of its batch. The compiled model is shared by threads; each run takes its own
+    infer request."""
+
+    name = "openvino"
+
+    def __init__(self, threads: int | None = None) -> None:
+        import openvino as ov
+
+        from kenning.project import kenning_home
+
+        path = model_path()
+        verify_model(path)
+        core = ov.Core()
+        # the compiled blob is kept, keyed by OpenVINO on the model and the CPU: later
+        # processes skip the compilation
+        with suppress(OSError):
+            cache_dir = kenning_home() / "cache" / "openvino"
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            core.set_property({"CACHE_DIR": str(cache_dir)})
+        self._compiled = core.compile_model(str(path), "CPU", {
+            "INFERENCE_NUM_THREADS": threads or min(_usable_cores(), 8),
+            "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"})
+
+    def run(self, output_names: Sequence[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        request = self._compiled.create_infer_request()
+        return [request.infer(feeds)[name] for name in output_names]
+
+
+def runtime_choice() -> str | None:
+    """The runtime ``KENNING_RUNTIME`` asks for; None: the fastest that loads here."""
+    choice = os.environ.get(RUNTIME_ENV, "").strip().lower()
+    if choice and choice not in RUNTIMES:
+        raise ConfigError(f"{RUNTIME_ENV}={choice!r} names no runtime of the local model.",
+                          hint=f"Use {' or '.join(RUNTIMES)}, or unset it.")
+    return choice or None
+
+
+def build_runtime(threads: int | None = None) -> Any:
+    """OpenVINO where it is installed and compiles the model, else onnxruntime."""
+    choice = runtime_choice()
+    with runs_in_flight:  # compiling is a call into the runtime too
+        if choice != "onnxruntime":
+            try:
+                return OpenVINOSession(threads)
+            except EmbedderUnavailable:
+                raise
+            except Exception as exc:  # noqa: BLE001 - not installed, or no plugin for this CPU
+                if choice == "openvino":
+                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                    raise EmbedderUnavailable(
+                        f"OpenVINO cannot run the embedded model here: {first}",
+                        hint=f"Install openvino, or set {RUNTIME_ENV}=onnxruntime.") from None
+        return build_session(threads)
+
+
+def runtime_name(runtime: Any) -> str:
+    return getattr(runtime, "name", "onnxruntime")
+
+
 @cache
 def _session_cached() -> Any:
-    return build_session()
+    return build_runtime()
 
 
 def session() -> Any:
-    """The ONNX session, loaded once per process (thread-safe; ``run`` itself is reentrant)."""
+    """The model's runtime (see ``build_runtime``), loaded once per process (thread-safe;
+    ``run`` itself is reentrant)."""
     with _session_lock:
         return _session_cached()
 
@@ -201,8 +310,9 @@ def token_ids(texts: Sequence[str]) -> list[list[int]]:
 
 def batches(ids: Sequence[Sequence[int]], batch_tokens: int) -> list[list[int]]:
     """Row indexes grouped by similar length, each group at most ``batch_tokens`` padded
-    tokens (one row at least). Measured on 2 cores: ~256 tokens a run beats fixed batches of 8
-    by 5-25% CPU per chunk (little padding, attention tensors that stay in cache)."""
+    tokens (one row at least): little padding, attention tensors that stay in cache. Wider
+    runs (2048 tokens) cost onnxruntime more CPU per chunk and gave OpenVINO nothing
+    (benchmarks/embed_runtimes.py compares budgets)."""
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     groups: list[list[int]] = []
     for i in order:  # ascending length: the newest row is the widest of its group
@@ -213,20 +323,21 @@ def batches(ids: Sequence[Sequence[int]], batch_tokens: int) -> list[list[int]]:
     return groups
 
 
-def encode(ids: Sequence[Sequence[int]], batch_tokens: int = BATCH_TOKENS,
+def encode(ids: Sequence[Sequence[int]], batch_tokens: int | None = None,
            onnx_session: Any = None) -> np.ndarray:
     """Mean-pooled, L2-normalised float32 vectors for token id lists."""
     result = np.zeros((len(ids), DIMS), dtype=np.float32)
     run = (onnx_session or session()).run
-    for rows in batches(ids, batch_tokens):
+    for rows in batches(ids, batch_tokens or BATCH_TOKENS):
         width = max(len(ids[i]) for i in rows)
         input_ids = np.zeros((len(rows), width), dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
         for r, i in enumerate(rows):
             input_ids[r, : len(ids[i])] = ids[i]
             mask[r, : len(ids[i])] = 1
-        (hidden,) = run(["last_hidden_state"], {"input_ids": input_ids, "attention_mask": mask,
-                                                "token_type_ids": np.zeros_like(input_ids)})
+        with runs_in_flight:
+            (hidden,) = run(["last_hidden_state"], {"input_ids": input_ids, "attention_mask": mask,
+                                                    "token_type_ids": np.zeros_like(input_ids)})
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         result[rows] = pooled

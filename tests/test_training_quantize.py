@@ -1,0 +1,69 @@
+"""training/quantize.py: an fp32 graph in, the int8-weight format kenning runs out."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")  # a training tool, not a runtime dependency
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+SCRIPT = Path(__file__).parent.parent / "training" / "quantize.py"
+
+
+def _fp32_encoder(path: Path) -> None:
+    """An embedding lookup and a projection: the two kinds of weight the script quantises."""
+    rng = np.random.default_rng(7)
+    table = rng.normal(size=(500, 64)).astype(np.float32)
+    weight = (rng.normal(size=(64, 96)) * np.linspace(0.01, 3, 96)).astype(np.float32)
+    bias = rng.normal(size=(96,)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "input_ids"], ["embedded"]),
+         helper.make_node("MatMul", ["embedded", "weight"], ["projected"]),
+         helper.make_node("Add", ["projected", "bias"], ["last_hidden_state"])],
+        "encoder",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
+                                       ["batch", "seq", 96])],
+        [numpy_helper.from_array(table, "table"), numpy_helper.from_array(weight, "weight"),
+         numpy_helper.from_array(bias, "bias")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+
+
+def _run(path: Path, ids: np.ndarray) -> np.ndarray:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(["last_hidden_state"], {"input_ids": ids})[0]
+
+
+def test_quantised_file_has_int8_weights_and_the_fp32_outputs(tmp_path: Path) -> None:
+    source = tmp_path / "fp32.onnx"
+    _fp32_encoder(source)
+    done = subprocess.run([sys.executable, str(SCRIPT), str(source), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "out" / "model.onnx"
+    assert "sha256" in done.stdout and out.stat().st_size < source.stat().st_size / 3
+    stored = {t.name: t for t in onnx.load(str(out)).graph.initializer}
+    assert stored["table_q"].data_type == stored["weight_q"].data_type == TensorProto.INT8
+    assert list(stored["weight_scale"].dims) == [1, 96]  # one scale per output column
+    assert list(stored["table_scale"].dims) == [500, 1]  # one scale per embedding row
+    assert stored["bias"].data_type == TensorProto.FLOAT  # small tensors stay float32
+    ids = np.array([[1, 42, 499, 7], [3, 3, 0, 250]], dtype=np.int64)
+    want, got = _run(source, ids), _run(out, ids)
+    cosine = (want * got).sum(-1) / np.linalg.norm(want, axis=-1) / np.linalg.norm(got, axis=-1)
+    assert cosine.min() > 0.999
+
+
+def test_a_file_that_is_not_a_model_gets_one_sentence(tmp_path: Path) -> None:
+    bad = tmp_path / "notes.onnx"
+    bad.write_text("not a model")
+    done = subprocess.run([sys.executable, str(SCRIPT), str(bad), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"Cannot read {bad} as an ONNX model")
