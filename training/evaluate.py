@@ -7,8 +7,8 @@
 Everything after ``--`` is eval_quality.py's own command line (``docstring`` or ``batch``, so the
 semble-bench scorer's ``--batch-cmd`` can call this script too). The candidate is loaded the way
 the shipped file is: its sha256 is pinned for the run and checked, and the index descriptor
-names it (``candidate-<sha256 prefix>``), so its indexes never mix with another model's. Use a
-KENNING_HOME of its own as well.
+names it (``all-MiniLM-L6-v2-candidate-<sha256 prefix>``), so its indexes never mix with
+another model's. Use a KENNING_HOME of its own as well.
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ def main() -> None:
     digest = hashlib.sha256(model.read_bytes()).hexdigest()
     from kenning.embedding import local
 
+    name = f"all-MiniLM-L6-v2-candidate-{digest[:16]}"  # keeps the MiniLM profile
     local.model_path = lambda: model  # type: ignore[assignment]
     local.MODEL_SHA256 = digest
-    local.LocalEmbedder.__init__.__defaults__ = (f"candidate-{digest[:16]}", local.DIMS, False)
+    local.MODEL_NAME = name
+    local.LocalEmbedder.__init__.__defaults__ = (name, local.DIMS, False)
     sys.argv = [str(ROOT / "benchmarks" / "eval_quality.py"), *argv[3:]]
     runpy.run_path(sys.argv[0], run_name="__main__")
 
