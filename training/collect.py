@@ -29,6 +29,7 @@ import tarfile
 import urllib.request
 import zipfile
 from pathlib import Path
+from urllib.parse import unquote
 
 HERE = Path(__file__).parent
 CODE_SUFFIXES = {".py", ".rs", ".go", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".java",
@@ -243,10 +244,11 @@ def main() -> None:
                 packaging = [(p, d) for debian in archive.parent.glob(
                     f"{archive.name.split('_')[0]}_*.debian.tar.*") for p, d in members(debian)]
             licence = licence_of(registry, name, packaging)
-            if registry == "debian":
-                version = archive.name.split("_")[1]
+            if registry == "debian":  # the Debian version, epoch included (":" is quoted)
+                version = unquote(archive.name.split("_")[1])
             elif registry == "debian_source":
-                version = re.sub(r"\.orig\.tar\..*$", "", archive.name.split("_")[1])
+                dsc = next(archive.parent.glob(f"{archive.name.split('_')[0]}_*.dsc"))
+                version = unquote(dsc.name.split("_")[1].removesuffix(".dsc"))
             if pinned and pinned[(registry, name)]["sha256"] != digest:
                 sys.exit(f"{archive.name}: sha256 {digest} is not the pinned "
                          f"{pinned[(registry, name)]['sha256']}")
@@ -254,7 +256,7 @@ def main() -> None:
                 report["excluded_by_licence"].append(  # type: ignore[attr-defined]
                     f"{registry}:{name} ({licence})")
                 continue
-            out_dir = args.work / "src" / f"{registry}-{_norm(name)}-{version}"
+            out_dir = args.work / "src" / f"{registry}-{_norm(name)}-{version.replace(':', '_')}"
             kept = 0
             for path, data in files:
                 if Path(path).suffix.lower() not in CODE_SUFFIXES or len(data) > MAX_FILE_BYTES:
