@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -45,6 +46,9 @@ LEXICAL_DEPTH = 100  # ranked chunks each branch hands to fusion
 DENSE_DEPTH = 100
 SYMBOL_DEPTH = 50
 RANK_DEPTH = 60  # fused candidates the ranking signals consider
+# The first results of a search come from the same candidates whatever its limit, ranked as
+# this many results need; a larger limit appends the rest.
+STABLE_RESULTS = 20
 # Results one search returns at most. A larger limit gets this many and a warning. Each branch
 # and the ranking look at least twice the limit deep, as results merge (the windows of one
 # declaration, overlapping chunks) and the relevance floor drops some.
@@ -146,46 +150,37 @@ def _search_snapshot(index: Index, ctx: _Context,
             ctx.warnings.append(_partial_warning(index, snap, ctx))
         scan = (_start_vector_scan(index, snap, ctx.query_vector, ctx.settings, keep)
                 if ctx.query_vector is not None and "dense" in ctx.branches else None)
+        wide = 2 * ctx.limit
+        depths = {"lexical": max(LEXICAL_DEPTH, wide), "symbol": max(SYMBOL_DEPTH, wide),
+                  "dense": max(DENSE_DEPTH, wide)}
         rankings: dict[str, list[tuple[int, float]]] = {}
         cosine: dict[int, float] = {}
-        wide = 2 * ctx.limit
         if "lexical" in ctx.branches:
-            rankings["lexical"] = lexical.search(snap, ctx.query, limit=max(LEXICAL_DEPTH, wide),
+            rankings["lexical"] = lexical.search(snap, ctx.query, limit=depths["lexical"],
                                                  keep=keep)
         if "symbol" in ctx.branches:
-            rankings["symbol"] = symbols.search(snap, ctx.query, limit=max(SYMBOL_DEPTH, wide),
+            rankings["symbol"] = symbols.search(snap, ctx.query, limit=depths["symbol"],
                                                 keep=keep)
         lead_with_reexports(ctx.query, rankings, *_chunk_readers(index, snap, ctx))
         if scan is not None:
-            depth = max(DENSE_DEPTH, wide)
-            hits = scan.result()[: depth + depth // 2]  # room for unused vectors
+            hits = scan.result()[: depths["dense"] + depths["dense"] // 2]  # unused vectors
             owners = snap.chunks_of_vectors([v for v, _ in hits], keep)
             ranked: list[tuple[int, float]] = []
             for vector_id, score in hits:
                 for chunk_id in owners.get(vector_id, ()):
                     ranked.append((chunk_id, score))
                     cosine[chunk_id] = score
-            rankings["dense"] = ranked[:depth]
-        fused = fuse(rankings, ctx.query)
-        if (ctx.floor is not None and ctx.query_vector is not None
-                and len(ctx.query.terms) >= dense.FLOOR_MIN_TERMS):
-            floor = ctx.floor
-            missing = [cid for cid in fused if cid not in cosine]
-            cosine.update(dense.cosines(snap, ctx.query_vector, missing))
-            symbol_hits = {cid for cid, _ in rankings.get("symbol", ())}
-            # chunks with no vector yet (a partial index) are judged by the other branches
-            fused = {cid: s for cid, s in fused.items()
-                     if cid in symbol_hits or cosine.get(cid, floor) >= floor}
-        # signals re-order the head of the fused list; deeper candidates cannot reach the page
-        head = sorted(fused, key=lambda cid: -fused[cid])[: max(RANK_DEPTH, wide)]
-        cands = list(_candidates(snap, head).values())
-        for cand in cands:
-            cand.score = fused[cand.id]
-        ranked_cands = rank(cands, ctx.query, later_parts(snap, cands, ctx.query),
-                            lambda head: units(snap, head, (snap.token, snap.generation)),
-                            depth=ctx.limit,
-                            declared_of=lambda paths: declared_words(
-                                snap, paths, (snap.token, snap.generation)))[: ctx.limit]
+            rankings["dense"] = ranked[: depths["dense"]]
+        # The head comes from the same candidates whatever the limit: an agent that asks for
+        # 50 results sees the best answer one that asks for 10 sees. A larger limit only adds
+        # results after it, from deeper candidates.
+        head_depths = {"lexical": LEXICAL_DEPTH, "symbol": SYMBOL_DEPTH, "dense": DENSE_DEPTH}
+        ranked_cands = _ranked(snap, ctx, {b: r[: head_depths[b]] for b, r in rankings.items()},
+                               cosine, RANK_DEPTH, STABLE_RESULTS)[: min(ctx.limit, STABLE_RESULTS)]
+        if ctx.limit > STABLE_RESULTS:
+            ranked_cands += _after(ranked_cands, _ranked(snap, ctx, rankings, cosine,
+                                                         max(RANK_DEPTH, wide), ctx.limit),
+                                   ctx.limit)
         reader = SnippetReader(index.root, snap.file_states({c.path for c in ranked_cands}),
                                int(ctx.settings["index.max_file_size"]))
         results = []
@@ -199,6 +194,46 @@ def _search_snapshot(index: Index, ctx: _Context,
                 "symbol": c.symbol, "score": round(c.score, 6), "content": content,
                 "stale": stale, "_file_bytes": reader.file_size(c.path)})
         return results, snap.revision
+
+
+def _ranked(snap: Snapshot, ctx: _Context, rankings: dict[str, list[tuple[int, float]]],
+            cosine: dict[int, float], pool: int, depth: int) -> list[Candidate]:
+    """The branches' rankings fused, held to the relevance floor and re-ranked by the signals:
+    ``pool`` fused candidates, ranked as the first ``depth`` results need."""
+    fused = fuse(rankings, ctx.query)
+    if (ctx.floor is not None and ctx.query_vector is not None
+            and len(ctx.query.terms) >= dense.FLOOR_MIN_TERMS):
+        floor = ctx.floor
+        missing = [cid for cid in fused if cid not in cosine]
+        cosine.update(dense.cosines(snap, ctx.query_vector, missing))
+        symbol_hits = {cid for cid, _ in rankings.get("symbol", ())}
+        # chunks with no vector yet (a partial index) are judged by the other branches
+        fused = {cid: s for cid, s in fused.items()
+                 if cid in symbol_hits or cosine.get(cid, floor) >= floor}
+    # signals re-order the head of the fused list; deeper candidates cannot reach the page
+    head = sorted(fused, key=lambda cid: -fused[cid])[:pool]
+    cands = list(_candidates(snap, head).values())
+    for cand in cands:
+        cand.score = fused[cand.id]
+    return rank(cands, ctx.query, later_parts(snap, cands, ctx.query),
+                lambda head: units(snap, head, (snap.token, snap.generation)), depth=depth,
+                declared_of=lambda paths: declared_words(snap, paths,
+                                                         (snap.token, snap.generation)))
+
+
+def _after(head: list[Candidate], deeper: list[Candidate], limit: int) -> list[Candidate]:
+    """The results of ``deeper`` that overlap none of ``head``, as many as fill ``limit``."""
+    taken: dict[str, list[Candidate]] = {}
+    for cand in head:
+        taken.setdefault(cand.path, []).append(cand)
+    more: list[Candidate] = []
+    for cand in deeper:
+        if len(head) + len(more) >= limit:
+            break
+        if not any(cand.start_byte < other.end_byte and other.start_byte < cand.end_byte
+                   for other in taken.get(cand.path, ())):
+            more.append(cand)
+    return more
 
 
 def _chunk_readers(index: Index, snap: Snapshot, ctx: _Context) -> tuple[
@@ -445,7 +480,9 @@ def _run(refs: list[ProjectRef], ctx: _Context, *, refresh: bool) -> dict[str, A
 
 def _merged(parts: list[tuple[list[dict[str, Any]], str | None]], ctx: _Context, *,
             several: bool) -> dict[str, Any]:
-    merged = sorted((r for hits, _ in parts for r in hits), key=lambda r: -r["score"])
+    # each project's own order is kept: its results after the first few may come from deeper
+    # candidates and score above the last of those
+    merged = list(heapq.merge(*(hits for hits, _ in parts), key=lambda r: -r["score"]))
     return {"type": "search_result", "query": ctx.query.text, "results": merged[: ctx.limit],
             "warnings": list(dict.fromkeys(ctx.warnings)),
             "revision": None if several else parts[0][1]}
@@ -466,7 +503,7 @@ def _search_shared(refs: list[ProjectRef], ctx: _Context,
                 exclude=exclude, branches=ctx.branches, limit=ctx.limit, floor=ctx.floor,
                 floor_min_terms=dense.FLOOR_MIN_TERMS,
                 depths={"dense": DENSE_DEPTH, "lexical": LEXICAL_DEPTH, "symbol": SYMBOL_DEPTH,
-                        "rank": RANK_DEPTH},
+                        "rank": RANK_DEPTH, "settled": STABLE_RESULTS},
                 roots={ref.id: ref.root for ref in refs},
                 max_file_size=int(ctx.settings["index.max_file_size"]))
     except SharedAuthError:

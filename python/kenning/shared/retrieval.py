@@ -383,7 +383,8 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
         head = sorted(fused, key=lambda cid: -fused[cid])[:depths["rank"]]
         cands = [_candidate(cid, rows[cid], fused[cid]) for cid in head]
         ranked = rank(cands, query, _later_parts(engine, project, cands, rows, query),
-                      partial(units, _EngineFiles(engine, project, pk_of)), depth=limit,
+                      partial(units, _EngineFiles(engine, project, pk_of)),
+                      depth=max(limit, depths["settled"]),
                       declared_of=partial(declared, engine, project))[:limit]
         for c in ranked:
             row = rows[c.id]
