@@ -147,6 +147,10 @@ def _load_local_model(settings: Any) -> threading.Thread | None:
     return thread
 
 
+WEAK_LINE = ("Nothing relevant found: no result contains the names the query asks for, or all "
+             "are below the relevance floor; these are the nearest matches.")
+
+
 def _print(result: dict[str, Any], max_lines: int, *, several: bool) -> None:
     """Results for people. Repository text (paths, symbols, snippets, warnings quoting them)
     is shown as plain text, never read as rich markup, with control characters spelled out."""
@@ -161,6 +165,8 @@ def _print(result: dict[str, Any], max_lines: int, *, several: bool) -> None:
     if not result["results"]:
         err.print("No relevant results.")
         return
+    if all(hit.get("weak") for hit in result["results"]):
+        err.print(Text(WEAK_LINE, "yellow"))
     for hit in result["results"]:
         where = f"{hit['project']}/" if several else ""
         line = Text.assemble((visible(where + hit["path"]), "bold cyan"), ":",
@@ -170,6 +176,8 @@ def _print(result: dict[str, Any], max_lines: int, *, several: bool) -> None:
         line.append(f"  {hit['kind']} · {hit['score']:.4f}", "dim")
         if hit["stale"]:
             line.append("  (changed since indexed)", "red")
+        if hit.get("weak"):
+            line.append("  (weak match)", "yellow")
         out.print(line)
         if max_lines:
             _print_snippet(out, hit, max_lines)

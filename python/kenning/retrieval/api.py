@@ -30,8 +30,8 @@ from kenning.retrieval import dense, lexical, symbols
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.projects import ProjectRef, resolve_projects
-from kenning.retrieval.query import Query, analyze
-from kenning.retrieval.ranking import Candidate, later_parts, rank
+from kenning.retrieval.query import Query, analyze, named_tokens
+from kenning.retrieval.ranking import Candidate, later_parts, named_candidates, rank
 from kenning.retrieval.reexports import lead_with_reexports
 from kenning.retrieval.snippets import SnippetReader
 from kenning.retrieval.units import declared_words, units
@@ -181,6 +181,7 @@ def _search_snapshot(index: Index, ctx: _Context,
             ranked_cands += _after(ranked_cands, _ranked(snap, ctx, rankings, cosine,
                                                          max(RANK_DEPTH, wide), ctx.limit),
                                    ctx.limit)
+        weak = _weak(snap, ctx, ranked_cands, cosine)
         reader = SnippetReader(index.root, snap.file_states({c.path for c in ranked_cands}),
                                int(ctx.settings["index.max_file_size"]))
         results = []
@@ -192,7 +193,8 @@ def _search_snapshot(index: Index, ctx: _Context,
                 "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
                 "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
                 "symbol": c.symbol, "score": round(c.score, 6), "content": content,
-                "stale": stale, "_file_bytes": reader.file_size(c.path)})
+                "stale": stale, "weak": c.id in weak,
+                "_file_bytes": reader.file_size(c.path)})
         return results, snap.revision
 
 
@@ -219,6 +221,24 @@ def _ranked(snap: Snapshot, ctx: _Context, rankings: dict[str, list[tuple[int, f
                 lambda head: units(snap, head, (snap.token, snap.generation)), depth=depth,
                 declared_of=lambda paths: declared_words(snap, paths,
                                                          (snap.token, snap.generation)))
+
+
+def _weak(snap: Snapshot, ctx: _Context, cands: list[Candidate],
+          cosine: dict[int, float]) -> set[int]:
+    """The candidates that match the query poorly: all of them when it names an identifier no
+    chunk contains (a function deleted since, a name misspelt); else those under the relevance
+    floor of the model, except where a name the query asks for is declared."""
+    if not cands:
+        return set()
+    if any(snap.fts_count(f'"{token}"', 1) == 0 for token in named_tokens(ctx.query)):
+        return {c.id for c in cands}
+    if ctx.floor is None or ctx.query_vector is None:
+        return set()
+    floor = ctx.floor
+    cosine.update(dense.cosines(snap, ctx.query_vector, [c.id for c in cands
+                                                         if c.id not in cosine]))
+    declared = {c.id for c in named_candidates(cands, ctx.query)}
+    return {c.id for c in cands if c.id not in declared and cosine.get(c.id, floor) < floor}
 
 
 def _after(head: list[Candidate], deeper: list[Candidate], limit: int) -> list[Candidate]:

@@ -131,3 +131,18 @@ def analyze(text: str, project_names: Collection[str] = ()) -> Query:
     question = words[0].lower() in QUESTION_WORDS
     return Query(text, without_names(text, project_names), tuple(terms),
                  tuple(dict.fromkeys(identifiers)), identifier_like, asks, question)
+
+
+def named_tokens(query: Query) -> list[str]:
+    """The index tokens of the identifiers the query names (each component of a qualified one,
+    whole), as a chunk that contains them has them; a lone lower-case word is left out, as it
+    may be a word of prose in another form (``retries``)."""
+    tokens: list[str] = []
+    for ident in query.identifiers:
+        if ident.isalpha() and ident.islower():
+            continue
+        for part in QUALIFIER.split(ident):
+            whole = code_tokens(part)
+            if whole and whole[0] not in tokens:
+                tokens.append(whole[0])
+    return tokens

@@ -386,6 +386,8 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
                       partial(units, _EngineFiles(engine, project, pk_of)),
                       depth=max(limit, depths["settled"]),
                       declared_of=partial(declared, engine, project))[:limit]
+        # under the floor, unless it declares a name the query asks for (as a local result)
+        declares = {c.id for c in named_candidates(ranked, query)}
         for c in ranked:
             row = rows[c.id]
             results.append({
@@ -393,6 +395,8 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
                 "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
                 "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
                 "symbol": c.symbol, "score": round(c.score, 6), "content": "", "stale": False,
+                "weak": (floor is not None and c.id not in declares
+                         and cosine.get(c.id, floor) < floor),
                 "_pk": row["id"], "_window": c.window})
     _Snippets(engine, roots, max_file_size).fill(
         results, {r["_pk"]: rows[pk_of[r["_pk"]]] for r in results})
