@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+import pytest
+from index_helpers import kenning_cli, make_repo
+from search_fixtures import REPO
 
 if TYPE_CHECKING:
     from search_fixtures import Indexed
@@ -27,3 +34,38 @@ def test_a_closed_pipe_ends_quietly_with_exit_0(indexed: Indexed) -> None:
         reader_gone.stderr.close()
         assert reader_gone.wait(timeout=120) == 0, err
         assert "Traceback" not in err and "Error" not in err
+
+
+def _json(capsys: pytest.CaptureFixture[str], query: str) -> list[str]:
+    code, out, _ = kenning_cli(capsys, "search", query, "--no-refresh", "--json-output")
+    assert code == 0
+    return [hit["path"] for hit in json.loads(out)["results"]]
+
+
+@pytest.fixture
+def git_checkout(tmp_path: Path) -> Path:
+    """The fixture repository as a git work tree (whose root a subfolder's search finds),
+    indexed."""
+    from kenning import config
+    from kenning.indexer import refresh
+
+    root = make_repo(tmp_path / "repo", REPO).resolve()
+    refresh(root, config.load())
+    return root
+
+
+def test_from_a_subfolder_its_results_come_first_with_paths_from_there(
+        git_checkout: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    query = "retry"
+    monkeypatch.chdir(git_checkout)
+    from_root = _json(capsys, query)
+    assert from_root[0] == "src/http/retry.py" and "src/storage/cache.py" in from_root
+    monkeypatch.chdir(git_checkout / "src" / "storage")
+    from_folder = _json(capsys, query)  # machines keep paths from the project's root
+    assert from_folder[0] == "src/storage/cache.py"
+    assert sorted(from_folder) == sorted(from_root)
+    code, out, _ = kenning_cli(capsys, "search", query, "--no-refresh")
+    assert code == 0
+    shown = [line.split(":")[0] for line in out.splitlines() if re.match(r"\S+:\d+-\d+", line)]
+    assert shown[0] == "cache.py" and "../http/retry.py" in shown

@@ -57,13 +57,17 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     shared_ids = list(projects) if settings["search.backend"] == "shared" and projects else None
     targets: list[str | Path] = [*([] if shared_ids else projects), *([path] if path else [])]
     refs = resolve_projects(settings, targets or None)
+    # run from a subfolder of the project, as ripgrep is: its results first, paths from here
+    here = Path.cwd().resolve()
+    inside = next((ref.root for ref in refs if here.is_relative_to(ref.root)), None)
     loading = _load_local_model(settings)
     progress = _Progress() if sys.stderr.isatty() else None
     try:
         result = run_search(query, refs, settings=settings,
                             limit=limit or settings["search.limit"], path_filter=path_filter,
                             language=language, kind=kind, refresh=not no_refresh,
-                            progress=progress, shared_projects=shared_ids)
+                            progress=progress, shared_projects=shared_ids,
+                            prefer=here if inside is not None and not targets else None)
     finally:
         if progress is not None:
             progress.clear()
@@ -74,8 +78,9 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     if json_output:
         click.echo(json.dumps(result, ensure_ascii=False))
     else:
-        _print(result, max_snippet_lines,
-               several=len(refs) > 1 or settings["search.backend"] != "local")
+        several = len(refs) > 1 or settings["search.backend"] != "local"
+        _print(result, max_snippet_lines, several=several,
+               relative_to=(inside, here) if inside is not None and not several else None)
 
 
 class _Progress:
@@ -151,9 +156,12 @@ WEAK_LINE = ("Nothing relevant found: no result contains the names the query ask
              "are below the relevance floor; these are the nearest matches.")
 
 
-def _print(result: dict[str, Any], max_lines: int, *, several: bool) -> None:
+def _print(result: dict[str, Any], max_lines: int, *, several: bool,
+           relative_to: tuple[Path, Path] | None = None) -> None:
     """Results for people. Repository text (paths, symbols, snippets, warnings quoting them)
-    is shown as plain text, never read as rich markup, with control characters spelled out."""
+    is shown as plain text, never read as rich markup, with control characters spelled out.
+    ``relative_to`` (the project's root, the working directory inside it) shows paths from the
+    working directory, as ripgrep does."""
     from rich.text import Text
 
     from kenning.cli.output import console
@@ -169,7 +177,10 @@ def _print(result: dict[str, Any], max_lines: int, *, several: bool) -> None:
         err.print(Text(WEAK_LINE, "yellow"))
     for hit in result["results"]:
         where = f"{hit['project']}/" if several else ""
-        line = Text.assemble((visible(where + hit["path"]), "bold cyan"), ":",
+        path = hit["path"]
+        if relative_to is not None:
+            path = os.path.relpath(relative_to[0] / path, relative_to[1])
+        line = Text.assemble((visible(where + path), "bold cyan"), ":",
                              (f"{hit['start_line']}-{hit['end_line']}", "green"))
         if hit["symbol"]:
             line.append_text(Text.assemble("  ", (visible(hit["symbol"]), "magenta")))

@@ -76,6 +76,7 @@ class _Context:
     shared_projects: Sequence[str] | None = None  # published projects to search (None: all)
     warnings: list[str] = field(default_factory=list)
     embedder_down: bool = False  # the query could not be embedded
+    prefer: Path | None = None  # a folder inside a project whose results come first
 
 
 def _refresh(ref: ProjectRef, ctx: _Context) -> None:
@@ -175,11 +176,12 @@ def _search_snapshot(index: Index, ctx: _Context,
         # 50 results sees the best answer one that asks for 10 sees. A larger limit only adds
         # results after it, from deeper candidates.
         head_depths = {"lexical": LEXICAL_DEPTH, "symbol": SYMBOL_DEPTH, "dense": DENSE_DEPTH}
-        ranked_cands = _ranked(snap, ctx, {b: r[: head_depths[b]] for b, r in rankings.items()},
-                               cosine, RANK_DEPTH, STABLE_RESULTS)[: min(ctx.limit, STABLE_RESULTS)]
+        ranked_cands = _folder_first(_ranked(
+            snap, ctx, {b: r[: head_depths[b]] for b, r in rankings.items()}, cosine, RANK_DEPTH,
+            STABLE_RESULTS), ctx.prefer, index.root)[: min(ctx.limit, STABLE_RESULTS)]
         if ctx.limit > STABLE_RESULTS:
-            ranked_cands += _after(ranked_cands, _ranked(snap, ctx, rankings, cosine,
-                                                         max(RANK_DEPTH, wide), ctx.limit),
+            deeper = _ranked(snap, ctx, rankings, cosine, max(RANK_DEPTH, wide), ctx.limit)
+            ranked_cands += _after(ranked_cands, _folder_first(deeper, ctx.prefer, index.root),
                                    ctx.limit)
         weak = _weak(snap, ctx, ranked_cands, cosine)
         reader = SnippetReader(index.root, snap.file_states({c.path for c in ranked_cands}),
@@ -239,6 +241,16 @@ def _weak(snap: Snapshot, ctx: _Context, cands: list[Candidate],
                                                          if c.id not in cosine]))
     declared = {c.id for c in named_candidates(cands, ctx.query)}
     return {c.id for c in cands if c.id not in declared and cosine.get(c.id, floor) < floor}
+
+
+def _folder_first(cands: list[Candidate], folder: Path | None, root: Path) -> list[Candidate]:
+    """``cands`` with those under ``folder`` (a folder inside ``root``) first, each part in its
+    order: searched from a subfolder, its own code is what is meant first."""
+    if folder is None or folder == root or not folder.is_relative_to(root):
+        return cands
+    rel = folder.relative_to(root).as_posix() + "/"
+    inside = [c for c in cands if c.path.startswith(rel)]
+    return inside + [c for c in cands if not c.path.startswith(rel)]
 
 
 def _after(head: list[Candidate], deeper: list[Candidate], limit: int) -> list[Candidate]:
@@ -333,7 +345,8 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
            branches: Collection[str] = BRANCHES,
            progress: Callable[[dict[str, Any]], None] | None = None,
            freshness: Freshness | None = None,
-           shared_projects: Sequence[str] | None = None) -> dict[str, Any]:
+           shared_projects: Sequence[str] | None = None,
+           prefer: Path | None = None) -> dict[str, Any]:
     """Hybrid search over one or more projects; the DESIGN.md search-result JSON, plus
     ``vectors_deferred``.
 
@@ -347,7 +360,9 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
     configure) says: a project whose backlog of chunks without vectors is too large to embed before
     answering (a first index, say) is searched by words, symbols and the vectors it has, with a
     warning, and its root is listed in ``vectors_deferred``: the caller computes them in the
-    background (the CLI starts a `kenning index`, the MCP server a worker thread)."""
+    background (the CLI starts a `kenning index`, the MCP server a worker thread). Results
+    under ``prefer``, a folder inside a project searched, come first (the CLI's working
+    directory)."""
     from kenning import usage_log
 
     started = time.perf_counter()
@@ -368,7 +383,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
             ctx = _Context(parsed, filters, limit, settings, emb, None,
                            dense.relevance_floor(str(emb.model)), frozenset(branches), progress,
                            freshness or for_settings(settings),
-                           shared_projects=shared_projects)
+                           shared_projects=shared_projects, prefer=prefer)
             if (settings["search.backend"] != "shared" and refresh
                     and any(_words_only(_open(ref, ctx)) for ref in refs)):
                 # a first index needs the dims; with the server down and dims unknown, the
