@@ -232,3 +232,22 @@ def test_the_cli_numbers_the_window_from_its_own_first_line(
     assert "sensor.py:4-53" in out and re.search(r"… \d+ more lines \(4-\d+\) …", out)
     numbered = re.search(r"^\s*(\d+)\s.*fahrenheit to celsius", out, re.MULTILINE)
     assert numbered is not None and numbered.group(1) == "52"  # its line in the file
+
+
+def test_the_cli_says_what_it_cut_in_one_marker(
+        in_decls: list[ProjectRef], capsys: pytest.CaptureFixture[str]) -> None:
+    from kenning.cli import main
+
+    def shown(query: str, max_lines: int) -> list[str]:
+        capsys.readouterr()
+        main(["search", query, str(in_decls[0].root), "--no-refresh", "--limit", "1",
+              "--max-snippet-lines", str(max_lines)])
+        return [line.strip() for line in capsys.readouterr().out.splitlines() if line.strip()]
+
+    # the lines cut here and those the window leaves out below make one marker
+    cut = shown("tombstone_skip wrapping_add", 2)
+    assert len(cut) == 5 and cut[1].startswith("…") and not cut[3].startswith("…")
+    last_shown = int(cut[3].split()[0])
+    assert cut[4] == f"… {45 - last_shown} more lines ({last_shown + 1}-45) …"
+    # one line is one line
+    assert shown("convert fahrenheit to celsius", 1)[-1] == "… 1 more line (53-53) …"

@@ -201,7 +201,7 @@ def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int) -> None:
     from rich.text import Text
 
     from kenning.display import visible
-    from kenning.retrieval.snippets import MARKER
+    from kenning.retrieval.snippets import MARKER, left_out
 
     lines = hit["content"].splitlines()
     first = hit["start_line"]
@@ -214,7 +214,9 @@ def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int) -> None:
     lexer = Syntax.guess_lexer(hit["path"], code=shown)
     out.print(Syntax(shown, lexer, line_numbers=True, start_line=first, word_wrap=False,
                      theme="ansi_dark", background_color="default"))
-    if len(lines) > max_lines:
-        out.print(Text(f"  … {len(lines) - max_lines} more lines", "dim"))
+    if len(lines) > max_lines:  # one marker for the lines cut here and those left out below
+        last = (int(MARKER.fullmatch(below).group(3))  # type: ignore[union-attr]
+                if below is not None else first + len(lines) - 1)
+        below = left_out(first + max_lines, last)
     if below is not None:
         out.print(Text(f"  {below}", "dim"))
