@@ -196,7 +196,7 @@ def _search_snapshot(index: Index, ctx: _Context,
                 "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
                 "symbol": c.symbol, "score": round(c.score, 6), "content": content,
                 "stale": stale, "weak": c.id in weak,
-                "_file_bytes": reader.file_size(c.path)})
+                "_read_bytes": reader.read_cost(c.path)})
         return results, snap.revision
 
 
@@ -419,7 +419,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
     results = result["results"]
     saved = usage_log.tokens_saved(results)
     for r in results:
-        del r["_file_bytes"]
+        del r["_read_bytes"]
     usage_log.record("search", ms=round((time.perf_counter() - started) * 1000, 2),
                      results=len(results), tokens_not_read=saved,
                      degraded="dense" in ctx.branches and ctx.query_vector is None)

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kenning import safe_read
+from kenning import safe_read, usage_log
 
 
 class SnippetReader:
@@ -42,9 +42,10 @@ class SnippetReader:
             return "", True
         return data[start_byte:end_byte].decode("utf-8", "replace"), stale
 
-    def file_size(self, path: str) -> int:
+    def read_cost(self, path: str) -> int:
+        """The bytes one read of the file by an agent's read tool returns (``usage_log``)."""
         data, _ = self._load(path)
-        return len(data) if data is not None else 0
+        return usage_log.read_cost(data) if data is not None else 0
 
     def widen(self, span: Any, lines: int) -> None:
         """Grow ``span`` (start/end byte and line attributes) by ``lines`` whole lines of its

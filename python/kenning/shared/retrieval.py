@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from kenning import kernels, safe_read
+from kenning import kernels, safe_read, usage_log
 from kenning.errors import SharedIndexError, UsageError
 from kenning.retrieval import symbols
 from kenning.retrieval.classes import CLASSES
@@ -308,7 +308,7 @@ class _Snippets:
                 # a checkout here whose file differs, is gone or is refused (a symlink, a FIFO)
                 r["stale"] = r["project"] in self.roots
                 wanted.append(r)
-            r["_file_bytes"] = len(data) if data is not None else 0
+            r["_read_bytes"] = usage_log.read_cost(data) if data is not None else 0
         if wanted:
             texts = {row["id"]: row["text"] for row in self.engine.query(
                 self.engine.chunks, one_of("id", [r["_pk"] for r in wanted]), ["id", "text"],
