@@ -152,8 +152,9 @@ def chunk(result: dict[str, Any], *, max_tokens: int) -> Rendered:
     structured.update(type="chunk", content=body, body_may_be_stale=stale, nonce=nonce)
     lines = [*header, body]
     if cut:
-        notice = (f"Left out to stay within about {max_tokens:,} tokens: the last {cut} lines "
-                  "shown here; read the file for them.")
+        notice = (f"Left out to stay within about {max_tokens:,} tokens: the last {cut} lines of "
+                  "the body above are not shown; read them from "
+                  f"{clean_label(str(result['path']))}.")
         structured["left_out"] = {"lines": cut, "notice": notice}
         lines.append(notice)
     return Rendered("\n".join(lines), structured)

@@ -33,7 +33,7 @@ from kenning.retrieval.projects import ProjectRef, resolve_projects
 from kenning.retrieval.query import Query, analyze, named_tokens
 from kenning.retrieval.ranking import Candidate, later_parts, named_candidates, rank
 from kenning.retrieval.reexports import lead_with_reexports
-from kenning.retrieval.snippets import SnippetReader
+from kenning.retrieval.snippets import SnippetReader, left_out
 from kenning.retrieval.units import declared_words, units
 from kenning.store.ids import ChunkId
 
@@ -54,6 +54,11 @@ STABLE_RESULTS = 20
 # declaration, overlapping chunks) and the relevance floor drops some.
 MAX_LIMIT = 200
 SCOPES = ("declaration", "chunk")  # what get_chunk returns for a chunk id
+# A region get_chunk returns (a declaration, a widened chunk) over this many lines comes as its
+# first HEAD_LINES lines (a declaration's signature and doc comment) and the chunk the id
+# names, with markers and a note for the lines left out: a 2,000-line method is no answer.
+CHUNK_MAX_LINES = 400
+HEAD_LINES = 40
 
 
 @dataclass
@@ -595,6 +600,7 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
             _check_current(wanted, snap, None if row is None else row[1])
             assert row is not None  # refused above
             found = Candidate(*row[0], 0.0)
+            own = (found.start_byte, found.end_byte, found.start_line, found.end_line)
             unit = units(snap, [found]).get(found.id) if scope != "chunk" else None
             if unit is not None:
                 found.start_byte, found.end_byte, found.start_line, found.end_line = unit.span
@@ -604,16 +610,47 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
             if context_lines:
                 reader.widen(found, context_lines)
             content, stale = reader.read(found.path, found.start_byte, found.end_byte)
+            note = None
+            if found.end_line - found.start_line + 1 > CHUNK_MAX_LINES:
+                content, note = _within_budget(reader, found, own, str(wanted))
             return {"type": "chunk", "id": str(wanted), "project": project_id, "path": found.path,
                     "start_line": found.start_line, "end_line": found.end_line,
                     "start_byte": found.start_byte, "end_byte": found.end_byte,
                     "language": found.language, "kind": found.kind, "symbol": found.symbol,
                     "scope": scope, "content": content, "stale": stale,
-                    "revision": snap.revision, "note": None}
+                    "revision": snap.revision, "note": note}
     if settings["search.backend"] != "local" and settings["shared.uri"]:
         return _get_shared_chunk(wanted, settings, embedder, scope, context_lines)
     raise UsageError(f"No project {project_id!r} among the searched projects.",
                      hint="Pass the project's root or configure it.")
+
+
+def _within_budget(reader: SnippetReader, found: Candidate,
+                   own: tuple[int, int, int, int], chunk_id: str) -> tuple[str, str]:
+    """The content of a region over CHUNK_MAX_LINES lines and the note that says what it
+    leaves out: its first HEAD_LINES lines (the signature and doc comment of a declaration),
+    then the chunk the id names, each part with markers for the lines between."""
+    path, first, last = found.path, found.start_line, found.end_line
+    head_end = first + HEAD_LINES - 1
+    start, end = max(own[2], head_end + 1), own[3]  # a chunk is small: its token budget
+    if end < start:  # the chunk is within the head: show the head alone
+        start = end = 0
+    whole, _ = reader.read(path, found.start_byte, found.end_byte)
+    lines = whole.splitlines()
+    parts = ["\n".join(lines[:HEAD_LINES])]
+    shown = [f"{first}-{head_end}"]
+    if start:
+        parts += [left_out(head_end + 1, start - 1),
+                  "\n".join(lines[start - first: end - first + 1])]
+        shown.append(f"{start}-{end}")
+    gaps = [(head_end + 1, start - 1), (end + 1, last)] if start else [(head_end + 1, last)]
+    missing = [f"{a}-{b}" for a, b in gaps if a <= b]
+    parts.append(left_out(*gaps[-1]))
+    note = (f"The region spans {last - first + 1} lines, more than {CHUNK_MAX_LINES}: shown are "
+            f"lines {' and '.join(shown)} (its head and chunk {chunk_id}); lines "
+            f"{' and '.join(missing)} are left out. Read them from {path} by line number, or "
+            "get one chunk of them by the id a search gives (scope \"chunk\").")
+    return "\n".join(part for part in parts if part), note
 
 
 def _get_shared_chunk(wanted: ChunkId, settings: Settings, embedder: Embedder | None,
