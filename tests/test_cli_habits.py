@@ -69,3 +69,17 @@ def test_from_a_subfolder_its_results_come_first_with_paths_from_there(
     assert code == 0
     shown = [line.split(":")[0] for line in out.splitlines() if re.match(r"\S+:\d+-\d+", line)]
     assert shown[0] == "cache.py" and "../http/retry.py" in shown
+
+
+def test_a_quoted_phrase_matches_as_a_phrase(indexed: Indexed,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = kenning_cli(capsys, "search", '"tried again"', str(indexed.root),
+                               "--no-refresh", "--json-output")
+    assert code == 0
+    found = json.loads(out)["results"]
+    # the words apart are in other chunks too; the phrase is in one docstring only
+    assert found and all("tried again" in hit["content"] for hit in found)
+    assert not found[0]["weak"]
+    code, out, _ = kenning_cli(capsys, "search", '"again tried"', str(indexed.root),
+                               "--no-refresh", "--json-output")
+    assert all(hit["weak"] for hit in json.loads(out)["results"])  # said nowhere

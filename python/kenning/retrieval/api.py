@@ -30,7 +30,7 @@ from kenning.retrieval import dense, lexical, symbols
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.projects import ProjectRef, resolve_projects
-from kenning.retrieval.query import Query, analyze, named_tokens
+from kenning.retrieval.query import Query, analyze, named_tokens, phrase_match
 from kenning.retrieval.ranking import Candidate, later_parts, named_candidates, rank
 from kenning.retrieval.reexports import lead_with_reexports
 from kenning.retrieval.snippets import SnippetReader, left_out
@@ -219,6 +219,11 @@ def _ranked(snap: Snapshot, ctx: _Context, rankings: dict[str, list[tuple[int, f
         # chunks with no vector yet (a partial index) are judged by the other branches
         fused = {cid: s for cid, s in fused.items()
                  if cid in symbol_hits or cosine.get(cid, floor) >= floor}
+    phrases = phrase_match(ctx.query)
+    if phrases is not None:  # a quoted phrase is said by every result, where any chunk says it
+        saying = snap.fts_among(phrases, list(fused))
+        if saying:
+            fused = {cid: s for cid, s in fused.items() if cid in saying}
     # signals re-order the head of the fused list; deeper candidates cannot reach the page
     head = sorted(fused, key=lambda cid: -fused[cid])[:pool]
     cands = list(_candidates(snap, head).values())
@@ -233,11 +238,14 @@ def _ranked(snap: Snapshot, ctx: _Context, rankings: dict[str, list[tuple[int, f
 def _weak(snap: Snapshot, ctx: _Context, cands: list[Candidate],
           cosine: dict[int, float]) -> set[int]:
     """The candidates that match the query poorly: all of them when it names an identifier no
-    chunk contains (a function deleted since, a name misspelt); else those under the relevance
-    floor of the model, except where a name the query asks for is declared."""
+    chunk contains (a function deleted since, a name misspelt) or quotes a phrase none says;
+    else those under the relevance floor of the model, except where a name the query asks for
+    is declared."""
     if not cands:
         return set()
-    if any(snap.fts_count(f'"{token}"', 1) == 0 for token in named_tokens(ctx.query)):
+    phrases = phrase_match(ctx.query)
+    if any(snap.fts_count(f'"{token}"', 1) == 0 for token in named_tokens(ctx.query)) or (
+            phrases is not None and snap.fts_count(phrases, 1) == 0):
         return {c.id for c in cands}
     if ctx.floor is None or ctx.query_vector is None:
         return set()
