@@ -196,27 +196,43 @@ def _print(result: dict[str, Any], max_lines: int, *, several: bool,
 
 
 def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int) -> None:
-    """The snippet with line numbers; the window of a longer declaration between its markers."""
+    """The snippet with line numbers: its runs of code (a declaration's signature, its window)
+    numbered from their own first lines, between the markers of the lines left out; past
+    ``max_lines`` lines of code, one marker for the rest."""
     from rich.syntax import Syntax
     from rich.text import Text
 
     from kenning.display import visible
     from kenning.retrieval.snippets import MARKER, left_out
 
-    lines = hit["content"].splitlines()
-    first = hit["start_line"]
-    above = lines.pop(0) if lines and MARKER.fullmatch(lines[0]) else None
-    below = lines.pop() if lines and MARKER.fullmatch(lines[-1]) else None
-    if above is not None:
-        out.print(Text(f"  {above}", "dim"))
-        first = int(MARKER.fullmatch(above).group(3)) + 1  # type: ignore[union-attr]
-    shown = visible("\n".join(lines[:max_lines]), multiline=True)
-    lexer = Syntax.guess_lexer(hit["path"], code=shown)
-    out.print(Syntax(shown, lexer, line_numbers=True, start_line=first, word_wrap=False,
-                     theme="ansi_dark", background_color="default"))
-    if len(lines) > max_lines:  # one marker for the lines cut here and those left out below
-        last = (int(MARKER.fullmatch(below).group(3))  # type: ignore[union-attr]
-                if below is not None else first + len(lines) - 1)
-        below = left_out(first + max_lines, last)
-    if below is not None:
-        out.print(Text(f"  {below}", "dim"))
+    parts: list[tuple[int, list[str]] | str] = []  # (first line, code lines) or a marker
+    number = hit["start_line"]
+    for line in hit["content"].splitlines():
+        marker = MARKER.fullmatch(line)
+        if marker is not None:
+            parts.append(line)
+            number = int(marker.group(3)) + 1
+        else:
+            if not parts or isinstance(parts[-1], str):
+                parts.append((number, []))
+            parts[-1][1].append(line)  # type: ignore[union-attr]
+            number += 1
+    left = max_lines
+    for part in parts:
+        first = (int(MARKER.fullmatch(part).group(2))  # type: ignore[union-attr]
+                 if isinstance(part, str) else part[0])
+        if left <= 0:  # one marker for all that is left
+            out.print(Text(f"  {left_out(first, hit['end_line'])}", "dim"))
+            return
+        if isinstance(part, str):
+            out.print(Text(f"  {part}", "dim"))
+            continue
+        code = part[1]
+        shown = visible("\n".join(code[:left]), multiline=True)
+        lexer = Syntax.guess_lexer(hit["path"], code=shown)
+        out.print(Syntax(shown, lexer, line_numbers=True, start_line=first, word_wrap=False,
+                         theme="ansi_dark", background_color="default"))
+        if len(code) > left:  # one marker for the lines cut here and all that follow
+            out.print(Text(f"  {left_out(first + left, hit['end_line'])}", "dim"))
+            return
+        left -= len(code)

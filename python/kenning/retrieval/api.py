@@ -194,7 +194,9 @@ def _search_snapshot(index: Index, ctx: _Context,
         results = []
         for c in ranked_cands:
             content, stale = (reader.read(c.path, c.start_byte, c.end_byte) if c.window is None
-                              else reader.read_window(c.path, c.start_line, c.end_line, c.window))
+                              else reader.read_window(c.path, (c.start_byte, c.end_byte,
+                                                               c.start_line, c.end_line),
+                                                      c.window, c.symbol))
             results.append({
                 "id": snap.chunk_id(index.project_id, c.id), "project": index.project_id,
                 "path": c.path, "start_line": c.start_line, "end_line": c.end_line,

@@ -32,7 +32,7 @@ from kenning.retrieval.fusion import fuse
 from kenning.retrieval.query import QUALIFIER, Query
 from kenning.retrieval.ranking import Candidate, named_candidates, rank
 from kenning.retrieval.reexports import lead_with_reexports
-from kenning.retrieval.snippets import windowed
+from kenning.retrieval.snippets import signature_line, windowed
 from kenning.retrieval.units import Row, name_words, units
 from kenning.shared.engine import CLASS_FIELD, PATHS_PER_QUERY, Engine, one_of, quote
 from kenning.store.ids import LEGACY_TOKEN, ChunkId
@@ -302,7 +302,9 @@ class _Snippets:
                     data[r["start_byte"]:r["end_byte"]].decode("utf-8", "replace")
                     if window is None else
                     windowed(data[window[0]:window[1]].decode("utf-8", "replace"),
-                             r["start_line"], r["end_line"], window))
+                             r["start_line"], r["end_line"], window, signature_line(
+                                 data, (r["start_byte"], r["end_byte"], r["start_line"],
+                                        r["end_line"]), window, r["symbol"])))
                 r["stale"] = False
             else:
                 # a checkout here whose file differs, is gone or is refused (a symlink, a FIFO)
