@@ -83,3 +83,11 @@ def test_a_quoted_phrase_matches_as_a_phrase(indexed: Indexed,
     code, out, _ = kenning_cli(capsys, "search", '"again tried"', str(indexed.root),
                                "--no-refresh", "--json-output")
     assert all(hit["weak"] for hit in json.loads(out)["results"])  # said nowhere
+
+
+def test_a_quoted_word_is_emphasis_not_a_phrase() -> None:
+    from kenning.retrieval.query import analyze, phrase_match
+
+    assert phrase_match(analyze('Get the encoding of the console file, e.g. "utf-8".')) is None
+    assert phrase_match(analyze('find "retry the request" in the client')) == \
+        '"retry the request"'

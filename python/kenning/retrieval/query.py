@@ -132,12 +132,15 @@ def analyze(text: str, project_names: Collection[str] = ()) -> Query:
     identifier_like = bool(identifiers) and len(identifiers) * 2 >= len(words)
     question = words[0].lower() in QUESTION_WORDS
     phrases = tuple(dict.fromkeys(tuple(tokens) for quoted in _QUOTED.findall(text)
-                                  if (tokens := _phrase_tokens(quoted))))
+                                  if len(quoted.split()) > 1
+                                  and (tokens := _phrase_tokens(quoted))))
     return Query(text, without_names(text, project_names), tuple(terms),
                  tuple(dict.fromkeys(identifiers)), identifier_like, asks, question, phrases)
 
 
-# a phrase in double quotes, as a search box takes it
+# A phrase in double quotes, as a search box takes it. A single quoted word ("utf-8", "pager")
+# is emphasis in a sentence, not a phrase: a description of code often quotes a word its
+# code does not say.
 _QUOTED = re.compile(r'"([^"]+)"')
 
 
