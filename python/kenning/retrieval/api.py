@@ -156,36 +156,35 @@ def _search_snapshot(index: Index, ctx: _Context,
             ctx.warnings.append(_partial_warning(index, snap, ctx))
         scan = (_start_vector_scan(index, snap, ctx.query_vector, ctx.settings, keep)
                 if ctx.query_vector is not None and "dense" in ctx.branches else None)
-        wide = 2 * ctx.limit
-        depths = {"lexical": max(LEXICAL_DEPTH, wide), "symbol": max(SYMBOL_DEPTH, wide),
-                  "dense": max(DENSE_DEPTH, wide)}
-        rankings: dict[str, list[tuple[int, float]]] = {}
         cosine: dict[int, float] = {}
-        if "lexical" in ctx.branches:
-            rankings["lexical"] = lexical.search(snap, ctx.query, limit=depths["lexical"],
-                                                 keep=keep)
-        if "symbol" in ctx.branches:
-            rankings["symbol"] = symbols.search(snap, ctx.query, limit=depths["symbol"],
-                                                keep=keep)
-        lead_with_reexports(ctx.query, rankings, *_chunk_readers(index, snap, ctx))
-        if scan is not None:
-            hits = scan.result()[: depths["dense"] + depths["dense"] // 2]  # unused vectors
-            owners = snap.chunks_of_vectors([v for v, _ in hits], keep)
-            ranked: list[tuple[int, float]] = []
-            for vector_id, score in hits:
-                for chunk_id in owners.get(vector_id, ()):
-                    ranked.append((chunk_id, score))
-                    cosine[chunk_id] = score
-            rankings["dense"] = ranked[: depths["dense"]]
+        readers = _chunk_readers(index, snap, ctx)
+        hits = scan.result() if scan is not None else None
+
+        def retrieved(depth: int) -> dict[str, list[tuple[int, float]]]:
+            """Each branch's ranking, at least ``depth`` deep (and its default depth)."""
+            rankings: dict[str, list[tuple[int, float]]] = {}
+            if "lexical" in ctx.branches:
+                rankings["lexical"] = lexical.search(snap, ctx.query,
+                                                     limit=max(LEXICAL_DEPTH, depth), keep=keep)
+            if "symbol" in ctx.branches:
+                rankings["symbol"] = symbols.search(snap, ctx.query,
+                                                    limit=max(SYMBOL_DEPTH, depth), keep=keep)
+            lead_with_reexports(ctx.query, rankings, *readers)
+            if hits is not None:
+                rankings["dense"] = _dense_ranking(snap, hits, max(DENSE_DEPTH, depth), keep,
+                                                   cosine)
+            return rankings
+
         # The head comes from the same candidates whatever the limit: an agent that asks for
         # 50 results sees the best answer one that asks for 10 sees. A larger limit only adds
         # results after it, from deeper candidates.
-        head_depths = {"lexical": LEXICAL_DEPTH, "symbol": SYMBOL_DEPTH, "dense": DENSE_DEPTH}
-        ranked_cands = _folder_first(_ranked(
-            snap, ctx, {b: r[: head_depths[b]] for b, r in rankings.items()}, cosine, RANK_DEPTH,
-            STABLE_RESULTS), ctx.prefer, index.root)[: min(ctx.limit, STABLE_RESULTS)]
+        ranked_cands = _folder_first(_ranked(snap, ctx, retrieved(0), cosine, RANK_DEPTH,
+                                             STABLE_RESULTS),
+                                     ctx.prefer, index.root)[: min(ctx.limit, STABLE_RESULTS)]
         if ctx.limit > STABLE_RESULTS:
-            deeper = _ranked(snap, ctx, rankings, cosine, max(RANK_DEPTH, wide), ctx.limit)
+            wide = 2 * ctx.limit
+            deeper = _ranked(snap, ctx, retrieved(wide), cosine, max(RANK_DEPTH, wide),
+                             ctx.limit)
             ranked_cands += _after(ranked_cands, _folder_first(deeper, ctx.prefer, index.root),
                                    ctx.limit)
         weak = _weak(snap, ctx, ranked_cands, cosine)
@@ -205,6 +204,21 @@ def _search_snapshot(index: Index, ctx: _Context,
                 "stale": stale, "weak": c.id in weak,
                 "_read_bytes": reader.read_cost(c.path)})
         return results, snap.revision
+
+
+def _dense_ranking(snap: Snapshot, hits: list[tuple[int, float]], depth: int,
+                   keep: ChunkFilter | None, cosine: dict[int, float]) -> list[tuple[int, float]]:
+    """The vector branch's ``depth`` best chunks, from the scan's ``(vector id, cosine)``
+    list (a vector may be shared by several chunks, or by none that ``keep`` keeps); their
+    cosines go into ``cosine``."""
+    shortlist = hits[: depth + depth // 2]  # room for unused vectors
+    owners = snap.chunks_of_vectors([v for v, _ in shortlist], keep)
+    ranked: list[tuple[int, float]] = []
+    for vector_id, score in shortlist:
+        for chunk_id in owners.get(vector_id, ()):
+            ranked.append((chunk_id, score))
+            cosine[chunk_id] = score
+    return ranked[:depth]
 
 
 def _ranked(snap: Snapshot, ctx: _Context, rankings: dict[str, list[tuple[int, float]]],
