@@ -12,6 +12,8 @@ so indexes are reused between runs), then every query is searched with each bran
         --batch-cmd 'python benchmarks/eval_quality.py batch --root {root} --name {repo} \\
             --queries {queries} --out {out} -k {k} --mode hybrid'
 
+    # add `--limit-check FILE` to record, per query, whether -n 60 gives the same first k
+
 Each project is searched under its name (`--name`; the docstring set's package names), as a
 `[[projects]]` entry with that id would be: a benchmark root is often a folder inside the
 repository (`axum/src`), whose own name is not the project's.
@@ -127,8 +129,20 @@ def batch(args: argparse.Namespace) -> None:
             ms = (time.perf_counter() - started) * 1000
             results = [{"path": h["path"], "start_line": h["start_line"],
                         "end_line": h["end_line"], "score": h["score"]} for h in hits]
+            if args.limit_check:
+                _check_limit(args, root, item["query"], hits, settings, embedder)
             out.write(json.dumps({"id": item["id"], "results": results,
                                   "latency_ms": round(ms, 2)}) + "\n")
+
+
+def _check_limit(args: argparse.Namespace, root: Path, query: str, hits: list[dict[str, Any]],
+                 settings: Any, embedder: Any) -> None:
+    """Append to ``--limit-check`` whether the first k results come back the same when
+    ``--limit-against`` results are asked for."""
+    more = _search(root, args.name, query, args.mode, args.limit_against, settings, embedder)
+    same = [h["id"] for h in more[: len(hits)]] == [h["id"] for h in hits]
+    with open(args.limit_check, "a", encoding="utf-8") as out:
+        out.write(json.dumps({"repo": args.name, "query": query, "same": same}) + "\n")
 
 
 def main() -> None:
@@ -150,6 +164,9 @@ def main() -> None:
     bat.add_argument("--out", required=True)
     bat.add_argument("-k", type=int, default=10)
     bat.add_argument("--mode", choices=sorted(MODES), default="hybrid")
+    bat.add_argument("--limit-check", help="append here, per query, whether its first k results "
+                     "are the same with --limit-against results asked for")
+    bat.add_argument("--limit-against", type=int, default=60)
     bat.set_defaults(run=batch)
     args = parser.parse_args()
     args.run(args)

@@ -164,3 +164,21 @@ def test_status_problems_quoting_paths_are_one_line_and_defused() -> None:
     assert "notes\\n&lt;/untrusted\u00ad-content>\\x1b[2J.md is odd." in text
     reindex = {"projects": [{"project": "p-1", "state": "failed", "error": problem}]}
     assert "\x1b" not in render.reindex(reindex).text
+
+
+def test_a_small_score_is_not_shown_as_zero() -> None:
+    out = render.search_result(_result([{**_hit(1, "x = 1\n"), "score": 0.000412}]),
+                               detail="locations", max_tokens=8000, show_project=False)
+    assert "score 0.000412" in out.text and "score 0.000 " not in out.text
+
+
+def test_progress_says_the_rate_and_the_time_left() -> None:
+    import time
+
+    from kenning.mcpserver.projects import Job, Served
+    from kenning.mcpserver.service import Started, progress_message
+
+    job = Job(full=False, progress={"type": "embedding", "done": 50, "total": 250})
+    job.phase_started = time.monotonic() - 10.0
+    message = progress_message([Started(Served("alpha"), job, joined=False)])
+    assert message.startswith("alpha: embedding 50/250, 5.0/s, about 40 s left")

@@ -277,6 +277,11 @@ def test_tools_are_listed_with_guidance(alpha: Client) -> None:
     assert search.input_schema["properties"]["detail"]["enum"] == ["snippets", "locations"]
     assert tools["code_search"].annotations.read_only_hint is True
     assert tools["code_reindex"].annotations.read_only_hint is False
+    # each tool's project parameter speaks of that tool
+    assert "shared index" in search.input_schema["properties"]["project"]["description"]
+    for name in ("code_index_status", "code_reindex"):
+        described = tools[name].input_schema["properties"]["project"]["description"]
+        assert "code_search" not in described and "shared" not in described
 
 
 def searches_logged(world: World) -> int:

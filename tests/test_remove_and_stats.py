@@ -96,7 +96,7 @@ def test_status_paths_says_where_everything_lives() -> None:
 
 def test_tokens_saved_counts_only_the_top_files_once_less_what_was_shown() -> None:
     def hit(path: str, size: int, content: str = "x" * 40) -> dict[str, object]:
-        return {"project": "p", "path": path, "_file_bytes": size, "content": content}
+        return {"project": "p", "path": path, "_read_bytes": size, "content": content}
 
     results = [hit("a.py", 4000), hit("a.py", 4000), hit("b.py", 2000), hit("c.py", 1000),
                hit("d.py", 100_000)]  # d.py is past the top three files: not counted
@@ -113,8 +113,12 @@ def test_stats_lists_the_last_errors_and_states_its_method(tmp_path: Path) -> No
     assert "../out" in info["last_errors"][0]["message"]
     text = CliRunner().invoke(cli, ["stats"]).output
     assert "last errors:" in text and "search: " in text
+    # one line says the method, and the figure is not called a bound
+    line = next(ln for ln in text.splitlines() if ln.startswith("tokens saved"))
+    assert "at most 2,000 lines of each top-3 result file" in line
+    assert "low" not in line and "bound" not in line
     method = " ".join(CliRunner().invoke(cli, ["stats", "-h"]).output.split())
-    assert "the whole files of the top 3 results (each once)" in method
+    assert "an estimate per search, not a bound" in method and "at most 2,000 lines" in method
 
 
 def test_the_usage_log_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -127,3 +131,11 @@ def test_the_usage_log_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert 1000 < size <= 4000
     events = usage_log.read()
     assert events[-1]["results"] == 399 and all("event" in e for e in events)
+
+
+def test_a_read_returns_a_capped_number_of_lines() -> None:
+    line = b"x" * 99 + b"\n"
+    assert usage_log.read_cost(line * 10) == 1000  # a small file is read whole
+    big = line * (usage_log.READ_LINES * 3)  # a file of 600 KB is not
+    assert usage_log.read_cost(big) == 100 * usage_log.READ_LINES
+    assert usage_log.read_cost(b"no newline at all") == 17

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 pytest_plugins = ["search_fixtures"]  # the indexed fixture repositories
 
 RESULT_KEYS = {"id", "project", "path", "start_line", "end_line", "start_byte", "end_byte",
-               "kind", "symbol", "score", "content", "stale"}
+               "kind", "symbol", "score", "content", "stale", "weak"}
 
 
 def run(state: Indexed, query: str, **kwargs: object) -> dict:

@@ -131,7 +131,10 @@ def test_the_words_a_file_declares(in_decls: list[ProjectRef]) -> None:
 def test_the_snippet_is_the_window_that_matched(in_decls: list[ProjectRef]) -> None:
     hit = _search(in_decls, "convert fahrenheit to celsius")["results"][0]
     assert "fahrenheit to celsius" in hit["content"]
-    assert re.fullmatch(r"… \d+ more lines \(4-\d+\) …", hit["content"].splitlines()[0])
+    # the decorator left out, the signature line, then the lines up to the window left out
+    lines = hit["content"].splitlines()
+    assert lines[:2] == ["… 1 more line (4-4) …", "def calibrate_sensor(reading):"]
+    assert re.fullmatch(r"… \d+ more lines \(6-\d+\) …", lines[2])
 
 
 def test_get_chunk_returns_the_whole_declaration(in_decls: list[ProjectRef]) -> None:
@@ -229,6 +232,29 @@ def test_the_cli_numbers_the_window_from_its_own_first_line(
     main(["search", "convert fahrenheit to celsius", str(in_decls[0].root), "--no-refresh",
           "--limit", "1", "--max-snippet-lines", "80"])
     out = capsys.readouterr().out
-    assert "sensor.py:4-53" in out and re.search(r"… \d+ more lines \(4-\d+\) …", out)
+    assert "sensor.py:4-53" in out and re.search(r"… \d+ more lines \(6-\d+\) …", out)
+    assert re.search(r"^\s*5\s+def calibrate_sensor\(reading\):", out, re.MULTILINE)
     numbered = re.search(r"^\s*(\d+)\s.*fahrenheit to celsius", out, re.MULTILINE)
     assert numbered is not None and numbered.group(1) == "52"  # its line in the file
+
+
+def test_the_cli_says_what_it_cut_in_one_marker(
+        in_decls: list[ProjectRef], capsys: pytest.CaptureFixture[str]) -> None:
+    from kenning.cli import main
+
+    def shown(query: str, max_lines: int) -> list[str]:
+        capsys.readouterr()
+        main(["search", query, str(in_decls[0].root), "--no-refresh", "--limit", "1",
+              "--max-snippet-lines", str(max_lines)])
+        return [line.strip() for line in capsys.readouterr().out.splitlines() if line.strip()]
+
+    # the lines cut here and those the window leaves out below make one marker
+    cut = shown("tombstone_skip wrapping_add", 2)
+    assert [line.startswith("…") for line in cut[1:]] == [True, False, True, False, True]
+    assert cut[2] == "3 pub fn find_slot(table: &Table, key: u64) -> usize {"  # its signature
+    last_shown = int(cut[-2].split()[0])
+    assert cut[-1] == f"… {45 - last_shown} more lines ({last_shown + 1}-45) …"
+    # one line is one line, and nothing follows the marker for the rest
+    cut = shown("convert fahrenheit to celsius", 1)
+    assert cut[1] == "… 1 more line (4-4) …" and cut[-1] == "… 48 more lines (6-53) …"
+    assert not cut[-2].startswith("…")

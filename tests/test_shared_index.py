@@ -176,7 +176,8 @@ def _search(settings: config.Settings, model: Any, root: Path, text: str,
             engine, query, np.asarray(model.embed_query(text), np.float32), Filters(**filters),
             projects=[index.project_id], branches=frozenset({"dense", "lexical", "symbol"}),
             limit=5, floor=0.0, floor_min_terms=3,
-            depths={"dense": 100, "lexical": 100, "symbol": 50, "rank": 60}, roots={},
+            depths={"dense": 100, "lexical": 100, "symbol": 50, "rank": 60,
+                    "settled": 20}, roots={},
             max_file_size=1 << 20)
 
 

@@ -144,6 +144,24 @@ def test_minified_and_one_line_data_files_are_skipped(tmp_path: Path) -> None:
     assert stats.skipped == {"minified": 1}
 
 
+def test_long_line_markup_and_data_are_minified(tmp_path: Path) -> None:
+    path_d = "M12 2C6.48 2 2 6.48 2 12s4.48 10 10 10 10-4.48 10-10S17.52 2 12 2z" * 12
+    make(
+        tmp_path,
+        {
+            "icons/star.svg": f'<svg xmlns="http://www.w3.org/2000/svg"><path d="{path_d}"/></svg>',
+            "styles/theme.css": ".a{color:red}" * 60 + "\n" + ".b{margin:0}" * 60,
+            "data/points.json": "[" + ",".join(f"[{i},{i * 2}]" for i in range(200)) + "]\n",
+            "icons/plain.svg": '<svg>\n  <circle r="4"/>\n</svg>\n' * 30,  # written by hand
+            "src/app.js": "const answer = compute(42);\n" * 40,
+        },
+    )
+    stats = WalkStats(paths={})
+    kept = [f.path for f in walk(tmp_path, max_file_size=MiB, stats=stats, backend="python")]
+    assert kept == ["icons/plain.svg", "src/app.js"]
+    assert stats.paths == {"minified": ["data/points.json", "icons/star.svg", "styles/theme.css"]}
+
+
 def test_size_limit_and_binary_files(tmp_path: Path) -> None:
     make(
         tmp_path,

@@ -128,3 +128,12 @@ def duration(seconds: float) -> str:
         return f"{seconds} s"
     minutes = round(seconds / 60)
     return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def pace(done: int, total: int, elapsed: float) -> str:
+    """``, 25.3/s, about 4 min left`` for ``done`` of ``total`` in ``elapsed`` seconds ("" until
+    there is a rate, and once all are done)."""
+    if not done or elapsed <= 0 or done >= total:
+        return ""
+    rate = done / elapsed
+    return f", {rate:.1f}/s, about {duration((total - done) / rate)} left"

@@ -51,7 +51,9 @@ class Hit(_Typed):
     """One search result: a chunk (or the whole declaration it belongs to) of a project.
 
     Lines are 1-based and inclusive, bytes half-open, ``path`` relative to the project root;
-    ``stale`` means the file changed after it was indexed; ``id`` is for ``get_chunk``."""
+    ``stale`` means the file changed after it was indexed; ``weak`` that it matches the query
+    poorly (the query names an identifier no chunk contains, or it is under the model's
+    relevance floor); ``id`` is for ``get_chunk``."""
 
     TYPE: ClassVar[str] = "hit"
     id: str
@@ -66,6 +68,7 @@ class Hit(_Typed):
     score: float
     content: str
     stale: bool
+    weak: bool
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)  # a result in the JSON carries no "type"

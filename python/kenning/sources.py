@@ -11,7 +11,8 @@ Rules, strongest first:
 
 Then files larger than ``max_file_size``, binary files (a NUL byte in the first 8 KiB) and
 minified or machine-written data (no line break in the first 8 KiB of a longer file: bundles,
-one-line JSON such as a tokenizer vocabulary) are skipped. Ignored directories are pruned,
+one-line JSON such as a tokenizer vocabulary; SVG, JSON, JavaScript and CSS of long lines, such
+as an icon's one-line SVG) are skipped. Ignored directories are pruned,
 never walked. Symlinks are not followed: one pointing inside the root is an alias of a path the
 walk reaches under its own name (as git stores it; indexing both would return every result
 twice), one pointing outside leaves the project. A folder already open higher up (a bind mount
@@ -49,6 +50,13 @@ if TYPE_CHECKING:
     import pathspec  # the Python walk's matcher, imported only when that walk runs
 
 BINARY_SNIFF_BYTES = 8192
+# Data and markup that tools write on one or a few long lines (a minified script or stylesheet,
+# an icon's SVG, a JSON dump): skipped as minified when longer than MINIFIED_MIN_BYTES and its
+# lines, in the first 8 KiB, run MINIFIED_LINE_BYTES long on average. Written by hand, such
+# files average well under 100 bytes a line.
+MINIFIABLE_SUFFIXES = (".svg", ".json", ".js", ".mjs", ".cjs", ".css")
+MINIFIED_MIN_BYTES = 512
+MINIFIED_LINE_BYTES = 300
 
 DEFAULT_EXCLUDED_DIRS = frozenset(
     {
@@ -558,6 +566,17 @@ def _default_backend() -> str:
 BACKEND: str = _default_backend()
 
 
+def _minified(rel: str, size: int, head: bytes) -> bool:
+    """Whether a file is minified or machine-written on long lines: no line break in the first
+    8 KiB of a longer file, or data or markup of long lines (MINIFIABLE_SUFFIXES)."""
+    if size > BINARY_SNIFF_BYTES and b"\n" not in head:
+        return True
+    if size <= MINIFIED_MIN_BYTES or not rel.lower().endswith(MINIFIABLE_SUFFIXES):
+        return False
+    lines = head.rstrip(b"\n").count(b"\n") + 1
+    return len(head) / lines > MINIFIED_LINE_BYTES
+
+
 def _source_file(root: str, rel: str, size: int, mtime_ns: int, limit: int, stats: WalkStats
                  ) -> SourceFile | None:
     """The record of a candidate file within the size limit, or None (counted in ``stats``)
@@ -572,8 +591,8 @@ def _source_file(root: str, rel: str, size: int, mtime_ns: int, limit: int, stat
     if b"\0" in head:
         stats.skip("binary", rel)
         return None
-    if size > BINARY_SNIFF_BYTES and b"\n" not in head:
-        stats.skip("minified", rel)  # thousands of chunks no one would search
+    if _minified(rel, size, head):
+        stats.skip("minified", rel)  # chunks no one would search, found for any query
         return None
     language = detect_language(rel) or _shebang_language(head)  # bin/deploy: ask #!
     return SourceFile(rel, Path(abs_path), size, mtime_ns, language)

@@ -8,10 +8,10 @@ The log belongs to the front ends: the CLI opens it for the run of a command and
 for its life (``opened``), and only then do the searches and index runs below them write to it.
 A program that calls kenning's Python API writes nothing there.
 
-Tokens saved, per search, estimated low on purpose: the whole files of the top
-``READ_FILES`` results (each file once), which an agent without kenning would have opened to
-find the same code, less everything the search returned; never below zero, and 4 bytes per
-token (code runs nearer 3). Whole-repository sweeps are not counted.
+Tokens saved, per search, an estimate (not a bound either way): an agent without kenning would
+have opened the files of the top ``READ_FILES`` results (each once), and its read tool returns
+at most ``READ_LINES`` lines of a file; that, less everything the search returned, never below
+zero, at 4 bytes per token (code runs nearer 3). Whole-repository sweeps are not counted.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from kenning.project import kenning_home
 LOG_NAME = "usage.jsonl"
 MAX_BYTES = 2_000_000  # about 15,000 events
 READ_FILES = 3
+READ_LINES = 2000  # what one read returns at most (Claude Code's Read tool, by default)
 BYTES_PER_TOKEN = 4
 LAST_ERRORS = 5  # listed by `kenning stats`
 
@@ -82,14 +83,24 @@ def _drop_older_half(path: Path) -> None:
     os.replace(tmp, path)
 
 
+def read_cost(data: bytes) -> int:
+    """The bytes one read of a file of ``data`` returns: its first READ_LINES lines."""
+    end = -1
+    for _ in range(READ_LINES):
+        end = data.find(b"\n", end + 1)
+        if end < 0:
+            return len(data)
+    return end + 1
+
+
 def tokens_saved(results: list[dict[str, Any]]) -> int:
-    """The module docstring's estimate for one search; each result carries ``_file_bytes``,
-    the size of its whole file."""
+    """The module docstring's estimate for one search; each result carries ``_read_bytes``,
+    the ``read_cost`` of its file."""
     files: dict[tuple[str, str], int] = {}
     for r in results:
         if len(files) == READ_FILES:
             break
-        files.setdefault((r["project"], r["path"]), int(r["_file_bytes"]))
+        files.setdefault((r["project"], r["path"]), int(r["_read_bytes"]))
     shown = sum(len(r["content"].encode()) for r in results)
     return max(0, sum(files.values()) - shown) // BYTES_PER_TOKEN
 

@@ -9,6 +9,7 @@ interrupted.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -53,6 +54,16 @@ class LazyGroup(click.Group):
         except (ImportError, AttributeError):
             return None  # a command whose module is not part of this build
         return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """A reader that stopped early (`kenning search ... | head -2`) ends the command
+        quietly, with exit 0 as it would for ripgrep: the rest of the output is not wanted."""
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # what is still buffered would fail again when the interpreter flushes at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise click.exceptions.Exit(0) from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of `kenning --help`, without importing any command."""

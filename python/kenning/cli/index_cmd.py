@@ -91,7 +91,7 @@ class _LogLines:
         self.phase_started = self.last = 0.0
 
     def __call__(self, event: dict[str, Any]) -> None:
-        from kenning.indexing_state import duration
+        from kenning.indexing_state import pace
 
         kind = event["type"]
         now = time.monotonic()
@@ -107,12 +107,7 @@ class _LogLines:
                 return
             self.last = now
             unit = "files read" if kind == "chunking" else "vectors"
-            text = f"{done}/{total} {unit}"
-            elapsed = now - self.phase_started
-            if done and elapsed > 0 and done < total:
-                rate = done / elapsed
-                text += f", {rate:.1f}/s, about {duration((total - done) / rate)} left"
-            self._line(text)
+            self._line(f"{done}/{total} {unit}{pace(done, total, now - self.phase_started)}")
 
     @staticmethod
     def _line(text: str) -> None:

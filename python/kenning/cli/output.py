@@ -13,7 +13,13 @@ def console(*, stderr: bool = False) -> Any:
     otherwise wrap or crop at 80 columns, and a pipe or a log has no width to fit."""
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            """A reader that stopped early: the command ends quietly (rich would exit 1)."""
+            self.quiet = True
+            raise BrokenPipeError
+
     stream = sys.stderr if stderr else sys.stdout
     if stream.isatty():
-        return Console(stderr=stderr, highlight=False)
-    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=UNBOUNDED_WIDTH)
+        return _Console(stderr=stderr, highlight=False)
+    return _Console(stderr=stderr, highlight=False, soft_wrap=True, width=UNBOUNDED_WIDTH)

@@ -57,13 +57,17 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     shared_ids = list(projects) if settings["search.backend"] == "shared" and projects else None
     targets: list[str | Path] = [*([] if shared_ids else projects), *([path] if path else [])]
     refs = resolve_projects(settings, targets or None)
+    # run from a subfolder of the project, as ripgrep is: its results first, paths from here
+    here = Path.cwd().resolve()
+    inside = next((ref.root for ref in refs if here.is_relative_to(ref.root)), None)
     loading = _load_local_model(settings)
     progress = _Progress() if sys.stderr.isatty() else None
     try:
         result = run_search(query, refs, settings=settings,
                             limit=limit or settings["search.limit"], path_filter=path_filter,
                             language=language, kind=kind, refresh=not no_refresh,
-                            progress=progress, shared_projects=shared_ids)
+                            progress=progress, shared_projects=shared_ids,
+                            prefer=here if inside is not None and not targets else None)
     finally:
         if progress is not None:
             progress.clear()
@@ -74,8 +78,9 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     if json_output:
         click.echo(json.dumps(result, ensure_ascii=False))
     else:
-        _print(result, max_snippet_lines,
-               several=len(refs) > 1 or settings["search.backend"] != "local")
+        several = len(refs) > 1 or settings["search.backend"] != "local"
+        _print(result, max_snippet_lines, several=several,
+               relative_to=(inside, here) if inside is not None and not several else None)
 
 
 class _Progress:
@@ -147,9 +152,16 @@ def _load_local_model(settings: Any) -> threading.Thread | None:
     return thread
 
 
-def _print(result: dict[str, Any], max_lines: int, *, several: bool) -> None:
+WEAK_LINE = ("Nothing relevant found: no result contains the names the query asks for, or all "
+             "are below the relevance floor; these are the nearest matches.")
+
+
+def _print(result: dict[str, Any], max_lines: int, *, several: bool,
+           relative_to: tuple[Path, Path] | None = None) -> None:
     """Results for people. Repository text (paths, symbols, snippets, warnings quoting them)
-    is shown as plain text, never read as rich markup, with control characters spelled out."""
+    is shown as plain text, never read as rich markup, with control characters spelled out.
+    ``relative_to`` (the project's root, the working directory inside it) shows paths from the
+    working directory, as ripgrep does."""
     from rich.text import Text
 
     from kenning.cli.output import console
@@ -161,15 +173,22 @@ def _print(result: dict[str, Any], max_lines: int, *, several: bool) -> None:
     if not result["results"]:
         err.print("No relevant results.")
         return
+    if all(hit.get("weak") for hit in result["results"]):
+        err.print(Text(WEAK_LINE, "yellow"))
     for hit in result["results"]:
         where = f"{hit['project']}/" if several else ""
-        line = Text.assemble((visible(where + hit["path"]), "bold cyan"), ":",
+        path = hit["path"]
+        if relative_to is not None:
+            path = os.path.relpath(relative_to[0] / path, relative_to[1])
+        line = Text.assemble((visible(where + path), "bold cyan"), ":",
                              (f"{hit['start_line']}-{hit['end_line']}", "green"))
         if hit["symbol"]:
             line.append_text(Text.assemble("  ", (visible(hit["symbol"]), "magenta")))
         line.append(f"  {hit['kind']} · {hit['score']:.4f}", "dim")
         if hit["stale"]:
             line.append("  (changed since indexed)", "red")
+        if hit.get("weak"):
+            line.append("  (weak match)", "yellow")
         out.print(line)
         if max_lines:
             _print_snippet(out, hit, max_lines)
@@ -177,25 +196,43 @@ def _print(result: dict[str, Any], max_lines: int, *, several: bool) -> None:
 
 
 def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int) -> None:
-    """The snippet with line numbers; the window of a longer declaration between its markers."""
+    """The snippet with line numbers: its runs of code (a declaration's signature, its window)
+    numbered from their own first lines, between the markers of the lines left out; past
+    ``max_lines`` lines of code, one marker for the rest."""
     from rich.syntax import Syntax
     from rich.text import Text
 
     from kenning.display import visible
-    from kenning.retrieval.snippets import MARKER
+    from kenning.retrieval.snippets import MARKER, left_out
 
-    lines = hit["content"].splitlines()
-    first = hit["start_line"]
-    above = lines.pop(0) if lines and MARKER.fullmatch(lines[0]) else None
-    below = lines.pop() if lines and MARKER.fullmatch(lines[-1]) else None
-    if above is not None:
-        out.print(Text(f"  {above}", "dim"))
-        first = int(MARKER.fullmatch(above).group(3)) + 1  # type: ignore[union-attr]
-    shown = visible("\n".join(lines[:max_lines]), multiline=True)
-    lexer = Syntax.guess_lexer(hit["path"], code=shown)
-    out.print(Syntax(shown, lexer, line_numbers=True, start_line=first, word_wrap=False,
-                     theme="ansi_dark", background_color="default"))
-    if len(lines) > max_lines:
-        out.print(Text(f"  … {len(lines) - max_lines} more lines", "dim"))
-    if below is not None:
-        out.print(Text(f"  {below}", "dim"))
+    parts: list[tuple[int, list[str]] | str] = []  # (first line, code lines) or a marker
+    number = hit["start_line"]
+    for line in hit["content"].splitlines():
+        marker = MARKER.fullmatch(line)
+        if marker is not None:
+            parts.append(line)
+            number = int(marker.group(3)) + 1
+        else:
+            if not parts or isinstance(parts[-1], str):
+                parts.append((number, []))
+            parts[-1][1].append(line)  # type: ignore[union-attr]
+            number += 1
+    left = max_lines
+    for part in parts:
+        first = (int(MARKER.fullmatch(part).group(2))  # type: ignore[union-attr]
+                 if isinstance(part, str) else part[0])
+        if left <= 0:  # one marker for all that is left
+            out.print(Text(f"  {left_out(first, hit['end_line'])}", "dim"))
+            return
+        if isinstance(part, str):
+            out.print(Text(f"  {part}", "dim"))
+            continue
+        code = part[1]
+        shown = visible("\n".join(code[:left]), multiline=True)
+        lexer = Syntax.guess_lexer(hit["path"], code=shown)
+        out.print(Syntax(shown, lexer, line_numbers=True, start_line=first, word_wrap=False,
+                         theme="ansi_dark", background_color="default"))
+        if len(code) > left:  # one marker for the lines cut here and all that follow
+            out.print(Text(f"  {left_out(first + left, hit['end_line'])}", "dim"))
+            return
+        left -= len(code)

@@ -180,10 +180,10 @@ def remove_index(path: Path, all_: bool, cache: bool, yes: bool, shared_project:
 def stats(json_output: bool) -> None:
     """Searches, latency, errors and tokens saved (local log).
 
-    Tokens saved is a low estimate per search: the whole files of the top 3 results (each
-    once), which an agent would otherwise have opened, less what the search returned; 4 bytes
-    a token. The log ($KENNING_HOME/usage.jsonl) never leaves this machine and keeps only its
-    newest ~2 MB.
+    Tokens saved is an estimate per search, not a bound: one read of each of the top 3
+    results' files (each once, at most 2,000 lines, as an agent's read tool returns), which an
+    agent would otherwise have made, less what the search returned; 4 bytes a token. The log
+    ($KENNING_HOME/usage.jsonl) never leaves this machine and keeps only its newest ~2 MB.
     """
     from kenning import usage_log
 
@@ -199,8 +199,8 @@ def stats(json_output: bool) -> None:
         f"latency         p50 {p50}, p90 {p90}",
         f"index runs      {info['index_runs']}",
         f"errors          {info['errors']}",
-        f"tokens saved    ~{info['tokens_saved_estimate']} (low estimate: top-3 result files "
-        "not read whole; see -h)",
+        f"tokens saved    ~{info['tokens_saved_estimate']} (estimate: one read of at most "
+        "2,000 lines of each top-3 result file, less what kenning returned; see -h)",
         f"log             {info['log']}",
     ]))
     if info["last_errors"]:

@@ -46,6 +46,7 @@ class Job:
     full: bool
     done: threading.Event = field(default_factory=threading.Event)
     progress: dict[str, Any] | None = None
+    phase_started: float = 0.0  # monotonic time the phase of ``progress`` began
     result: dict[str, Any] | None = None
     error: KenningError | None = None
 

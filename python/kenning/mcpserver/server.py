@@ -147,9 +147,12 @@ def build_server(service: Service) -> MCPServer:
         return int(settings["mcp.max_tokens"])
 
     ProjectArg = Annotated[str | None, Field(
+        description="A served project's id or a path inside its root; all projects if "
+        "omitted.")]
+    SearchProjectArg = Annotated[str | None, Field(
         description="A served project's id or a path inside its root; all projects if omitted. "
-        "code_search also takes the id of any project published to the shared index when "
-        "search.backend is shared or both.")]
+        "Also the id of any project published to the shared index when search.backend is "
+        "shared or both.")]
 
     def code_search(
         query: Annotated[str, Field(description="What you are looking for, in plain words or "
@@ -165,7 +168,7 @@ def build_server(service: Service) -> MCPServer:
         language: Annotated[str | None, Field(
             description='e.g. "python", "typescript".',
             json_schema_extra={"enum": [*sorted(LANGUAGES), None]})] = None,
-        project: ProjectArg = None,
+        project: SearchProjectArg = None,
         detail: Annotated[Literal["snippets", "locations"], Field(
             description='"locations" returns paths and lines only.')] = "snippets",
     ) -> CallToolResult:

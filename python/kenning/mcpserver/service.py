@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from kenning.config import Settings
 from kenning.errors import EmbedderError, KenningError, UsageError
 from kenning.freshness import Freshness, Policy
+from kenning.indexing_state import pace
 from kenning.mcpserver.projects import Job, Registry, Served
 from kenning.store.ids import ChunkId
 
@@ -169,6 +171,8 @@ class Service:
 
     def _run_job(self, served: Served, job: Job) -> None:
         def progress(event: dict[str, Any]) -> None:
+            if job.progress is None or job.progress.get("type") != event.get("type"):
+                job.phase_started = time.monotonic()
             job.progress = event
 
         job.progress = {"type": "queued"}
@@ -297,13 +301,15 @@ def progress_message(started: list[Started]) -> str:
     parts = []
     for item in started:
         event = item.job.progress or {}
+        if event.get("type") in ("embedding", "chunking"):
+            done, total = int(event.get("done") or 0), int(event.get("total") or 0)
+            rate = pace(done, total, time.monotonic() - item.job.phase_started)
         if not item.job.running:
             parts.append(f"{item.served.id}: done")
         elif event.get("type") == "embedding":
-            parts.append(f"{item.served.id}: embedding {event.get('done')}/{event.get('total')}")
+            parts.append(f"{item.served.id}: embedding {done}/{total}{rate}")
         elif event.get("type") == "chunking":
-            parts.append(f"{item.served.id}: chunking {event.get('done')}/{event.get('total')} "
-                         "files")
+            parts.append(f"{item.served.id}: chunking {done}/{total} files{rate}")
         else:
             parts.append(f"{item.served.id}: {event.get('type') or 'starting'}")
     return "; ".join(parts)

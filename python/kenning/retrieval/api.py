@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -29,10 +30,10 @@ from kenning.retrieval import dense, lexical, symbols
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.projects import ProjectRef, resolve_projects
-from kenning.retrieval.query import Query, analyze
-from kenning.retrieval.ranking import Candidate, later_parts, rank
+from kenning.retrieval.query import Query, analyze, named_tokens, phrase_match
+from kenning.retrieval.ranking import Candidate, later_parts, named_candidates, rank
 from kenning.retrieval.reexports import lead_with_reexports
-from kenning.retrieval.snippets import SnippetReader
+from kenning.retrieval.snippets import SnippetReader, left_out
 from kenning.retrieval.units import declared_words, units
 from kenning.store.ids import ChunkId
 
@@ -45,11 +46,19 @@ LEXICAL_DEPTH = 100  # ranked chunks each branch hands to fusion
 DENSE_DEPTH = 100
 SYMBOL_DEPTH = 50
 RANK_DEPTH = 60  # fused candidates the ranking signals consider
+# The first results of a search come from the same candidates whatever its limit, ranked as
+# this many results need; a larger limit appends the rest.
+STABLE_RESULTS = 20
 # Results one search returns at most. A larger limit gets this many and a warning. Each branch
 # and the ranking look at least twice the limit deep, as results merge (the windows of one
 # declaration, overlapping chunks) and the relevance floor drops some.
 MAX_LIMIT = 200
 SCOPES = ("declaration", "chunk")  # what get_chunk returns for a chunk id
+# A region get_chunk returns (a declaration, a widened chunk) over this many lines comes as its
+# first HEAD_LINES lines (a declaration's signature and doc comment) and the chunk the id
+# names, with markers and a note for the lines left out: a 2,000-line method is no answer.
+CHUNK_MAX_LINES = 400
+HEAD_LINES = 40
 
 
 @dataclass
@@ -72,6 +81,7 @@ class _Context:
     shared_projects: Sequence[str] | None = None  # published projects to search (None: all)
     warnings: list[str] = field(default_factory=list)
     embedder_down: bool = False  # the query could not be embedded
+    prefer: Path | None = None  # a folder inside a project whose results come first
 
 
 def _refresh(ref: ProjectRef, ctx: _Context) -> None:
@@ -147,59 +157,145 @@ def _search_snapshot(index: Index, ctx: _Context,
         vector = _fitting(ctx, index)
         scan = (_start_vector_scan(index, snap, vector, ctx.settings, keep)
                 if vector is not None and "dense" in ctx.branches else None)
-        rankings: dict[str, list[tuple[int, float]]] = {}
         cosine: dict[int, float] = {}
-        wide = 2 * ctx.limit
-        if "lexical" in ctx.branches:
-            rankings["lexical"] = lexical.search(snap, ctx.query, limit=max(LEXICAL_DEPTH, wide),
-                                                 keep=keep)
-        if "symbol" in ctx.branches:
-            rankings["symbol"] = symbols.search(snap, ctx.query, limit=max(SYMBOL_DEPTH, wide),
-                                                keep=keep)
-        lead_with_reexports(ctx.query, rankings, *_chunk_readers(index, snap, ctx))
-        if scan is not None:
-            depth = max(DENSE_DEPTH, wide)
-            hits = scan.result()[: depth + depth // 2]  # room for unused vectors
-            owners = snap.chunks_of_vectors([v for v, _ in hits], keep)
-            ranked: list[tuple[int, float]] = []
-            for vector_id, score in hits:
-                for chunk_id in owners.get(vector_id, ()):
-                    ranked.append((chunk_id, score))
-                    cosine[chunk_id] = score
-            rankings["dense"] = ranked[:depth]
-        fused = fuse(rankings, ctx.query)
-        if (ctx.floor is not None and ctx.query_vector is not None
-                and len(ctx.query.terms) >= dense.FLOOR_MIN_TERMS):
-            floor = ctx.floor
-            missing = [cid for cid in fused if cid not in cosine]
-            cosine.update(dense.cosines(snap, ctx.query_vector, missing))
-            symbol_hits = {cid for cid, _ in rankings.get("symbol", ())}
-            # chunks with no vector yet (a partial index) are judged by the other branches
-            fused = {cid: s for cid, s in fused.items()
-                     if cid in symbol_hits or cosine.get(cid, floor) >= floor}
-        # signals re-order the head of the fused list; deeper candidates cannot reach the page
-        head = sorted(fused, key=lambda cid: -fused[cid])[: max(RANK_DEPTH, wide)]
-        cands = list(_candidates(snap, head).values())
-        for cand in cands:
-            cand.score = fused[cand.id]
-        ranked_cands = rank(cands, ctx.query, later_parts(snap, cands, ctx.query),
-                            lambda head: units(snap, head, (snap.token, snap.generation)),
-                            depth=ctx.limit,
-                            declared_of=lambda paths: declared_words(
-                                snap, paths, (snap.token, snap.generation)))[: ctx.limit]
+        readers = _chunk_readers(index, snap, ctx)
+        hits = scan.result() if scan is not None else None
+
+        def retrieved(depth: int) -> dict[str, list[tuple[int, float]]]:
+            """Each branch's ranking, at least ``depth`` deep (and its default depth)."""
+            rankings: dict[str, list[tuple[int, float]]] = {}
+            if "lexical" in ctx.branches:
+                rankings["lexical"] = lexical.search(snap, ctx.query,
+                                                     limit=max(LEXICAL_DEPTH, depth), keep=keep)
+            if "symbol" in ctx.branches:
+                rankings["symbol"] = symbols.search(snap, ctx.query,
+                                                    limit=max(SYMBOL_DEPTH, depth), keep=keep)
+            lead_with_reexports(ctx.query, rankings, *readers)
+            if hits is not None:
+                rankings["dense"] = _dense_ranking(snap, hits, max(DENSE_DEPTH, depth), keep,
+                                                   cosine)
+            return rankings
+
+        # The head comes from the same candidates whatever the limit: an agent that asks for
+        # 50 results sees the best answer one that asks for 10 sees. A larger limit only adds
+        # results after it, from deeper candidates.
+        ranked_cands = _folder_first(_ranked(snap, ctx, vector, retrieved(0), cosine, RANK_DEPTH,
+                                             STABLE_RESULTS),
+                                     ctx.prefer, index.root)[: min(ctx.limit, STABLE_RESULTS)]
+        if ctx.limit > STABLE_RESULTS:
+            wide = 2 * ctx.limit
+            deeper = _ranked(snap, ctx, vector, retrieved(wide), cosine, max(RANK_DEPTH, wide),
+                             ctx.limit)
+            ranked_cands += _after(ranked_cands, _folder_first(deeper, ctx.prefer, index.root),
+                                   ctx.limit)
+        weak = _weak(snap, ctx, vector, ranked_cands, cosine)
         reader = SnippetReader(index.root, snap.file_states({c.path for c in ranked_cands}),
                                int(ctx.settings["index.max_file_size"]))
         results = []
         for c in ranked_cands:
             content, stale = (reader.read(c.path, c.start_byte, c.end_byte) if c.window is None
-                              else reader.read_window(c.path, c.start_line, c.end_line, c.window))
+                              else reader.read_window(c.path, (c.start_byte, c.end_byte,
+                                                               c.start_line, c.end_line),
+                                                      c.window, c.symbol))
             results.append({
                 "id": snap.chunk_id(index.project_id, c.id), "project": index.project_id,
                 "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
                 "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
                 "symbol": c.symbol, "score": round(c.score, 6), "content": content,
-                "stale": stale, "_file_bytes": reader.file_size(c.path)})
+                "stale": stale, "weak": c.id in weak,
+                "_read_bytes": reader.read_cost(c.path)})
         return results, snap.revision
+
+
+def _dense_ranking(snap: Snapshot, hits: list[tuple[int, float]], depth: int,
+                   keep: ChunkFilter | None, cosine: dict[int, float]) -> list[tuple[int, float]]:
+    """The vector branch's ``depth`` best chunks, from the scan's ``(vector id, cosine)``
+    list (a vector may be shared by several chunks, or by none that ``keep`` keeps); their
+    cosines go into ``cosine``."""
+    shortlist = hits[: depth + depth // 2]  # room for unused vectors
+    owners = snap.chunks_of_vectors([v for v, _ in shortlist], keep)
+    ranked: list[tuple[int, float]] = []
+    for vector_id, score in shortlist:
+        for chunk_id in owners.get(vector_id, ()):
+            ranked.append((chunk_id, score))
+            cosine[chunk_id] = score
+    return ranked[:depth]
+
+
+def _ranked(snap: Snapshot, ctx: _Context, vector: np.ndarray | None,
+            rankings: dict[str, list[tuple[int, float]]], cosine: dict[int, float], pool: int,
+            depth: int) -> list[Candidate]:
+    """The branches' rankings fused, held to the relevance floor and re-ranked by the signals:
+    ``pool`` fused candidates, ranked as the first ``depth`` results need."""
+    fused = fuse(rankings, ctx.query)
+    if (ctx.floor is not None and vector is not None
+            and len(ctx.query.terms) >= dense.FLOOR_MIN_TERMS):
+        floor = ctx.floor
+        missing = [cid for cid in fused if cid not in cosine]
+        cosine.update(dense.cosines(snap, vector, missing))
+        symbol_hits = {cid for cid, _ in rankings.get("symbol", ())}
+        # chunks with no vector yet (a partial index) are judged by the other branches
+        fused = {cid: s for cid, s in fused.items()
+                 if cid in symbol_hits or cosine.get(cid, floor) >= floor}
+    phrases = phrase_match(ctx.query)
+    if phrases is not None:  # a quoted phrase is said by every result, where any chunk says it
+        saying = snap.fts_among(phrases, list(fused))
+        if saying:
+            fused = {cid: s for cid, s in fused.items() if cid in saying}
+    # signals re-order the head of the fused list; deeper candidates cannot reach the page
+    head = sorted(fused, key=lambda cid: -fused[cid])[:pool]
+    cands = list(_candidates(snap, head).values())
+    for cand in cands:
+        cand.score = fused[cand.id]
+    return rank(cands, ctx.query, later_parts(snap, cands, ctx.query),
+                lambda head: units(snap, head, (snap.token, snap.generation)), depth=depth,
+                declared_of=lambda paths: declared_words(snap, paths,
+                                                         (snap.token, snap.generation)))
+
+
+def _weak(snap: Snapshot, ctx: _Context, vector: np.ndarray | None, cands: list[Candidate],
+          cosine: dict[int, float]) -> set[int]:
+    """The candidates that match the query poorly: all of them when it names an identifier no
+    chunk contains (a function deleted since, a name misspelt) or quotes a phrase none says;
+    else those under the relevance floor of the model, except where a name the query asks for
+    is declared."""
+    if not cands:
+        return set()
+    phrases = phrase_match(ctx.query)
+    if any(snap.fts_count(f'"{token}"', 1) == 0 for token in named_tokens(ctx.query)) or (
+            phrases is not None and snap.fts_count(phrases, 1) == 0):
+        return {c.id for c in cands}
+    if ctx.floor is None or vector is None:
+        return set()
+    floor = ctx.floor
+    cosine.update(dense.cosines(snap, vector, [c.id for c in cands if c.id not in cosine]))
+    declared = {c.id for c in named_candidates(cands, ctx.query)}
+    return {c.id for c in cands if c.id not in declared and cosine.get(c.id, floor) < floor}
+
+
+def _folder_first(cands: list[Candidate], folder: Path | None, root: Path) -> list[Candidate]:
+    """``cands`` with those under ``folder`` (a folder inside ``root``) first, each part in its
+    order: searched from a subfolder, its own code is what is meant first."""
+    if folder is None or folder == root or not folder.is_relative_to(root):
+        return cands
+    rel = folder.relative_to(root).as_posix() + "/"
+    inside = [c for c in cands if c.path.startswith(rel)]
+    return inside + [c for c in cands if not c.path.startswith(rel)]
+
+
+def _after(head: list[Candidate], deeper: list[Candidate], limit: int) -> list[Candidate]:
+    """The results of ``deeper`` that overlap none of ``head``, as many as fill ``limit``."""
+    taken: dict[str, list[Candidate]] = {}
+    for cand in head:
+        taken.setdefault(cand.path, []).append(cand)
+    more: list[Candidate] = []
+    for cand in deeper:
+        if len(head) + len(more) >= limit:
+            break
+        if not any(cand.start_byte < other.end_byte and other.start_byte < cand.end_byte
+                   for other in taken.get(cand.path, ())):
+            more.append(cand)
+    return more
 
 
 def _chunk_readers(index: Index, snap: Snapshot, ctx: _Context) -> tuple[
@@ -293,7 +389,8 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
            branches: Collection[str] = BRANCHES,
            progress: Callable[[dict[str, Any]], None] | None = None,
            freshness: Freshness | None = None,
-           shared_projects: Sequence[str] | None = None) -> dict[str, Any]:
+           shared_projects: Sequence[str] | None = None,
+           prefer: Path | None = None) -> dict[str, Any]:
     """Hybrid search over one or more projects; the DESIGN.md search-result JSON, plus
     ``vectors_deferred``.
 
@@ -307,7 +404,9 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
     configure) says: a project whose backlog of chunks without vectors is too large to embed before
     answering (a first index, say) is searched by words, symbols and the vectors it has, with a
     warning, and its root is listed in ``vectors_deferred``: the caller computes them in the
-    background (the CLI starts a `kenning index`, the MCP server a worker thread)."""
+    background (the CLI starts a `kenning index`, the MCP server a worker thread). Results
+    under ``prefer``, a folder inside a project searched, come first (the CLI's working
+    directory)."""
     from kenning import usage_log
 
     started = time.perf_counter()
@@ -328,7 +427,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
             ctx = _Context(parsed, filters, limit, settings, emb, None,
                            dense.relevance_floor(str(emb.model)), frozenset(branches), progress,
                            freshness or for_settings(settings),
-                           shared_projects=shared_projects)
+                           shared_projects=shared_projects, prefer=prefer)
             if (settings["search.backend"] != "shared" and refresh
                     and any(_words_only(_open(ref, ctx)) for ref in refs)):
                 # a first index needs the dims; with the server down and dims unknown, the
@@ -364,7 +463,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
     results = result["results"]
     saved = usage_log.tokens_saved(results)
     for r in results:
-        del r["_file_bytes"]
+        del r["_read_bytes"]
     usage_log.record("search", ms=round((time.perf_counter() - started) * 1000, 2),
                      results=len(results), tokens_not_read=saved,
                      degraded="dense" in ctx.branches and ctx.query_vector is None)
@@ -460,7 +559,9 @@ def _run(refs: list[ProjectRef], ctx: _Context, *, refresh: bool) -> dict[str, A
 
 def _merged(parts: list[tuple[list[dict[str, Any]], str | None]], ctx: _Context, *,
             several: bool) -> dict[str, Any]:
-    merged = sorted((r for hits, _ in parts for r in hits), key=lambda r: -r["score"])
+    # each project's own order is kept: its results after the first few may come from deeper
+    # candidates and score above the last of those
+    merged = list(heapq.merge(*(hits for hits, _ in parts), key=lambda r: -r["score"]))
     return {"type": "search_result", "query": ctx.query.text, "results": merged[: ctx.limit],
             "warnings": list(dict.fromkeys(ctx.warnings)),
             "revision": None if several else parts[0][1]}
@@ -481,7 +582,7 @@ def _search_shared(refs: list[ProjectRef], ctx: _Context,
                 exclude=exclude, branches=ctx.branches, limit=ctx.limit, floor=ctx.floor,
                 floor_min_terms=dense.FLOOR_MIN_TERMS,
                 depths={"dense": DENSE_DEPTH, "lexical": LEXICAL_DEPTH, "symbol": SYMBOL_DEPTH,
-                        "rank": RANK_DEPTH},
+                        "rank": RANK_DEPTH, "settled": STABLE_RESULTS},
                 roots={ref.id: ref.root for ref in refs},
                 max_file_size=int(ctx.settings["index.max_file_size"]))
     except SharedAuthError:
@@ -538,6 +639,7 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
             _check_current(wanted, snap, None if row is None else row[1])
             assert row is not None  # refused above
             found = Candidate(*row[0], 0.0)
+            own = (found.start_byte, found.end_byte, found.start_line, found.end_line)
             unit = units(snap, [found]).get(found.id) if scope != "chunk" else None
             if unit is not None:
                 found.start_byte, found.end_byte, found.start_line, found.end_line = unit.span
@@ -547,16 +649,47 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
             if context_lines:
                 reader.widen(found, context_lines)
             content, stale = reader.read(found.path, found.start_byte, found.end_byte)
+            note = None
+            if found.end_line - found.start_line + 1 > CHUNK_MAX_LINES:
+                content, note = _within_budget(reader, found, own, str(wanted))
             return {"type": "chunk", "id": str(wanted), "project": project_id, "path": found.path,
                     "start_line": found.start_line, "end_line": found.end_line,
                     "start_byte": found.start_byte, "end_byte": found.end_byte,
                     "language": found.language, "kind": found.kind, "symbol": found.symbol,
                     "scope": scope, "content": content, "stale": stale,
-                    "revision": snap.revision, "note": None}
+                    "revision": snap.revision, "note": note}
     if settings["search.backend"] != "local" and settings["shared.uri"]:
         return _get_shared_chunk(wanted, settings, embedder, scope, context_lines)
     raise UsageError(f"No project {project_id!r} among the searched projects.",
                      hint="Pass the project's root or configure it.")
+
+
+def _within_budget(reader: SnippetReader, found: Candidate,
+                   own: tuple[int, int, int, int], chunk_id: str) -> tuple[str, str]:
+    """The content of a region over CHUNK_MAX_LINES lines and the note that says what it
+    leaves out: its first HEAD_LINES lines (the signature and doc comment of a declaration),
+    then the chunk the id names, each part with markers for the lines between."""
+    path, first, last = found.path, found.start_line, found.end_line
+    head_end = first + HEAD_LINES - 1
+    start, end = max(own[2], head_end + 1), own[3]  # a chunk is small: its token budget
+    if end < start:  # the chunk is within the head: show the head alone
+        start = end = 0
+    whole, _ = reader.read(path, found.start_byte, found.end_byte)
+    lines = whole.splitlines()
+    parts = ["\n".join(lines[:HEAD_LINES])]
+    shown = [f"{first}-{head_end}"]
+    if start:
+        parts += [left_out(head_end + 1, start - 1),
+                  "\n".join(lines[start - first: end - first + 1])]
+        shown.append(f"{start}-{end}")
+    gaps = [(head_end + 1, start - 1), (end + 1, last)] if start else [(head_end + 1, last)]
+    missing = [f"{a}-{b}" for a, b in gaps if a <= b]
+    parts.append(left_out(*gaps[-1]))
+    note = (f"The region spans {last - first + 1} lines, more than {CHUNK_MAX_LINES}: shown are "
+            f"lines {' and '.join(shown)} (its head and chunk {chunk_id}); lines "
+            f"{' and '.join(missing)} are left out. Read them from {path} by line number, or "
+            "get one chunk of them by the id a search gives (scope \"chunk\").")
+    return "\n".join(part for part in parts if part), note
 
 
 def _get_shared_chunk(wanted: ChunkId, settings: Settings, embedder: Embedder | None,

@@ -28,13 +28,17 @@ _PATTERNS = {
     "vendored": re.compile(r"(^|/)(vendor|vendored|third_party|thirdparty|node_modules|external"
                            r"|extern|deps)(/|$)"),
     "generated": re.compile(
-        r"(^|/)(generated|gen|__generated__)(/|$)|_pb2(_grpc)?\.py$"
-        r"|\.pb\.(go|cc|h)$|\.min\.(js|css)$|\.generated\.[^/]+$|_generated\.[^/]+$"
+        r"(^|/)(generated|gen|__generated__|gen-[a-z]+)(/|$)|_pb2(_grpc)?\.pyi?$"
+        # protobuf, gRPC and Thrift outputs; minified and generated files by their names
+        r"|\.pb\.(go|cc|h|gw\.go|validate\.go)$|_grpc\.pb\.go$|\.pb\.(ts|js)$"
+        r"|_pb\.(js|d\.ts)$|_grpc_pb\.(js|d\.ts)$|\.pb\.swift$|\.grpc\.swift$"
+        r"|\.min\.(js|css)$|\.generated\.[^/]+$|_generated\.[^/]+$"
         # lock files and API dumps: written by tools, read by tools
         r"|\.lock$|(^|/)(go\.sum|package-lock\.json|npm-shrinkwrap\.json|pnpm-lock\.yaml)$"
         r"|(^|/)godoc[^/]*\.txt$"),
-    "changelog": re.compile(r"(^|/)(changes|changelog|history|news|releases?|release-notes)"
-                            r"(\.[a-z]+)?$", re.IGNORECASE),
+    # prose only: a release workflow (release.yml) is code
+    "changelog": re.compile(r"(^|/)(changes|changelog|history|news|releases?|release[-_]notes)"
+                            r"(\.(md|markdown|rst|txt|adoc))?$", re.IGNORECASE),
     "compat": re.compile(r"(^|/)_?(compat|legacy|polyfills?|shims?|deprecated|obsolete)(/|$)"
                          r"|(^|/)[^/]*(compat|legacy)\.[^/]+$"),
     # man pages (roff sources `fd.1`, `man/`), besides the prose languages
@@ -51,7 +55,7 @@ _TEST_SCOPES = frozenset({"test", "tests"})
 
 # The class a --kind filter selects: the first category of a chunk in this order, else "code".
 CLASSES = ("generated", "docs", "test", "completion", "example")
-_CLASS_OF = {"changelog": "generated"}
+_CLASS_OF = {"changelog": "docs"}  # release notes are written by people, for people
 
 
 @lru_cache(maxsize=16384)  # per path and symbol: the same ones come back search after search

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kenning.retrieval.query import Query
+from kenning.retrieval.query import Query, phrase_match
 
 if TYPE_CHECKING:
     from kenning.store import ChunkFilter, Snapshot
@@ -108,6 +108,9 @@ def search(snap: Snapshot, query: Query, *, limit: int,
     """``(chunk id, bm25 score)`` best first (higher is better), at most ``limit``, among the
     chunks ``keep`` keeps."""
     match = expression(snap, query)
+    phrases = phrase_match(query)
+    if phrases is not None:  # the quoted phrases, scored with the other words
+        match = phrases if match is None else f"({phrases}) AND ({match})"
     if match is None:
         return []
     # FTS5's bm25() is lower-is-better; negate so every branch ranks higher-is-better

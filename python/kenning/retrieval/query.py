@@ -75,6 +75,8 @@ class Query:
     identifier_like: bool  # the query as a whole is an identifier (or a few)
     asks_for: frozenset[str]  # penalised categories the query names ("test", "example", ...)
     question: bool  # "how/where/what ...": asks about a mechanism rather than one function
+    # the tokens of each phrase the query quotes ("retry the request"): results must say it
+    phrases: tuple[tuple[str, ...], ...] = ()
 
     @property
     def symbol_names(self) -> tuple[str, ...]:
@@ -138,5 +140,43 @@ def analyze(text: str, project_names: Collection[str] = ()) -> Query:
         asks |= {"example", "docs"}
     identifier_like = bool(identifiers) and len(identifiers) * 2 >= len(words)
     question = words[0].lower() in QUESTION_WORDS
+    phrases = tuple(dict.fromkeys(tuple(tokens) for quoted in _QUOTED.findall(text)
+                                  if len(quoted.split()) > 1
+                                  and (tokens := _phrase_tokens(quoted))))
     return Query(text, without_names(text, project_names), tuple(terms),
-                 tuple(dict.fromkeys(identifiers)), identifier_like, asks, question)
+                 tuple(dict.fromkeys(identifiers)), identifier_like, asks, question, phrases)
+
+
+# A phrase in double quotes, as a search box takes it. A single quoted word ("utf-8", "pager")
+# is emphasis in a sentence, not a phrase: a description of code often quotes a word its
+# code does not say.
+_QUOTED = re.compile(r'"([^"]+)"')
+
+
+def _phrase_tokens(quoted: str) -> list[str]:
+    """The tokens of a quoted phrase in the order the index has them: each word whole (the
+    parts of an identifier follow it there, so ``RetryPolicy`` is no phrase of two words)."""
+    return [token for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+", quoted)
+            if (token := word.strip("_").lower())]
+
+
+def phrase_match(query: Query) -> str | None:
+    """The FTS5 expression that finds the chunks saying every phrase the query quotes."""
+    if not query.phrases:
+        return None
+    return " AND ".join('"' + " ".join(tokens) + '"' for tokens in query.phrases)
+
+
+def named_tokens(query: Query) -> list[str]:
+    """The index tokens of the identifiers the query names (each component of a qualified one,
+    whole), as a chunk that contains them has them; a lone lower-case word is left out, as it
+    may be a word of prose in another form (``retries``)."""
+    tokens: list[str] = []
+    for ident in query.identifiers:
+        if ident.isalpha() and ident.islower():
+            continue
+        for part in QUALIFIER.split(ident):
+            whole = code_tokens(part)
+            if whole and whole[0] not in tokens:
+                tokens.append(whole[0])
+    return tokens

@@ -18,10 +18,11 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,14 @@ if TYPE_CHECKING:
     from kenning.store import Snapshot
 
 DEFINITION_BOOST = 1.5  # the chunk defines a symbol the query names
+# A name that more candidates than this declare (`__init__`, `new`, `run`, `get`) says less of
+# each: their scores shrink in proportion, so one class's `__init__` after another does not fill
+# the page. (A qualified name asked exactly, `Router::new`, names one of them and keeps its own.)
+COMMON_NAME = 3
+# A special method (`__init__`, `__eq__`) that many declare is often generated or assembled in
+# one place (`_make_init`, `add_eq`): a candidate whose own name says its word, unless it is
+# that method itself, gets the definition boost too.
+_SPECIAL = re.compile(r"__([a-z][a-z0-9]*(?:_[a-z0-9]+)*)__")
 NAME_MATCH_BOOST = 1.2  # the words of the chunk's own name are in the query (in part: pro rata)
 SATURATION = 0.5  # each further chunk of a file keeps this share of its score
 # For a question, the best chunk of each file gains up to this share of the top score, in
@@ -63,6 +72,12 @@ _GENERIC_STEMS = frozenset({"mod", "index", "init", "__init__", "main", "lib"})
 # `route.ts`, `serialized` and `MessagePackSerializer`.
 _STEMMER = snowballstemmer.stemmer("english")
 _STEMMER_LOCK = threading.Lock()  # a stemmer keeps the word it works on in itself
+
+# Files that declare what another file defines: type stubs, TypeScript declaration files, C and
+# C++ headers. Where a definition of the same name is among the candidates, the stub scores
+# at most this share of it.
+STUB = re.compile(r"\.pyi$|\.d\.[mc]?ts$|\.(h|hh|hpp|hxx)$")
+STUB_SHARE = 0.9
 
 # the multiplier a chunk of each category (classes.py) gets unless the query asks for it
 PENALTY = {"test": 0.3, "example": 0.6, "vendored": 0.5, "generated": 0.5, "compat": 0.6,
@@ -94,12 +109,42 @@ class _Asked:
     names: tuple[str, ...]
     terms: frozenset[str]  # the stems of its words
     file_vote: float
+    # how many candidates declare each name the query asks for by its last component alone
+    declarers: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, query: Query) -> _Asked:
+    def of(cls, query: Query, candidates: list[Candidate] | None = None) -> _Asked:
         terms = frozenset(stem(t) for t in query.terms)
         vote = FILE_NAME_VOTE_IDENTIFIER if query.identifier_like else FILE_NAME_VOTE
-        return cls(query, query.symbol_names, terms, vote)
+        asked = cls(query, query.symbol_names, terms, vote)
+        for cand in candidates or ():
+            if cand.symbol and symbols.CASELESS <= _grade(cand, asked) < symbols.EXACT:
+                name = _last(cand.symbol)
+                asked.declarers[name] = asked.declarers.get(name, 0) + 1
+        return asked
+
+    def shared(self, candidate: Candidate) -> int:
+        """How many candidates declare the name the query asks for that ``candidate`` declares
+        by its last component alone (0: it declares none so)."""
+        if not candidate.symbol or not (
+                symbols.CASELESS <= _grade(candidate, self) < symbols.EXACT):
+            return 0
+        return self.declarers.get(_last(candidate.symbol), 0)
+
+    def builds(self, symbol: str) -> bool:
+        """Whether ``symbol`` names, without being it, a special method the query asks for that
+        many candidates declare: where that method is generated (``_make_init``)."""
+        own = _last(symbol)
+        for name in self.names:
+            found = _SPECIAL.fullmatch(name)
+            if (found and own != name and self.declarers.get(name, 0) > COMMON_NAME
+                    and found.group(1) in split_identifier(own)):
+                return True
+        return False
+
+
+def _last(symbol: str) -> str:
+    return QUALIFIER.split(symbol)[-1]
 
 
 def _grade(candidate: Candidate, asked: _Asked) -> float:
@@ -131,7 +176,7 @@ def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int],
     score = candidate.score
     if candidate.symbol and candidate.id not in parts:
         grade = _grade(candidate, asked)
-        if grade >= symbols.LAST_PART:
+        if grade >= symbols.LAST_PART or asked.builds(candidate.symbol):
             score *= DEFINITION_BOOST
         elif grade >= symbols.CASELESS:  # `monad` for the query `Monad`: likely, not surely it
             score *= 1 + (DEFINITION_BOOST - 1) / 2
@@ -149,6 +194,26 @@ def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int],
     if candidate.path in old:
         score *= PENALTY["compat"]
     return score
+
+
+def below_definitions(candidates: list[Candidate]) -> None:
+    """Each stub (a ``.pyi`` or ``.d.ts`` file, a C or C++ header) scores below the best
+    candidate of another file that declares the same name: the definition is what a search is
+    after, and a name only a stub declares keeps its stub's score."""
+    defined: dict[tuple[str, str | None], float] = {}
+    for cand in candidates:
+        if cand.symbol and not STUB.search(cand.path):
+            for key in ((_last(cand.symbol), None), (_last(cand.symbol), cand.kind)):
+                defined[key] = max(defined.get(key, 0.0), cand.score)
+    for cand in candidates:
+        found = STUB.search(cand.path) if cand.symbol else None
+        if found is not None and cand.symbol:
+            # a header also declares what it defines: a class `Foo` is not the constructor
+            # `Foo::Foo` of its source file
+            kind = cand.kind if found.group(1) else None
+            best = defined.get((_last(cand.symbol), kind))
+            if best is not None:
+                cand.score = min(cand.score, best * STUB_SHARE)
 
 
 @lru_cache(maxsize=65536)
@@ -272,7 +337,11 @@ def rank(candidates: list[Candidate], query: Query, parts: AbstractSet[int] = fr
     ``parts`` are the ids ``later_parts`` found among them; ``units_of`` gives the units of the
     best, as many as the first ``depth`` results can come from (reading them costs a scan of
     their files)."""
-    asked = _Asked.of(query)
+    asked = _Asked.of(query, candidates)
+    for cand in candidates:
+        shared = asked.shared(cand)
+        if shared > COMMON_NAME:
+            cand.score *= COMMON_NAME / shared
     if query.question:
         if declared_of is not None:
             lift_files_declaring(candidates, asked,
@@ -282,6 +351,7 @@ def rank(candidates: list[Candidate], query: Query, parts: AbstractSet[int] = fr
            if "compat" not in query.asks_for else set())
     for cand in candidates:
         cand.score = adjust(cand, asked, parts, old)
+    below_definitions(candidates)
     candidates.sort(key=lambda c: (-c.score, c.path, c.start_line))
     found = _units_of_head(candidates, units_of, depth) if units_of is not None else {}
     return saturate(merge_overlaps(merge_units(candidates, found)))

@@ -1,7 +1,8 @@
 """Snippets read from the work tree by byte range, flagged ``stale`` when the file changed.
 
-A result that spans a whole declaration shows its best-matching window, with a marker line for
-the lines of the declaration it leaves out above and below (``… 15 more lines (143-157) …``).
+A result that spans a whole declaration shows its best-matching window, headed by the
+declaration's signature line, with a marker line for the lines of the declaration it leaves out
+above and below (``… 15 more lines (143-157) …``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kenning import safe_read
+from kenning import safe_read, usage_log
+from kenning.retrieval.query import QUALIFIER
 
 
 class SnippetReader:
@@ -42,9 +44,10 @@ class SnippetReader:
             return "", True
         return data[start_byte:end_byte].decode("utf-8", "replace"), stale
 
-    def file_size(self, path: str) -> int:
+    def read_cost(self, path: str) -> int:
+        """The bytes one read of the file by an agent's read tool returns (``usage_log``)."""
         data, _ = self._load(path)
-        return len(data) if data is not None else 0
+        return usage_log.read_cost(data) if data is not None else 0
 
     def widen(self, span: Any, lines: int) -> None:
         """Grow ``span`` (start/end byte and line attributes) by ``lines`` whole lines of its
@@ -59,18 +62,48 @@ class SnippetReader:
         span.start_byte = starts[span.start_line - 1]
         span.end_byte = starts[span.end_line] - 1 if span.end_line < len(starts) else len(data)
 
-    def read_window(self, path: str, start_line: int, end_line: int,
-                    window: tuple[int, int, int, int]) -> tuple[str, bool]:
-        """The window ``(start byte, end byte, start line, end line)`` of the declaration on
-        lines ``start_line``-``end_line``, with markers for the lines it leaves out."""
+    def read_window(self, path: str, span: tuple[int, int, int, int],
+                    window: tuple[int, int, int, int],
+                    symbol: str | None = None) -> tuple[str, bool]:
+        """The window ``(start byte, end byte, start line, end line)`` of the declaration
+        ``span`` (the same four), headed by its signature line, with markers for the lines it
+        leaves out."""
         text, stale = self.read(path, window[0], window[1])
-        return windowed(text, start_line, end_line, window), stale
+        data, _ = self._load(path)
+        head = signature_line(data, span, window, symbol) if data is not None else None
+        return windowed(text, span[2], span[3], window, head), stale
 
 
-def windowed(text: str, start_line: int, end_line: int, window: tuple[int, int, int, int]) -> str:
+# Lines above a declaration's name that are not its signature: decorators, attributes,
+# comments, the end of a doc comment.
+_NOT_SIGNATURE = ("@", "#", "//", "/*", "*", '"""', "\'\'\'", "--")
+SIGNATURE_LINES = 20  # how far into a declaration its signature line is looked for
+
+
+def signature_line(data: bytes, span: tuple[int, int, int, int],
+                   window: tuple[int, int, int, int], symbol: str | None) -> tuple[int, str] | None:
+    """The number and text of the line of a declaration that names it (``def f(``, after its
+    decorators), when its window starts below that line; None otherwise."""
+    if symbol is None or window[2] <= span[2]:
+        return None
+    name = QUALIFIER.split(symbol)[-1]
+    above = data[span[0]:window[0]].decode("utf-8", "replace").splitlines()
+    for offset, line in enumerate(above[:SIGNATURE_LINES]):
+        if name in line and not line.strip().startswith(_NOT_SIGNATURE):
+            return span[2] + offset, line
+    return None
+
+
+def windowed(text: str, start_line: int, end_line: int, window: tuple[int, int, int, int],
+             head: tuple[int, str] | None = None) -> str:
     """``text``, the window of the declaration on lines ``start_line``-``end_line``, with
-    markers for the lines it leaves out above and below."""
+    markers for the lines it leaves out above and below; ``head`` (a line's number and text,
+    its signature) shown above the window."""
     above = left_out(start_line, window[2] - 1)
+    if head is not None:
+        number, line = head
+        above = "\n".join(part for part in (left_out(start_line, number - 1), line,
+                                             left_out(number + 1, window[2] - 1)) if part)
     below = left_out(window[3] + 1, end_line)
     return "\n".join(part for part in (above, text, below) if part)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from kenning import kernels, safe_read
+from kenning import kernels, safe_read, usage_log
 from kenning.errors import SharedIndexError, UsageError
 from kenning.retrieval import symbols
 from kenning.retrieval.classes import CLASSES
@@ -33,7 +33,7 @@ from kenning.retrieval.fusion import fuse
 from kenning.retrieval.query import QUALIFIER, Query
 from kenning.retrieval.ranking import Candidate, named_candidates, rank
 from kenning.retrieval.reexports import lead_with_reexports
-from kenning.retrieval.snippets import windowed
+from kenning.retrieval.snippets import signature_line, windowed
 from kenning.retrieval.units import Row, name_words, units
 from kenning.shared.engine import CLASS_FIELD, PATHS_PER_QUERY, Engine, one_of, quote
 from kenning.store.ids import LEGACY_TOKEN, ChunkId
@@ -327,13 +327,15 @@ class _Snippets:
                     data[r["start_byte"]:r["end_byte"]].decode("utf-8", "replace")
                     if window is None else
                     windowed(data[window[0]:window[1]].decode("utf-8", "replace"),
-                             r["start_line"], r["end_line"], window))
+                             r["start_line"], r["end_line"], window, signature_line(
+                                 data, (r["start_byte"], r["end_byte"], r["start_line"],
+                                        r["end_line"]), window, r["symbol"])))
                 r["stale"] = False
             else:
                 # a checkout here whose file differs, is gone or is refused (a symlink, a FIFO)
                 r["stale"] = r["project"] in self.roots
                 wanted.append(r)
-            r["_file_bytes"] = len(data) if data is not None else 0
+            r["_read_bytes"] = usage_log.read_cost(data) if data is not None else 0
         if wanted:
             texts = {row["id"]: row["text"] for row in self.engine.query(
                 self.engine.chunks, one_of("id", [r["_pk"] for r in wanted]), ["id", "text"],
@@ -418,8 +420,11 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
         head = sorted(fused, key=lambda cid: -fused[cid])[:depths["rank"]]
         cands = [_candidate(cid, rows[cid], fused[cid]) for cid in head]
         ranked = rank(cands, query, _later_parts(engine, project, cands, rows, query),
-                      partial(units, _EngineFiles(engine, project, pk_of)), depth=limit,
+                      partial(units, _EngineFiles(engine, project, pk_of)),
+                      depth=max(limit, depths["settled"]),
                       declared_of=partial(declared, engine, project))[:limit]
+        # under the floor, unless it declares a name the query asks for (as a local result)
+        declares = {c.id for c in named_candidates(ranked, query)}
         for c in ranked:
             row = rows[c.id]
             results.append({
@@ -427,6 +432,8 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
                 "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
                 "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
                 "symbol": c.symbol, "score": round(c.score, 6), "content": "", "stale": False,
+                "weak": (floor is not None and c.id not in declares
+                         and cosine.get(c.id, floor) < floor),
                 "_pk": row["id"], "_window": c.window})
     _Snippets(engine, roots, max_file_size).fill(
         results, {r["_pk"]: rows[pk_of[r["_pk"]]] for r in results})

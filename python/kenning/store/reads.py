@@ -62,6 +62,16 @@ class SnapshotReads:
             args = [match, limit]
         return [(row[0], row[1]) for row in self._conn.execute(sql, args)]
 
+    def fts_among(self, match: str, ids: Sequence[int]) -> set[int]:
+        """The chunks among ``ids`` that the FTS5 expression ``match`` finds."""
+        found: set[int] = set()
+        for start in range(0, len(ids), 500):  # within SQLite's limit of bound parameters
+            part = list(ids[start:start + 500])
+            found.update(row[0] for row in self._conn.execute(
+                "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN "
+                f"({', '.join('?' * len(part))})", [match, *part]))
+        return found
+
     def symbol_rows(self, match: str, limit: int,
                     keep: ChunkFilter | None = None) -> list[tuple[int, str]]:
         """``(chunk id, symbol)`` of the first ``limit`` chunks with a symbol that the FTS5

@@ -1,0 +1,118 @@
+"""Names many declarations share, and stubs beside their definitions (a real index, searched
+with the local model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kenning import config
+from kenning.indexer import refresh
+from kenning.retrieval import ProjectRef, search
+
+METHODS = "\n".join(f'''
+    def {verb}(self, amount):
+        """{verb.capitalize()} the value by ``amount`` and keep the history."""
+        before = self.value
+        self.value = self.value {op} amount
+        self.history.append(("{verb}", before, self.value))
+        return self
+''' for verb, op in (("grow", "+"), ("shrink", "-"), ("scale", "*"), ("divide", "/"),
+                    ("shift", "<<"), ("mask", "&")))
+CLASSES = "\n\n".join(f'''class {name}:
+    """A {name.lower()} record."""
+
+    def __init__(self, value, label=None, history=None):
+        self.value = value
+        self.label = label or "{name.lower()}"
+        self.history = list(history or [])
+        self.created = len(self.history)
+{METHODS}''' for name in ("Point", "Circle", "Square", "Colour", "Vector", "Matrix", "Account",
+                        "Ledger"))
+
+FILES = {
+    "lib/shapes.py": CLASSES,
+    "lib/_make.py": '''"""Builds the methods of record classes from their fields."""
+
+
+def _make_init(cls, fields):
+    """Write the source of an initialiser for ``fields`` and attach it."""
+    args = ", ".join(fields)
+    body = "\\n".join(f"    self.{name} = {name}" for name in fields) or "    pass"
+    script = f"def __init__(self, {args}):\\n{body}\\n"
+    namespace = {}
+    exec(compile(script, "<fields>", "exec"), namespace)
+    cls.__init__ = namespace["__init__"]
+    return cls
+''',
+    "lib/funcs.py": '''def evolve(inst, **changes):
+    """Create a new instance, based on ``inst`` with ``changes`` applied."""
+    cls = inst.__class__
+    values = dict(inst.__dict__)
+    values.update(changes)
+    return cls(**values)
+''',
+    "lib/funcs.pyi": '''from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+
+def evolve(inst: _T, **changes: Any) -> _T: ...
+def lonely_helper(count: int) -> int: ...
+''',
+    "web/router.js": '''function route(path, handler) {
+  const parts = path.split("/").filter(Boolean);
+  return { parts, handler, match: (url) => url.split("/").filter(Boolean).length === parts.length };
+}
+
+module.exports = { route };
+''',
+    "web/router.d.ts": '''export interface Route { parts: string[]; }
+export declare function route(path: string, handler: () => void): Route;
+''',
+}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[ProjectRef], Path]:
+    base = tmp_path_factory.mktemp("names")
+    for rel, text in FILES.items():
+        (base / "repo" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (base / "repo" / rel).write_text(text)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KENNING_HOME", str(base / "home"))
+        mp.setenv("KENNING_CONFIG", str(base / "config.toml"))
+        refresh(base / "repo", config.load())
+    return [ProjectRef("names", base / "repo")], base
+
+
+def _paths(project: tuple[list[ProjectRef], Path], query: str,
+           monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str | None]]:
+    refs, base = project
+    monkeypatch.setenv("KENNING_HOME", str(base / "home"))
+    monkeypatch.setenv("KENNING_CONFIG", str(base / "config.toml"))
+    found = search(query, refs, settings=config.load(), refresh=False)
+    return [(r["path"], r["symbol"]) for r in found["results"]]
+
+
+def test_where_a_shared_special_method_is_generated_comes_first(
+        project: tuple[list[ProjectRef], Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    found = _paths(project, "how does the library generate the __init__ method", monkeypatch)
+    assert found[0] == ("lib/_make.py", "_make_init")
+
+
+@pytest.mark.parametrize(("query", "first"), [
+    ("evolve", ("lib/funcs.py", "evolve")),
+    ("create a new instance with changes applied", ("lib/funcs.py", "evolve")),
+    ("route", ("web/router.js", "route")),
+])
+def test_a_definition_ranks_above_its_stub(project: tuple[list[ProjectRef], Path], query: str,
+                                           first: tuple[str, str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    found = _paths(project, query, monkeypatch)
+    assert found[0] == first
+    assert all(i > 0 for i, (path, _) in enumerate(found) if path.endswith((".pyi", ".d.ts")))
+
+
+def test_a_name_only_a_stub_declares_returns_the_stub(
+        project: tuple[list[ProjectRef], Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _paths(project, "lonely_helper", monkeypatch)[0] == ("lib/funcs.pyi", "lonely_helper")
