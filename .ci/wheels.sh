@@ -86,12 +86,15 @@ arm64_root() {
     mount -t proc proc "$root/proc"
     mount --bind /dev "$root/dev"
     cp /etc/resolv.conf "$root/etc/resolv.conf"
+    # the root trusts what the host trusts (a proxy's own authority included), pip too
+    cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
 }
 
 smoke_aarch64() {
     mkdir -p "$root/smoke"
     cp "$OUT"/kenning-*manylinux*aarch64.whl .ci/smoke.py "$root/smoke/"
-    chroot "$root" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/root bash -euo pipefail -c '
+    chroot "$root" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/root \
+        PIP_CERT=/etc/ssl/certs/ca-certificates.crt bash -euo pipefail -c '
         uname -m
         python3 -m venv /venv
         /venv/bin/pip install -q /smoke/kenning-*.whl
