@@ -162,6 +162,10 @@ def test_projects_tables_are_not_unknown_keys() -> None:
     ('[[projects]]\nid = "a"\n', "A [[projects]] table of {path} has no root"),
     ('[[projects]]\nid = "a"\nroot = "/tmp/a"\n[[projects]]\nid = "a"\nroot = "/tmp/b"\n',
      "Two [[projects]] tables of {path} have the id 'a'"),
+    ('[[projects]]\nid = "a"\nroot = "/tmp/a"\n[[projects]]\nid = "b"\nroot = "/tmp/x/../a/"\n',
+     "Two [[projects]] tables of {path} have the root /tmp/a"),
+    ('[[projects]]\nid = "a"\nroot = "/tmp/a"\nroot = "/tmp/b"\n',
+     "The config file {path} cannot be read: Cannot overwrite a value"),
 ])
 def test_misspelt_missing_or_repeated_project_keys_are_one_sentence(
         capsys: pytest.CaptureFixture[str], toml: str, words: str) -> None:

@@ -10,6 +10,7 @@ import time
 
 import pytest
 from click.testing import CliRunner
+from index_helpers import kenning_cli
 from kenning import config
 from kenning.cli import cli
 from kenning.store import Index
@@ -100,3 +101,26 @@ def test_bad_path_is_one_clear_line(tmp_path):
     proc = kenning("index", str(tmp_path / "missing"))
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and "does not exist" in err and "Traceback" not in err
+
+
+def test_an_ignore_file_too_large_to_apply_refuses_to_index(repo, capsys):
+    """A .gitignore over the 16 MiB bound is refused in one sentence (exit 2), never skipped:
+    a secret it excludes is not indexed, and the index built before stays as it was."""
+    (repo / "secrets.py").write_text("API_TOKEN = 'hunter2'\n")
+    (repo / ".gitignore").write_text("secrets.py\n")
+    code, _, err = kenning_cli(capsys, "index", str(repo), "--quiet")
+    assert code == 0, err
+    with Index.open(repo, config.load()).snapshot() as snap:
+        before = snap.generation
+    (repo / ".gitignore").write_text("secrets.py\n" + "#" * (16 << 20) + "\n")
+    code, _, err = kenning_cli(capsys, "index", str(repo))
+    assert code == 2
+    assert ".gitignore" in err and "16 MiB" in err and len(err.strip().splitlines()) <= 2
+    code, out, _ = kenning_cli(capsys, "search", "API_TOKEN", str(repo), "--no-refresh",
+                               "--json-output")
+    assert code == 0 and "secrets.py" not in out
+    code, out, _ = kenning_cli(capsys, "status", str(repo), "--json-output")
+    problems = json.loads(out)["problems"]  # status names the refusal, with no traceback
+    assert any("16 MiB" in p["message"] for p in problems), (code, out)
+    with Index.open(repo, config.load()).snapshot() as snap:
+        assert snap.generation == before

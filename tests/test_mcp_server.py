@@ -409,6 +409,17 @@ def test_paths_and_projects_outside_the_roots_are_refused(alpha: Client, world: 
     assert alpha.call("code_search", query="retry", limit=0).is_error  # schema bound
 
 
+def test_an_ignore_file_too_large_to_apply_is_a_structured_refusal(
+        alpha: Client, world: World) -> None:
+    with edited(alpha, world.alpha / ".gitignore", "*.log\n" + "#" * (16 << 20) + "\n"):
+        body = alpha.error("code_search", query="retry")
+        report = alpha.ok("code_reindex").structured_content["projects"][0]
+        assert report["state"] == "failed"
+        for refusal in (body, report["error"]):
+            assert refusal["error"] == "bad_input", refusal
+            assert ".gitignore" in refusal["message"] and "16 MiB" in refusal["message"]
+
+
 def test_status_and_reindex(alpha: Client, world: World) -> None:
     status = alpha.ok("code_index_status").structured_content
     assert status["embedder"]["ok"] is True

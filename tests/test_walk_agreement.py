@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kenning.sources import WalkStats, walk
+from kenning import sources
+from kenning.errors import UsageError
+from kenning.sources import WalkStats, changes, walk
 
 try:
     from kenning import _core
@@ -87,3 +89,41 @@ def test_a_negated_set_never_matches_the_separator(tmp_path: Path, rule: str) ->
     walked = both(tmp_path)
     assert walked["python"] == walked["rust"]
     assert "a/x.py" in [path for path, _, _ in walked["python"][0]]
+
+
+def test_an_ignore_file_over_max_file_size_still_applies(tmp_path: Path) -> None:
+    """Ignore files are policy: one larger than ``index.max_file_size`` is read whole."""
+    for name in ("app.py", "secrets.py"):
+        (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / ".gitignore").write_text("secrets.py\n" + "# padding\n" * 200)
+    for backend in ("python", "rust"):
+        walked = [f.path for f in walk(tmp_path, max_file_size=100, backend=backend)]
+        assert walked == ["app.py"], backend
+        found = changes(tmp_path, max_file_size=100, known=b"", backend=backend)
+        assert [f.path for f in found.files] == ["app.py"], backend
+
+
+def test_an_ignore_file_over_the_limit_refuses_the_walk_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sources, "IGNORE_FILE_LIMIT", 200)
+    big = "secrets.py\n" + "# padding\n" * 30
+    for rel in ("app.py", "secrets.py", "pkg/b.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    for rel in ("pkg/.kenningignore", ".git/info/exclude", "pkg/.gitignore"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(big)
+    refusals = set()
+    for backend in ("python", "rust"):
+        with pytest.raises(UsageError) as refused:
+            list(walk(tmp_path, max_file_size=MiB, backend=backend))
+        refusals.add(str(refused.value))
+        with pytest.raises(UsageError) as refused:
+            changes(tmp_path, max_file_size=MiB, known=b"", backend=backend)
+        refusals.add(str(refused.value))
+    assert len(refusals) == 1
+    assert ".git/info/exclude" in refusals.pop()  # the first oversized file, by path
+    (tmp_path / ".git/info/exclude").write_text("secrets.py\n")
+    with pytest.raises(UsageError, match="pkg/.gitignore"):
+        list(walk(tmp_path, max_file_size=MiB, backend="rust"))

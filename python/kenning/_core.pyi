@@ -56,30 +56,35 @@ def diff(
 def walk(
     root: str | os.PathLike[str],
     *,
-    max_file_size: int,
+    ignore_file_limit: int,
     dirs: list[str],
     dir_suffixes: list[str],
     files: list[str],
     suffixes: list[str],
     env_markers: list[str],
-) -> tuple[list[tuple[str, int, int]], dict[str, int], dict[str, int]]:
+) -> tuple[list[tuple[str, int, int]], dict[str, int], dict[str, int], list[str]]:
     """Candidate files of the tree at ``root``: (relative path, size, mtime_ns) sorted by path,
-    and skip counts by reason for files and for pruned folders. Ignore files over
-    ``max_file_size`` bytes are no rules. The keyword lists are the default excludes (folder
-    names and suffixes, file names and suffixes, virtualenv markers)."""
+    skip counts by reason for files and for pruned folders, and the ignore files over
+    ``ignore_file_limit`` bytes, sorted (not applied: the caller refuses). The keyword lists
+    are the default excludes (folder names and suffixes, file names and suffixes, virtualenv
+    markers)."""
 def walk_changes(
     root: str | os.PathLike[str],
     known: bytes,
     *,
     max_file_size: int,
+    ignore_file_limit: int,
     all: bool,
     dirs: list[str],
     dir_suffixes: list[str],
     files: list[str],
     suffixes: list[str],
     env_markers: list[str],
-) -> tuple[list[tuple[str, int, int, bool]], list[str], int, dict[str, int], dict[str, int]]:
+) -> tuple[
+    list[tuple[str, int, int, bool]], list[str], int, dict[str, int], dict[str, int], list[str]
+]:
     """The walk of ``root`` compared with ``known`` (``path\\0size\\0mtime_ns`` records joined by
     NUL): new and changed files no larger than ``max_file_size`` (every one with ``all``) as
     (path, size, mtime_ns, known before), known paths no longer found, the count of unchanged
-    files, and skip counts for files and for pruned folders."""
+    files, skip counts for files and for pruned folders, and the ignore files over
+    ``ignore_file_limit`` bytes, as ``walk`` lists them."""

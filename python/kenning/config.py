@@ -345,13 +345,15 @@ def load(overrides: Mapping[str, Any] | None = None, *, path: Path | None = None
 
 
 def _projects(tree: Mapping[str, Any], path: Path) -> list[Mapping[str, Any]]:
-    """The ``[[projects]]`` tables of a config, refused if one's id could not name a folder."""
+    """The ``[[projects]]`` tables of a config, refused if one's id could not name a folder or
+    two share an id or a root."""
     from kenning.project import ID_RULE, is_valid_id
 
     projects = tree.get("projects", [])
     if not isinstance(projects, list) or not all(isinstance(p, Mapping) for p in projects):
         raise ConfigError(f"`projects` in {path} must be a list of [[projects]] tables.")
     ids: set[object] = set()
+    roots: set[Path] = set()
     for entry in projects:
         for name in entry:
             if name not in _PROJECT_KEYS:
@@ -369,6 +371,12 @@ def _projects(tree: Mapping[str, Any], path: Path) -> list[Mapping[str, Any]]:
             raise ConfigError(f"Two [[projects]] tables of {path} have the id {entry['id']!r}.",
                               hint="Give each project its own id.")
         ids.add(entry.get("id"))
+        # two tables for one folder would serve one index under two names
+        root = Path(str(entry["root"])).expanduser().resolve()
+        if root in roots:
+            raise ConfigError(f"Two [[projects]] tables of {path} have the root {root}.",
+                              hint="List each project folder once.")
+        roots.add(root)
     return projects
 
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from kenning.errors import IndexError_, IndexMissing, KenningError
+from kenning.errors import IndexError_, IndexMissing, KenningError, UsageError
 
 if TYPE_CHECKING:
     from kenning.config import Settings
@@ -133,8 +133,11 @@ def _readable_status(index: Index, settings: Settings, changes: bool) -> Project
         report["files"], report["chunks"] = snap.files, snap.chunks
         report["chunks_embedded"] = snap.vectors
         if changes:
-            report["changed_since"] = _changed_since(index.root, snap,
-                                                     int(settings["index.max_file_size"]))
+            try:
+                report["changed_since"] = _changed_since(index.root, snap,
+                                                         int(settings["index.max_file_size"]))
+            except UsageError as exc:  # a tree no refresh would take (an oversized ignore file)
+                problems.append(_problem(exc.message, exc.hint, exc.code))
         published = published_status(settings, index, snap) if settings["shared.uri"] else None
     report["size_bytes"] = index.size_bytes()
     report["indexer"] = indexing_state.read(index.dir)

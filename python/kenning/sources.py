@@ -22,6 +22,11 @@ file never stops a walk. Every folder, ignore file and file is opened through
 bytes), so a path swapped for a symlink or a FIFO after the walk listed it is skipped, not
 followed or waited on; an ignore file that is a symlink is no rule, as in git.
 
+Ignore files are policy, not content: each is read whole up to ``IGNORE_FILE_LIMIT`` (16 MiB,
+whatever ``max_file_size`` is). One larger than that cannot be applied, and skipping it would
+index what it excludes (a ``secrets.py``), so ``walk`` and ``changes`` refuse the project with a
+``UsageError`` naming the file.
+
 The tree walk runs in the Rust core (``kenning._core.walk``) when it is built; this module's
 Python walk is its reference twin, used when ``KENNING_KERNELS=numpy`` forces the pure-Python
 side or the core lacks the walk. Both yield the same candidate files in the same order; the
@@ -44,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kenning import safe_read
+from kenning.errors import UsageError
 from kenning.records import SourceFile
 
 if TYPE_CHECKING:
@@ -92,6 +98,7 @@ ENV_MARKERS = ("pyvenv.cfg", "conda-meta")
 
 IGNORE_FILE = ".gitignore"
 KENNING_IGNORE_FILE = ".kenningignore"
+IGNORE_FILE_LIMIT = 16 * 1024 * 1024  # bytes; a larger ignore file refuses the walk
 
 _EXTENSIONS = {
     ".py": "python", ".pyi": "python", ".pyw": "python",
@@ -145,6 +152,8 @@ class WalkStats:
     # reason -> skipped paths (folders end in "/"), kept only when asked for: set it to {} and
     # walk with the Python walker (the Rust one counts only)
     paths: dict[str, list[str]] | None = None
+    # ignore files over IGNORE_FILE_LIMIT, sorted once the walk is over: rules not applied
+    oversized_ignores: list[str] = field(default_factory=list)
 
     def skip(self, reason: str, path: str, *, folder: bool = False) -> None:
         (self.skipped_dirs if folder else self.skipped)[reason] += 1
@@ -161,12 +170,17 @@ class _Rules:
     kenning: pathspec.GitIgnoreSpec | None
 
 
-def _read_spec(dir_fd: int, name: str, limit: int) -> pathspec.GitIgnoreSpec | None:
-    """The rules of an ignore file; none when it is a symlink (git does not follow one either),
-    not a regular file or over ``limit`` bytes."""
+def _read_spec(
+    dir_fd: int, name: str, limit: int, rel: str, stats: WalkStats
+) -> pathspec.GitIgnoreSpec | None:
+    """The rules of an ignore file; none when it is a symlink (git does not follow one either)
+    or not a regular file; one over ``limit`` bytes is listed in ``stats`` (read whole or not
+    at all)."""
     try:
         data, _ = safe_read.read_at(dir_fd, name, limit)
-    except safe_read.Refused:
+    except safe_read.Refused as refused:
+        if refused.reason == "too_large":
+            stats.oversized_ignores.append(rel)
         return None
     spec = _compile(data.decode("utf-8", "replace").splitlines())
     return spec if len(spec) else None
@@ -360,7 +374,7 @@ class _Walker:
             return
         stack: list[_Folder] = []
         try:
-            exclude = _read_exclude(root_fd, self.limit)
+            exclude = _read_exclude(root_fd, self.limit, self.stats)
             # .git/info/exclude sits below every .gitignore: a root-level entry under them.
             base = [_Rules("", exclude, None)] if exclude else []
             if (root := self._open(root_fd, "", base, frozenset())) is not None:
@@ -431,10 +445,12 @@ class _Walker:
             os.close(fd)
             return None
         if IGNORE_FILE in names or KENNING_IGNORE_FILE in names:
-            git = _read_spec(fd, IGNORE_FILE, self.limit) if IGNORE_FILE in names else None
-            ken = None
+            git = ken = None
+            if IGNORE_FILE in names:
+                git = _read_spec(fd, IGNORE_FILE, self.limit, prefix + IGNORE_FILE, self.stats)
             if KENNING_IGNORE_FILE in names:
-                ken = _read_spec(fd, KENNING_IGNORE_FILE, self.limit)
+                ken = _read_spec(fd, KENNING_IGNORE_FILE, self.limit,
+                                 prefix + KENNING_IGNORE_FILE, self.stats)
             if git or ken:
                 rules = [*rules, _Rules(prefix, git, ken)]
         rows = []
@@ -450,7 +466,7 @@ class _Walker:
         return _Folder(prefix, fd, rules, ancestors | {key}, rows)
 
 
-def _read_exclude(root_fd: int, limit: int) -> pathspec.GitIgnoreSpec | None:
+def _read_exclude(root_fd: int, limit: int, stats: WalkStats) -> pathspec.GitIgnoreSpec | None:
     """The rules of ``.git/info/exclude``, each folder on the way opened without following."""
     try:
         git = safe_read.open_dir_at(root_fd, ".git")
@@ -463,12 +479,13 @@ def _read_exclude(root_fd: int, limit: int) -> pathspec.GitIgnoreSpec | None:
     finally:
         os.close(git)
     try:
-        return _read_spec(info, "exclude", limit)
+        return _read_spec(info, "exclude", limit, ".git/info/exclude", stats)
     finally:
         os.close(info)
 
 
 def _python_rows(root: str, stats: WalkStats, limit: int) -> Iterable[_Row]:
+    """The candidate files; ignore files over ``limit`` bytes go to ``stats``."""
     return _Walker(root, stats, limit).walk()
 
 
@@ -487,9 +504,12 @@ def _rust_kwargs() -> dict[str, list[str]]:
 
 def _rust_rows(root: str, stats: WalkStats, limit: int) -> Iterable[_Row]:
     core = importlib.import_module("kenning._core")
-    files, skipped, skipped_dirs = core.walk(root, max_file_size=limit, **_rust_kwargs())
+    files, skipped, skipped_dirs, oversized = core.walk(
+        root, ignore_file_limit=limit, **_rust_kwargs()
+    )
     stats.skipped.update(skipped)
     stats.skipped_dirs.update(skipped_dirs)
+    stats.oversized_ignores.extend(oversized)
     return files  # type: ignore[no-any-return]
 
 
@@ -521,7 +541,7 @@ def _python_changes(
     stamps = _parse_known(known)
     found: list[_Change] = []
     unchanged = 0
-    for rel, size, mtime_ns in _python_rows(root, stats, max_file_size):
+    for rel, size, mtime_ns in _python_rows(root, stats, IGNORE_FILE_LIMIT):
         if size > max_file_size:
             stats.skip("too_large", rel)
             continue
@@ -537,11 +557,13 @@ def _rust_changes(
     root: str, known: bytes, max_file_size: int, every: bool, stats: WalkStats
 ) -> tuple[list[_Change], list[str], int]:
     core = importlib.import_module("kenning._core")
-    found, removed, unchanged, skipped, skipped_dirs = core.walk_changes(
-        root, known, max_file_size=max_file_size, all=every, **_rust_kwargs()
+    found, removed, unchanged, skipped, skipped_dirs, oversized = core.walk_changes(
+        root, known, max_file_size=max_file_size, ignore_file_limit=IGNORE_FILE_LIMIT,
+        all=every, **_rust_kwargs()
     )
     stats.skipped.update(skipped)
     stats.skipped_dirs.update(skipped_dirs)
+    stats.oversized_ignores.extend(oversized)
     return found, removed, unchanged
 
 
@@ -612,7 +634,9 @@ def walk(
     """
     stats = stats if stats is not None else WalkStats()
     real = os.path.realpath(root)
-    for rel, size, mtime_ns in list(WALKERS[backend or BACKEND](real, stats, max_file_size)):
+    rows = list(WALKERS[backend or BACKEND](real, stats, IGNORE_FILE_LIMIT))
+    _refuse_oversized_ignores(real, stats)
+    for rel, size, mtime_ns in rows:
         if size > max_file_size:
             stats.skip("too_large", rel)
         elif (found := _source_file(real, rel, size, mtime_ns, max_file_size, stats)) is not None:
@@ -648,6 +672,7 @@ def changes(
     found, removed, unchanged = COMPARERS[backend or BACKEND](
         real, known, max_file_size, every, stats
     )
+    _refuse_oversized_ignores(real, stats)
     files: list[SourceFile] = []
     for rel, size, mtime_ns, was_known in found:
         if not rel.isascii() and not _storable(rel):
@@ -659,6 +684,19 @@ def changes(
         elif was_known:
             removed.append(rel)  # indexed as text, binary or unreadable now
     return Changes(files, sorted(removed), unchanged)
+
+
+def _refuse_oversized_ignores(root: str, stats: WalkStats) -> None:
+    """Refuse a walk that met an ignore file it could not apply (see the module docstring)."""
+    stats.oversized_ignores.sort()
+    if stats.oversized_ignores:
+        first = stats.oversized_ignores[0]
+        raise UsageError(
+            f"The ignore file {first} of {root} is larger than "
+            f"{IGNORE_FILE_LIMIT // (1024 * 1024)} MiB, so kenning cannot apply it and does not "
+            "index the project (indexing it would take in files it excludes).",
+            hint=f"Shrink or split {first}: ignore files are read whole, up to "
+                 f"{IGNORE_FILE_LIMIT // (1024 * 1024)} MiB.")
 
 
 def _storable(name: str) -> bool:

@@ -325,21 +325,23 @@ fn defaults(
     }
 }
 
-/// Candidate files of a tree, (relative path, size, mtime_ns) sorted by path, and the skip
-/// counts for files and for pruned folders; the default-exclude tables come from the caller.
+/// Candidate files of a tree, (relative path, size, mtime_ns) sorted by path, the skip
+/// counts for files and for pruned folders, and the ignore files over `ignore_file_limit`;
+/// the default-exclude tables come from the caller.
 type WalkResult = (
     Vec<(std::ffi::OsString, u64, i64)>,
     std::collections::HashMap<&'static str, u64>,
     std::collections::HashMap<&'static str, u64>,
+    Vec<std::ffi::OsString>,
 );
 
 #[pyfunction]
-#[pyo3(signature = (root, *, max_file_size, dirs, dir_suffixes, files, suffixes, env_markers))]
+#[pyo3(signature = (root, *, ignore_file_limit, dirs, dir_suffixes, files, suffixes, env_markers))]
 #[allow(clippy::too_many_arguments)]
 fn walk(
     py: Python<'_>,
     root: std::path::PathBuf,
-    max_file_size: u64,
+    ignore_file_limit: u64,
     dirs: Vec<String>,
     dir_suffixes: Vec<String>,
     files: Vec<String>,
@@ -347,28 +349,36 @@ fn walk(
     env_markers: Vec<String>,
 ) -> WalkResult {
     let defaults = defaults(dirs, dir_suffixes, files, suffixes, env_markers);
-    let out = py.detach(|| tree::walk(&root, &defaults, max_file_size));
-    (out.files, out.skipped, out.skipped_dirs)
+    let out = py.detach(|| tree::walk(&root, &defaults, ignore_file_limit));
+    (
+        out.files,
+        out.skipped,
+        out.skipped_dirs,
+        out.oversized_ignores,
+    )
 }
 
 /// A walk compared with the known stat data: new and changed files (path, size, mtime_ns,
-/// known before), known paths no longer found, the count of unchanged files, and skip counts.
+/// known before), known paths no longer found, the count of unchanged files, skip counts, and
+/// the ignore files over `ignore_file_limit`.
 type ChangesResult = (
     Vec<(std::ffi::OsString, u64, i64, bool)>,
     Vec<std::ffi::OsString>,
     u64,
     std::collections::HashMap<&'static str, u64>,
     std::collections::HashMap<&'static str, u64>,
+    Vec<std::ffi::OsString>,
 );
 
 #[pyfunction]
-#[pyo3(signature = (root, known, *, max_file_size, all, dirs, dir_suffixes, files, suffixes, env_markers))]
+#[pyo3(signature = (root, known, *, max_file_size, ignore_file_limit, all, dirs, dir_suffixes, files, suffixes, env_markers))]
 #[allow(clippy::too_many_arguments)]
 fn walk_changes(
     py: Python<'_>,
     root: std::path::PathBuf,
     known: &[u8],
     max_file_size: u64,
+    ignore_file_limit: u64,
     all: bool,
     dirs: Vec<String>,
     dir_suffixes: Vec<String>,
@@ -379,7 +389,14 @@ fn walk_changes(
     let defaults = defaults(dirs, dir_suffixes, files, suffixes, env_markers);
     let out = py.detach(|| {
         let known = tree::parse_known(known)?;
-        Ok::<_, CoreError>(tree::changes(&root, &defaults, max_file_size, &known, all))
+        Ok::<_, CoreError>(tree::changes(
+            &root,
+            &defaults,
+            max_file_size,
+            ignore_file_limit,
+            &known,
+            all,
+        ))
     })?;
     Ok((
         out.files,
@@ -387,6 +404,7 @@ fn walk_changes(
         out.unchanged,
         out.skipped,
         out.skipped_dirs,
+        out.oversized_ignores,
     ))
 }
 

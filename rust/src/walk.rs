@@ -59,6 +59,9 @@ pub struct Defaults {
 #[derive(Debug, Default)]
 pub struct WalkOutput {
     pub files: Vec<(OsString, u64, i64)>,
+    /// Ignore files over the ignore-file limit, sorted: rules the walk could not apply, so
+    /// the caller must refuse the walk rather than index what they may exclude.
+    pub oversized_ignores: Vec<OsString>,
     pub skipped: HashMap<&'static str, u64>,
     pub skipped_dirs: HashMap<&'static str, u64>,
 }
@@ -186,16 +189,26 @@ pub fn read_in(root: &fs::File, rel: &[u8], limit: u64) -> Result<Vec<u8>, Refus
     )
 }
 
-fn read_spec(root: &Path, dir: &fs::File, name: &str, limit: u64) -> Option<Gitignore> {
-    let bytes = read_at(dir, OsStr::new(name), limit).ok()?;
+/// The rules of an ignore file: none when it is a symlink (git does not follow one either),
+/// no regular file or unreadable; `Err` when it is over `limit` bytes (read whole or not at all).
+fn read_spec(
+    root: &Path,
+    dir: &fs::File,
+    name: &str,
+    limit: u64,
+) -> Result<Option<Gitignore>, Refusal> {
+    let bytes = match read_at(dir, OsStr::new(name), limit) {
+        Ok(bytes) => bytes,
+        Err(Refusal::TooLarge) => return Err(Refusal::TooLarge),
+        Err(_) => return Ok(None),
+    };
     let text = String::from_utf8_lossy(&bytes);
     let mut builder = GitignoreBuilder::new(root);
     for line in text.lines() {
         // a malformed pattern is one line lost, never the whole file
         let _ = builder.add_line(None, line);
     }
-    let spec = builder.build().ok()?;
-    (!spec.is_empty()).then_some(spec)
+    Ok(builder.build().ok().filter(|spec| !spec.is_empty()))
 }
 
 fn verdict(spec: &Gitignore, sub: &Path, is_dir: bool) -> Option<bool> {
@@ -427,6 +440,7 @@ struct Found {
     listings: Vec<(usize, Vec<Item>)>,
     skipped: HashMap<&'static str, u64>,
     skipped_dirs: HashMap<&'static str, u64>,
+    oversized_ignores: Vec<OsString>,
 }
 
 /// Whether the walk keeps a candidate file, given its relative path, size and mtime_ns.
@@ -435,7 +449,7 @@ type Keep<'a> = dyn Fn(&[u8], u64, i64) -> bool + Sync + 'a;
 struct Walker<'a> {
     excludes: &'a Excludes,
     keep: &'a Keep<'a>,
-    limit: u64, // ignore files above this size are no rules
+    ignore_limit: u64, // an ignore file above this size is reported, never applied in part
     queue: Mutex<Queue>,
     wake: Condvar,
     next_id: AtomicUsize,
@@ -539,12 +553,19 @@ impl Walker<'_> {
         let mut rules = job.rules;
         let (has_git, has_ken) = (has(IGNORE_FILE), has(KENNING_IGNORE_FILE));
         if has_git || has_ken {
-            let git = has_git
-                .then(|| read_spec(&job.abs, &dir, IGNORE_FILE, self.limit))
-                .flatten();
-            let kenning = has_ken
-                .then(|| read_spec(&job.abs, &dir, KENNING_IGNORE_FILE, self.limit))
-                .flatten();
+            let mut spec = |name: &str| {
+                read_spec(&job.abs, &dir, name, self.ignore_limit).unwrap_or_else(|_| {
+                    let rel = child(&job.prefix, OsStr::new(name));
+                    found.oversized_ignores.push(rel.into_os_string());
+                    None
+                })
+            };
+            let git = if has_git { spec(IGNORE_FILE) } else { None };
+            let kenning = if has_ken {
+                spec(KENNING_IGNORE_FILE)
+            } else {
+                None
+            };
             if git.is_some() || kenning.is_some() {
                 rules.push(Arc::new(Rules {
                     prefix: job.prefix.clone(),
@@ -656,12 +677,17 @@ fn child(prefix: &Path, name: &OsStr) -> PathBuf {
     out.into()
 }
 
-/// The rules of `.git/info/exclude`, every folder on the way opened without following.
-fn read_exclude(root: &Path, limit: u64) -> Option<Gitignore> {
-    let dir = fs::File::open(root).ok()?;
-    let git = open_dir_at(&dir, OsStr::new(".git")).ok()?;
-    let info = open_dir_at(&git, OsStr::new("info")).ok()?;
-    read_spec(root, &info, "exclude", limit)
+/// The rules of `.git/info/exclude`, every folder on the way opened without following;
+/// `Err` when it is over `limit` bytes.
+fn read_exclude(root: &Path, limit: u64) -> Result<Option<Gitignore>, Refusal> {
+    let opened = fs::File::open(root)
+        .map_err(|_| Refusal::Unreadable)
+        .and_then(|dir| open_dir_at(&dir, OsStr::new(".git")))
+        .and_then(|git| open_dir_at(&git, OsStr::new("info")));
+    match opened {
+        Ok(info) => read_spec(root, &info, "exclude", limit),
+        Err(_) => Ok(None),
+    }
 }
 
 /// The `d_type` a file mode stands for (for file systems whose listings do not say).
@@ -681,18 +707,27 @@ fn merge(into: &mut HashMap<&'static str, u64>, from: HashMap<&'static str, u64>
 }
 
 /// Walk `root` (resolved to its real path) and return the candidate files sorted by path;
-/// ignore files over `limit` bytes are no rules.
-pub fn walk(root: &Path, defaults: &Defaults, limit: u64) -> WalkOutput {
-    walk_keeping(root, defaults, limit, &|_, _, _| true)
+/// ignore files over `ignore_limit` bytes are listed in `oversized_ignores`, not applied.
+pub fn walk(root: &Path, defaults: &Defaults, ignore_limit: u64) -> WalkOutput {
+    walk_keeping(root, defaults, ignore_limit, &|_, _, _| true)
 }
 
 /// The walk, keeping only the candidate files `keep` accepts. Folders are read by one thread
 /// per core (up to 8), each folder whole by one thread; the folders' sorted listings are
 /// spliced together at the end.
-fn walk_keeping(root: &Path, defaults: &Defaults, limit: u64, keep: &Keep<'_>) -> WalkOutput {
+fn walk_keeping(
+    root: &Path,
+    defaults: &Defaults,
+    ignore_limit: u64,
+    keep: &Keep<'_>,
+) -> WalkOutput {
     let root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let mut out = WalkOutput::default();
     // .git/info/exclude sits below every .gitignore: a root-level layer under them
-    let exclude = read_exclude(&root, limit);
+    let exclude = read_exclude(&root, ignore_limit).unwrap_or_else(|_| {
+        out.oversized_ignores.push(".git/info/exclude".into());
+        None
+    });
     let base = exclude
         .map(|git| {
             Arc::new(Rules {
@@ -715,7 +750,7 @@ fn walk_keeping(root: &Path, defaults: &Defaults, limit: u64, keep: &Keep<'_>) -
     let walker = Walker {
         excludes: &excludes,
         keep,
-        limit,
+        ignore_limit,
         queue: Mutex::new(Queue {
             jobs: vec![first],
             busy: 0,
@@ -736,12 +771,12 @@ fn walk_keeping(root: &Path, defaults: &Defaults, limit: u64, keep: &Keep<'_>) -
         );
         parts
     });
-    let mut out = WalkOutput::default();
     let mut listings: Vec<Vec<Item>> = Vec::new();
     listings.resize_with(walker.next_id.into_inner(), Vec::new);
     for part in parts {
         merge(&mut out.skipped, part.skipped);
         merge(&mut out.skipped_dirs, part.skipped_dirs);
+        out.oversized_ignores.extend(part.oversized_ignores);
         for (id, items) in part.listings {
             listings[id] = items;
         }
@@ -756,6 +791,7 @@ fn walk_keeping(root: &Path, defaults: &Defaults, limit: u64, keep: &Keep<'_>) -
             Some(Item::Folder(id)) => stack.push(std::mem::take(&mut listings[id]).into_iter()),
         }
     }
+    out.oversized_ignores.sort_unstable();
     out
 }
 
@@ -838,15 +874,18 @@ pub struct Changes {
     pub unchanged: u64,
     pub skipped: HashMap<&'static str, u64>,
     pub skipped_dirs: HashMap<&'static str, u64>,
+    pub oversized_ignores: Vec<OsString>,
 }
 
 /// Walk `root` and compare each candidate file no larger than `max_file_size` with `known`;
 /// `all` returns unchanged files too (a full refresh), still flagged as known. An unchanged
-/// file is compared where it is stat-ed and never gets a path of its own.
+/// file is compared where it is stat-ed and never gets a path of its own. Ignore files over
+/// `ignore_limit` bytes are listed, as by `walk`.
 pub fn changes(
     root: &Path,
     defaults: &Defaults,
     max_file_size: u64,
+    ignore_limit: u64,
     known: &Known<'_>,
     all: bool,
 ) -> Changes {
@@ -865,10 +904,11 @@ pub fn changes(
             None => true,
         }
     };
-    let walked = walk_keeping(root, defaults, max_file_size, &keep);
+    let walked = walk_keeping(root, defaults, ignore_limit, &keep);
     let mut out = Changes {
         skipped: walked.skipped,
         skipped_dirs: walked.skipped_dirs,
+        oversized_ignores: walked.oversized_ignores,
         ..Changes::default()
     };
     let too_large = too_large.into_inner();
@@ -1152,7 +1192,7 @@ mod tests {
         ]
         .join("\0");
         let known = parse_known(blob.as_bytes()).unwrap();
-        let out = changes(dir.path(), &Defaults::builtin(), 5, &known, false);
+        let out = changes(dir.path(), &Defaults::builtin(), 5, MIB, &known, false);
         let files: Vec<_> = out
             .files
             .iter()
@@ -1165,7 +1205,7 @@ mod tests {
         assert_eq!(out.removed, ["big.py", "gone.py"]); // too large now, and deleted
         assert_eq!(out.unchanged, 1);
         assert_eq!(out.skipped.get("too_large"), Some(&1));
-        let every = changes(dir.path(), &Defaults::builtin(), 5, &known, true);
+        let every = changes(dir.path(), &Defaults::builtin(), 5, MIB, &known, true);
         assert_eq!(every.files.len(), 3);
         assert_eq!(every.unchanged, 0);
     }
@@ -1175,5 +1215,29 @@ mod tests {
         let dir = tree(&[("a.py", "x")]);
         fs::create_dir(dir.path().join(".gitignore")).unwrap();
         assert_eq!(paths(dir.path()), ["a.py"]);
+    }
+
+    #[test]
+    fn ignore_file_over_the_limit_is_reported_not_applied() {
+        let big = format!("secrets.py\n#{}\n", "x".repeat(100));
+        let dir = tree(&[
+            ("secrets.py", "x"),
+            ("a.py", "x"),
+            ("pkg/.kenningignore", &big),
+            (".gitignore", &big),
+            (".git/info/exclude", &big),
+        ]);
+        let out = walk(dir.path(), &Defaults::builtin(), 100);
+        assert_eq!(
+            out.oversized_ignores,
+            [".git/info/exclude", ".gitignore", "pkg/.kenningignore"]
+        );
+        let read_whole = walk(dir.path(), &Defaults::builtin(), big.len() as u64);
+        assert!(read_whole.oversized_ignores.is_empty());
+        let got: Vec<_> = read_whole.files.iter().map(|f| f.0.clone()).collect();
+        assert_eq!(got, [".gitignore", "a.py", "pkg/.kenningignore"]); // no secrets.py
+        let known = parse_known(b"").unwrap();
+        let found = changes(dir.path(), &Defaults::builtin(), 5, 100, &known, false);
+        assert_eq!(found.oversized_ignores.len(), 3);
     }
 }

@@ -4,10 +4,14 @@ Every source fragment a tool returns sits between ``<untrusted-content id="NONCE
 ``</untrusted-content id="NONCE">``. The nonce is fresh and cryptographically random for each
 tool call, so a file cannot contain the real closing tag; any ``untrusted-content`` tag a file
 does contain (forged openers, nonce-less closers) is defused by escaping its ``<``, so the
-wrapper is the only such tag the reader ever sees. A forged tag is found after normalising
-what a reader would not see or tell apart: invisible format characters (soft hyphen,
-zero-width and joiner characters, invisible operators), look-alike dashes and compatibility
-forms such as a full-width ``＜``.
+wrapper is the only such tag the reader ever sees. A forged tag is found after folding
+what a reader would not see or tell apart, character by character: invisible and blank
+characters (format characters, default-ignorables, the braille blank) and combining marks go,
+dashes become ``-``, and what is left is its NFKC form with marks stripped, then its Unicode
+confusables prototype (UTS #39 data, ignoring case), so a Cyrillic ``е``, a Greek ``ν``, a
+``˂`` or ``‹`` for ``<`` and a ``∕`` for ``/`` read as what they imitate. Characters named as
+left-pointing angle brackets (``〈``) count as ``<`` too: the confusables data sets them apart,
+a reader does not.
 """
 
 from __future__ import annotations
@@ -17,13 +21,16 @@ import re
 import secrets
 import unicodedata
 from collections.abc import Iterable
+from functools import cache
 
 from kenning.display import visible
 
 TAG = "untrusted-content"
 # default-ignorable characters outside the format category (Cf), which is invisible whole
-_IGNORABLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f"
-                        "\uffa0\U000e0000-\U000e0fff]")
+# and blank-looking characters that are no space (the braille blank, Hangul fillers)
+_IGNORABLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164"
+                        "\ufe00-\ufe0f\uffa0\U000e0000-\U000e0fff]")
+_MARKS = {"Mn", "Me"}  # combining marks drawn on the letter before them
 _DASHES = {"\u2043", "\u2212"}  # dash look-alikes outside the dash category (Pd)
 
 
@@ -36,21 +43,75 @@ _FORGED_TAG = re.compile(rf"<[\s\0]*/?[\s\0]*{_spaced('untrusted')}[\s\0_-]*{_sp
                          re.IGNORECASE)
 
 
+@cache
+def _prototypes() -> dict[str, str]:
+    """Each character Unicode's confusables data links to exactly one ASCII character (ASCII
+    letters compared without case), mapped to it: the links, followed both ways, group look-
+    alikes, and a group that holds one ASCII character stands for it. Built on first need."""
+    from confusable_homoglyphs.confusables import confusables_data
+
+    parent: dict[str, str] = {}
+
+    def root(char: str) -> str:
+        while (up := parent.get(char, char)) != char:
+            parent[char] = parent.get(up, up)
+            char = up
+        return char
+
+    for char, links in confusables_data.items():
+        for link in links:
+            a, b = root(char), root(link["c"])
+            if a != b:
+                parent[a] = b
+    groups: dict[str, set[str]] = {}
+    for char in {*parent, *confusables_data}:
+        groups.setdefault(root(char), set()).add(char)
+    out: dict[str, str] = {}
+    for group in groups.values():
+        singles = [char for char in group if len(char) == 1]  # links may name sequences
+        ascii_ = {char.lower() for char in singles if char.isascii()}
+        if len(ascii_) == 1:
+            target = ascii_.pop()
+            out.update((char, target) for char in singles if not char.isascii())
+    return out
+
+
+def _left_angle(char: str) -> bool:
+    name = unicodedata.name(char, "")
+    return "LESS-THAN" in name or ("LEFT" in name and "ANGLE" in name)
+
+
+def _plain(char: str) -> str:
+    """The one ASCII-like character ``char`` passes for, or ``char`` itself."""
+    base = "".join(c for c in unicodedata.normalize("NFKD", char)
+                   if unicodedata.category(c) not in _MARKS)
+    base = unicodedata.normalize("NFKC", base)
+    if len(base) != 1:
+        base = char
+    if base.isascii():
+        return base
+    prototypes = _prototypes()
+    for form in (base, base.lower(), base.upper()):
+        if len(form) == 1 and form in prototypes:
+            return prototypes[form]
+    return "<" if _left_angle(base) else base
+
+
 class _Fold(dict[int, str]):
     """A ``str.translate`` table giving what a reader takes each character for, one character
-    for one so offsets survive: NUL for an invisible one, "-" for any dash, the plain form of
-    a compatibility character (a full-width "＜" is "<"). Filled as characters are met."""
+    for one so offsets survive: NUL for an invisible or blank one and for a combining mark,
+    "-" for any dash, else the ASCII character it imitates (``_plain``). Filled as characters
+    are met."""
 
     def __missing__(self, code: int) -> str:
         char = chr(code)
         category = unicodedata.category(char)
-        if category == "Cf" or _IGNORABLE.match(char):
+        if category == "Cf" or category in _MARKS or _IGNORABLE.match(char):
             folded = "\0"
         elif category == "Pd" or char in _DASHES:
             folded = "-"
         else:
-            plain = unicodedata.normalize("NFKC", char)
-            folded = plain if len(plain) == 1 else char
+            folded = _plain(char)
         self[code] = folded
         return folded
 
