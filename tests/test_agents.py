@@ -569,6 +569,38 @@ def test_folders_that_existed_before_setup_stay_after_removal(
         ).strip("[]\n")  # nothing left recorded
 
 
+@pytest.mark.parametrize("scope", ["user", "project"])
+def test_empty_json_objects_the_user_had_come_back_byte_for_byte(
+    home: Path, project: Path, scope: str
+) -> None:
+    """Removal deletes only the containers setup created: the user's empty "hooks": {} and
+    "mcpServers": {} stay, while those setup made in a file it edits go again."""
+    files = user_files(home) if scope == "user" else project_files(project)
+    files["claude_settings"].parent.mkdir(parents=True)
+    files["claude_settings"].write_text('{\n  "model": "opus",\n  "hooks": {}\n}\n')
+    files["codex_hooks"].parent.mkdir(parents=True)
+    files["codex_hooks"].write_text('{\n  "hooks": {},\n  "mcpServers": {}\n}\n')
+    files["claude_json"].write_text('{"mcpServers": {}, "theme": "dark"}')
+    before = snapshot(home, project)
+    args = ["--agent", "all", "--scope", scope, "--project", str(project)]
+    assert run("setup-agent", *args, "--mcp", "--hooks").exit_code == 0
+    assert "kenning" in json.loads(files["claude_json"].read_text())["mcpServers"]
+    assert json.loads(files["codex_hooks"].read_text())["hooks"]["SessionStart"]
+    removed = run("remove-agent", *args, "--mcp", "--hooks")
+    assert removed.exit_code == 0, removed.output
+    assert snapshot(home, project) == before
+
+
+def test_containers_setup_created_in_a_file_go_with_its_entry(home: Path) -> None:
+    settings = user_files(home)["claude_settings"]
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{\n  "model": "opus"\n}\n')
+    assert run("setup-agent", "--agent", "claude", "--hooks").exit_code == 0
+    assert run("setup-agent", "--agent", "claude", "--hooks").output.startswith("Nothing")
+    assert run("remove-agent", "--agent", "claude", "--hooks").exit_code == 0
+    assert settings.read_text() == '{\n  "model": "opus"\n}\n'
+
+
 def test_a_created_folder_the_user_filled_stays(home: Path) -> None:
     assert run("setup-agent", "--agent", "claude", "--instructions").exit_code == 0
     (home / ".claude" / "notes.md").write_text("mine\n")

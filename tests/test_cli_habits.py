@@ -91,3 +91,45 @@ def test_a_quoted_word_is_emphasis_not_a_phrase() -> None:
     assert phrase_match(analyze('Get the encoding of the console file, e.g. "utf-8".')) is None
     assert phrase_match(analyze('find "retry the request" in the client')) == \
         '"retry the request"'
+
+
+def _search_output(indexed: Indexed, query: str, *extra: str, **env_vars: str) -> str:
+    env = {key: value for key, value in os.environ.items()
+           if key not in {"NO_COLOR", "FORCE_COLOR", "TERM", "COLORTERM"}}
+    env.update(KENNING_HOME=str(indexed.home), KENNING_CONFIG=str(indexed.config), **env_vars)
+    done = subprocess.run([*KENNING, "search", query, str(indexed.root), "--no-refresh", *extra],
+                          capture_output=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout.decode()
+
+
+def _styles_of(output: str, word: str) -> list[set[str]]:
+    """The SGR codes in force where each occurrence of ``word`` starts."""
+    styles: list[set[str]] = []
+    current: set[str] = set()
+    for piece in re.split(r"(\x1b\[[0-9;]*m)", output):
+        code = re.fullmatch(r"\x1b\[([0-9;]*)m", piece)
+        if code is not None:
+            current = set() if code.group(1) in {"", "0"} else current | set(
+                code.group(1).split(";"))
+        else:
+            styles += [set(current) for _ in re.finditer(re.escape(word), piece, re.I)]
+    return styles
+
+
+def test_query_words_are_highlighted_only_with_colour_on(indexed: Indexed) -> None:
+    coloured = _search_output(indexed, "how does retry work", FORCE_COLOR="1",
+                              TERM="xterm-256color")
+    found = _styles_of(coloured, "retry")
+    paths = [style for style in found if "36" in style]  # in bold cyan, as paths are
+    assert paths and all(style == {"1", "36"} for style in paths)
+    retry = [style for style in found if "36" not in style]  # in symbols and snippets
+    assert retry and all({"1", "31"} <= style for style in retry)  # every one stands out
+    assert not any({"1", "31"} <= style for style in _styles_of(coloured, "work"))
+    assert not any({"1", "31"} <= style for style in _styles_of(coloured, "does"))
+    for plain in (_search_output(indexed, "how does retry work"),  # a pipe
+                  _search_output(indexed, "how does retry work", FORCE_COLOR="1",
+                                 TERM="xterm-256color", NO_COLOR="1"),
+                  _search_output(indexed, "how does retry work", "--json-output",
+                                 FORCE_COLOR="1", TERM="xterm-256color")):
+        assert "retry" in plain.lower() and "\x1b[1;31m" not in plain and "31m" not in plain

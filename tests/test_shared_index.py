@@ -60,8 +60,8 @@ def contract(shared: config.Settings, tmp_path: Path) -> Any:
                      "kind": kind})
     db = sqlite3.connect(":memory:")
     db.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, project, path, language, kind, "
-               "symbol)")
-    db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, NULL)",
+               "symbol, generated INTEGER NOT NULL DEFAULT 0)")
+    db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, NULL, 0)",
                    [(i, r["project"], r["path"], r["language"], r["kind"])
                     for i, r in enumerate(rows)])
     engine = Engine(shared, descriptor)

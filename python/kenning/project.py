@@ -18,7 +18,7 @@ from typing import Any
 
 from kenning.errors import IndexError_, UsageError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def find_root(path: str | os.PathLike[str]) -> Path:

@@ -31,3 +31,4 @@ class Chunk:
     symbol: str | None  # qualified name, e.g. "HttpClient.send"
     signature: str | None  # the declaration's first line(s), e.g. "def send(self, request):"
     text: str
+    generated: bool = False  # the file's first lines say a tool wrote it (chunking.generated)

@@ -17,14 +17,31 @@ from tomlkit.exceptions import TOMLKitError
 from kenning.agents import jsonedit, markdown, templates, tomledit
 from kenning.errors import AgentSetupError
 
+# The JSON containers (``("hooks", "SessionStart")``) that setup created in a file, which
+# removal may delete when left empty; None where nothing was recorded (a setup of a release
+# that kept no record), where removal deletes every container it leaves empty.
+Created = frozenset[tuple[str, ...]] | None
+
 
 @dataclass(frozen=True)
 class Outcome:
     text: str | None
     note: str | None = None
+    created: tuple[tuple[str, ...], ...] | None = None  # set by JSON edits: see Created
 
 
 Edit = Callable[[str | None, str], Outcome]
+
+
+def _created(text: str | None, path: list[str],
+             replaced: bool) -> tuple[tuple[str, ...], ...] | None:
+    """What adding at ``path`` creates; unknown (None) where kenning's own entry is replaced,
+    whose containers an earlier setup may have made."""
+    return None if replaced else tuple(jsonedit.missing(text, path))
+
+
+def _prunable(path: list[str], created: Created) -> frozenset[tuple[str, ...]]:
+    return frozenset(jsonedit.missing(None, path)) if created is None else created
 
 
 def _unparsable(name: str, kind: str, detail: object) -> AgentSetupError:
@@ -72,20 +89,23 @@ def json_mcp_install(text: str | None, name: str, launcher: Sequence[str]) -> Ou
         return Outcome(text)
     if current is not None and not templates.is_own_entry(current):
         return Outcome(text, _kept(name, f"MCP server entry named {templates.SERVER_NAME!r}"))
-    if current is not None and text is not None:  # kenning's, with another command: replace it
-        text = jsonedit.remove_where(text, ["mcpServers"], _is_kenning_key, prune=0)
+    replaced = current is not None
+    if replaced and text is not None:  # kenning's, with another command: replace it
+        text = jsonedit.remove_where(text, ["mcpServers"], _is_kenning_key, prunable=())
     return Outcome(jsonedit.set_member(text, ["mcpServers"], templates.SERVER_NAME,
-                                       templates.mcp_entry(launcher)))
+                                       templates.mcp_entry(launcher)),
+                   created=_created(text, ["mcpServers"], replaced))
 
 
-def json_mcp_remove(text: str | None, name: str) -> Outcome:
+def json_mcp_remove(text: str | None, name: str, created: Created = None) -> Outcome:
     servers = _expect(_json(text, name).get("mcpServers"), dict, name, "mcpServers") or {}
     current = servers.get(templates.SERVER_NAME)
     if current is None or text is None:
         return Outcome(text)
     if not templates.is_own_entry(current):
         return Outcome(text, _kept(name, f"MCP server entry named {templates.SERVER_NAME!r}"))
-    new = jsonedit.remove_where(text, ["mcpServers"], _is_kenning_key, prune=1)
+    new = jsonedit.remove_where(text, ["mcpServers"], _is_kenning_key,
+                                _prunable(["mcpServers"], created))
     return Outcome(None if jsonedit.empty(new) else new)
 
 
@@ -150,15 +170,18 @@ def hook_install(text: str | None, name: str, launcher: Sequence[str]) -> Outcom
     own = [g for g in _session_start(text, name) if templates.is_own_hook_group(g)]
     if own == [wanted]:
         return Outcome(text)
-    if own and text is not None:  # kenning's, with another command: replace it
-        text = jsonedit.remove_where(text, _SESSION_START, _own_group, prune=0)
-    return Outcome(jsonedit.append_element(text, _SESSION_START, wanted))
+    replaced = bool(own)
+    if replaced and text is not None:  # kenning's, with another command: replace it
+        text = jsonedit.remove_where(text, _SESSION_START, _own_group, prunable=())
+    return Outcome(jsonedit.append_element(text, _SESSION_START, wanted),
+                   created=_created(text, _SESSION_START, replaced))
 
 
-def hook_remove(text: str | None, name: str) -> Outcome:
+def hook_remove(text: str | None, name: str, created: Created = None) -> Outcome:
     if text is None or not any(map(templates.is_own_hook_group, _session_start(text, name))):
         return Outcome(text)
-    new = jsonedit.remove_where(text, _SESSION_START, _own_group, prune=2)
+    new = jsonedit.remove_where(text, _SESSION_START, _own_group,
+                                _prunable(_SESSION_START, created))
     return Outcome(None if jsonedit.empty(new) else new)
 
 
@@ -191,11 +214,14 @@ def owned_file(content: str, flag: str) -> tuple[Edit, Edit]:
     return install, remove
 
 
-def edits(agent: str, component: str, launcher: Sequence[str]) -> tuple[Edit, Edit] | None:
-    """(install, remove) for ``component`` of ``agent``, starting kenning with ``launcher``;
-    None where the agent has no such thing."""
-    json_mcp = (partial(json_mcp_install, launcher=launcher), json_mcp_remove)
-    hooks = (partial(hook_install, launcher=launcher), hook_remove)
+def edits(agent: str, component: str, launcher: Sequence[str],
+          created: Created = None) -> tuple[Edit, Edit] | None:
+    """(install, remove) for ``component`` of ``agent``, starting kenning with ``launcher``
+    and removing the JSON containers ``created`` says setup made; None where the agent has no
+    such thing."""
+    json_mcp = (partial(json_mcp_install, launcher=launcher),
+                partial(json_mcp_remove, created=created))
+    hooks = (partial(hook_install, launcher=launcher), partial(hook_remove, created=created))
     block = (instructions_install, instructions_remove)
     table: dict[tuple[str, str], tuple[Edit, Edit]] = {
         ("claude", "mcp"): json_mcp,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,12 +163,23 @@ def append_element(text: str | None, path: Sequence[str], value: Any) -> str:
     return _insert(text, node, None, value)
 
 
+def missing(text: str | None, path: Sequence[str]) -> list[tuple[str, ...]]:
+    """The containers along ``path`` (``("hooks",)``, ``("hooks", "SessionStart")``) that
+    ``text`` lacks: those that adding a member at ``path`` creates."""
+    if text is None or not text.strip(_WHITESPACE):
+        return [tuple(path[:depth]) for depth in range(1, len(path) + 1)]
+    return [tuple(path[:depth]) for depth in range(1, len(path) + 1)
+            if _node_at(text, path[:depth]) is None]
+
+
 def remove_where(
-    text: str, path: Sequence[str], match: Callable[[str | None, Any], bool], prune: int
+    text: str, path: Sequence[str], match: Callable[[str | None, Any], bool],
+    prunable: Collection[tuple[str, ...]],
 ) -> str:
     """``text`` without the slots of the container at ``path`` for which ``match(key, value)``.
 
-    Afterwards the last ``prune`` containers along ``path`` are removed when left empty.
+    Afterwards the containers along ``path`` that are ``prunable`` are removed when left
+    empty, innermost first, stopping at the first one that stays.
     """
     node = _node_at(text, path)
     if node is None:
@@ -178,10 +189,10 @@ def remove_where(
             text = _delete(text, node, index)
             node = _node_at(text, path)
             assert node is not None
-    for depth in range(len(path), len(path) - prune, -1):
+    for depth in range(len(path), 0, -1):
         node = _node_at(text, path[:depth])
         parent = _node_at(text, path[: depth - 1])
-        if node is None or node.slots or parent is None:
+        if tuple(path[:depth]) not in prunable or node is None or node.slots or parent is None:
             break
         index = max(i for i, s in enumerate(parent.slots) if s.key == path[depth - 1])
         text = _delete(text, parent, index)

@@ -10,7 +10,9 @@ path, plus ``manifest.json``), then replaces each file atomically (temporary fil
 Folders that setup creates for its files are recorded in
 ``$KENNING_HOME/agents/created-folders.json``; removal deletes a folder only when it is
 recorded there and left empty, so a folder that existed before setup (an empty ``~/.codex``,
-say) stays.
+say) stays. Likewise the JSON containers setup creates in a file (``"hooks"`` and its
+``"SessionStart"`` array) are recorded per file in ``created-containers.json``, and removal
+deletes only those, so a user's own empty ``"hooks": {}`` stays, byte for byte.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from kenning.agents import launcher, locations
+from kenning.agents import jsonedit, launcher, locations
 from kenning.agents.components import edits
 from kenning.agents.templates import SKILL_NAME
 from kenning.errors import AgentSetupError
@@ -46,6 +48,8 @@ class FileChange:
     old: str | None
     new: str | None
     stop: Path  # empty folders are pruned up to, never including, this one
+    # JSON containers setup created in this file (kept from earlier setups); None: not JSON
+    created: set[tuple[str, ...]] | None = None
 
     @property
     def action(self) -> str:
@@ -109,17 +113,20 @@ def make_plan(
     # team, start whatever kenning is on PATH.
     command = launcher.running() if scope == "user" else launcher.BARE
     by_path: dict[Path, FileChange] = {}
+    containers = _read_containers()
     for agent in agents:
         place = locations.PLACES[agent](scope, project)
         for component in components:
-            pair = edits(agent, component, command)
-            if pair is None or component not in place.files:
+            path = place.files.get(component)
+            recorded = containers.get(str(path))
+            pair = edits(agent, component, command,
+                         None if recorded is None else frozenset(recorded))
+            if pair is None or path is None:
                 if component in place.absent and action == "setup":
                     plan.notes.append(place.absent[component])
                 elif explicit:
                     plan.notes.append(f"{agent}: kenning has no {component} for this agent.")
                 continue
-            path = place.files[component]
             change = by_path.get(path)
             if change is None:
                 shown = _shown(path, place)
@@ -129,6 +136,8 @@ def make_plan(
                 plan.changes.append(change)
             outcome = pair[0 if action == "setup" else 1](change.new, change.shown)
             change.new = outcome.text
+            if outcome.created is not None:
+                change.created = {*(recorded or ()), *(change.created or ()), *outcome.created}
             if component not in change.components:  # a file two agents share lists it once
                 change.components.append(component)
             if outcome.note:
@@ -191,6 +200,39 @@ def _read_created() -> set[str]:
     return {f for f in folders if isinstance(f, str)} if isinstance(folders, list) else set()
 
 
+def _containers_record() -> Path:
+    return kenning_home() / "agents" / "created-containers.json"
+
+
+def _read_containers() -> dict[str, list[tuple[str, ...]]]:
+    """Per file, the JSON containers setup recorded as created; unreadable means no record,
+    where removal deletes what it leaves empty, as before the record."""
+    try:
+        files = json.loads(_containers_record().read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(files, dict):
+        return {}
+    return {path: [tuple(c) for c in found if isinstance(c, list)]
+            for path, found in files.items() if isinstance(found, list)}
+
+
+def _record_containers(action: str, written: list[FileChange]) -> None:
+    """Keep, per file, the containers setup created that are still there."""
+    before = _read_containers()
+    files = dict(before)
+    for change in written:
+        path = str(change.path)
+        if change.new is None:
+            files.pop(path, None)
+        elif action == "setup" and change.created is not None:
+            files[path] = sorted(change.created)
+        elif path in files:
+            files[path] = [c for c in files[path] if not jsonedit.missing(change.new, c)]
+    if files != before:
+        _write_atomic(_containers_record(), json.dumps(files, indent=2, sort_keys=True) + "\n")
+
+
 def _backup_name(path: Path) -> Path:
     drive = path.drive.replace(":", "") or "root"
     return Path(drive, *path.parts[1:])
@@ -238,6 +280,7 @@ def apply(plan: Plan) -> Path | None:
     finally:
         if created != recorded:
             _write_atomic(_created_record(), json.dumps(sorted(created), indent=2) + "\n")
+        _record_containers(plan.action, changes[: len(manifest)])
     if not any(entry["backup"] for entry in manifest):
         return None
     (backups / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

@@ -10,6 +10,7 @@ from functools import cache
 from typing import Any
 
 from kenning.chunking.cutter import Cutter
+from kenning.chunking.generated import says_generated
 from kenning.chunking.languages import LANGUAGES
 from kenning.chunking.syntax import SyntaxChunker, error_fraction
 from kenning.chunking.text import markdown, windows
@@ -73,4 +74,4 @@ def chunk_file(
             pieces = windows(cutter)
     else:
         pieces = windows(cutter)
-    return cutter.chunks(pieces, path, language)
+    return cutter.chunks(pieces, path, language, says_generated(data))

@@ -334,7 +334,8 @@ class Cutter:
         return low if (self.data[low] & 0xC0) != 0x80 else cut
 
     # -- output -----------------------------------------------------------------------------
-    def chunks(self, pieces: Sequence[Piece], path: str, language: str | None) -> list[Chunk]:
+    def chunks(self, pieces: Sequence[Piece], path: str, language: str | None,
+               generated: bool = False) -> list[Chunk]:
         out = []
         for piece in pieces:
             start, end = self._trim(piece.start, piece.end)
@@ -352,6 +353,7 @@ class Cutter:
                     symbol=piece.symbol,
                     signature=piece.signature,
                     text=self.text(start, end),
+                    generated=generated,
                 )
             )
         return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -79,7 +80,7 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
         click.echo(json.dumps(result, ensure_ascii=False))
     else:
         several = len(refs) > 1 or settings["search.backend"] != "local"
-        _print(result, max_snippet_lines, several=several,
+        _print(result, max_snippet_lines, several=several, query=query,
                relative_to=(inside, here) if inside is not None and not several else None)
 
 
@@ -156,18 +157,37 @@ WEAK_LINE = ("Nothing relevant found: no result contains the names the query ask
              "are below the relevance floor; these are the nearest matches.")
 
 
-def _print(result: dict[str, Any], max_lines: int, *, several: bool,
+# How the query's words stand out in symbols and snippets on a colour terminal
+QUERY_WORD_STYLE = "bold red"
+
+
+def query_words(query: str) -> re.Pattern[str] | None:
+    """The query's meaningful words (identifiers whole, other words of three letters or more,
+    no stop words) as one case-insensitive pattern, longest first; None when it has none."""
+    from kenning.retrieval.query import STOPWORDS
+
+    words = {w for w in re.findall(r"[\w$]+(?:(?:\.|::|->)[\w$]+)*", query)
+             if len(w) > 2 and w.lower() not in STOPWORDS}
+    if not words:
+        return None
+    return re.compile("|".join(map(re.escape, sorted(words, key=lambda w: (-len(w), w)))),
+                      re.IGNORECASE)
+
+
+def _print(result: dict[str, Any], max_lines: int, *, several: bool, query: str = "",
            relative_to: tuple[Path, Path] | None = None) -> None:
     """Results for people. Repository text (paths, symbols, snippets, warnings quoting them)
     is shown as plain text, never read as rich markup, with control characters spelled out.
     ``relative_to`` (the project's root, the working directory inside it) shows paths from the
-    working directory, as ripgrep does."""
+    working directory, as ripgrep does. With colour on, the query's words stand out, as
+    ripgrep's matches do."""
     from rich.text import Text
 
     from kenning.cli.output import console
     from kenning.display import visible
 
     out, err = console(), console(stderr=True)
+    words = query_words(query) if out.color_system is not None and not out.no_color else None
     for warning in result["warnings"]:
         err.print(Text.assemble(("Warning:", "yellow"), " ", visible(warning, multiline=True)))
     if not result["results"]:
@@ -183,7 +203,10 @@ def _print(result: dict[str, Any], max_lines: int, *, several: bool,
         line = Text.assemble((visible(where + path), "bold cyan"), ":",
                              (f"{hit['start_line']}-{hit['end_line']}", "green"))
         if hit["symbol"]:
-            line.append_text(Text.assemble("  ", (visible(hit["symbol"]), "magenta")))
+            symbol = Text(visible(hit["symbol"]), "magenta")
+            if words is not None:
+                symbol.highlight_regex(words, QUERY_WORD_STYLE)
+            line.append_text(Text.assemble("  ", symbol))
         line.append(f"  {hit['kind']} · {hit['score']:.4f}", "dim")
         if hit["stale"]:
             line.append("  (changed since indexed)", "red")
@@ -191,14 +214,15 @@ def _print(result: dict[str, Any], max_lines: int, *, several: bool,
             line.append("  (weak match)", "yellow")
         out.print(line)
         if max_lines:
-            _print_snippet(out, hit, max_lines)
+            _print_snippet(out, hit, max_lines, words)
         out.print()
 
 
-def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int) -> None:
+def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int,
+                   words: re.Pattern[str] | None = None) -> None:
     """The snippet with line numbers: its runs of code (a declaration's signature, its window)
     numbered from their own first lines, between the markers of the lines left out; past
-    ``max_lines`` lines of code, one marker for the rest."""
+    ``max_lines`` lines of code, one marker for the rest. ``words`` stand out in the code."""
     from rich.syntax import Syntax
     from rich.text import Text
 
@@ -230,8 +254,14 @@ def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int) -> None:
         code = part[1]
         shown = visible("\n".join(code[:left]), multiline=True)
         lexer = Syntax.guess_lexer(hit["path"], code=shown)
-        out.print(Syntax(shown, lexer, line_numbers=True, start_line=first, word_wrap=False,
-                         theme="ansi_dark", background_color="default"))
+        syntax = Syntax(shown, lexer, line_numbers=True, start_line=first, word_wrap=False,
+                        theme="ansi_dark", background_color="default")
+        if words is not None:
+            for number, text in enumerate(shown.splitlines(), start=1):
+                for found in words.finditer(text):
+                    syntax.stylize_range(QUERY_WORD_STYLE, (number, found.start()),
+                                         (number, found.end()))
+        out.print(syntax)
         if len(code) > left:  # one marker for the lines cut here and all that follow
             out.print(Text(f"  {left_out(first + left, hit['end_line'])}", "dim"))
             return

@@ -116,7 +116,12 @@ def _open(ref: ProjectRef, ctx: _Context) -> Index | None:
 
 
 def _candidates(snap: Snapshot, ids: list[int]) -> dict[int, Candidate]:
-    return {r[0]: Candidate(*r, 0.0) for r in snap.chunk_rows(ids)}
+    return {r[0]: candidate_of(r) for r in snap.chunk_rows(ids)}
+
+
+def candidate_of(row: ChunkRow) -> Candidate:
+    """The candidate of a chunk's row, before it is scored."""
+    return Candidate(*row[:9], 0.0, generated=bool(row[9]))
 
 
 def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]], str | None]:
@@ -638,7 +643,7 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
             row = snap.chunk_row(wanted.ordinal)
             _check_current(wanted, snap, None if row is None else row[1])
             assert row is not None  # refused above
-            found = Candidate(*row[0], 0.0)
+            found = candidate_of(row[0])
             own = (found.start_byte, found.end_byte, found.start_line, found.end_line)
             unit = units(snap, [found]).get(found.id) if scope != "chunk" else None
             if unit is not None:

@@ -2,7 +2,8 @@
 completion scripts, examples, vendored or legacy copies.
 
 Paths say most of it (``tests/``, ``*_test.go``, ``*.spec.ts``, ``*Test.java``, ``docs/``,
-``Cargo.lock``); the language says prose (Markdown, reStructuredText, man pages); the symbol
+``Cargo.lock``); a file's first lines say it is generated (``chunking.generated``, stored with
+each chunk); the language says prose (Markdown, reStructuredText, man pages); the symbol
 says inline test code (a Rust ``#[cfg(test)] mod tests`` qualifies its members ``tests.*``).
 Ranking puts these below the implementation unless the query asks for them, and ``--kind``
 filters by them inside retrieval (``chunk_class``, which the store calls on each chunk).
@@ -59,10 +60,13 @@ _CLASS_OF = {"changelog": "docs"}  # release notes are written by people, for pe
 
 
 @lru_cache(maxsize=16384)  # per path and symbol: the same ones come back search after search
-def categories(path: str, language: str | None = None,
-               symbol: str | None = None) -> tuple[str, ...]:
-    """The categories of a chunk (none for the implementation itself)."""
+def categories(path: str, language: str | None = None, symbol: str | None = None,
+               generated: bool = False) -> tuple[str, ...]:
+    """The categories of a chunk (none for the implementation itself); ``generated``: its
+    file's first lines say a tool wrote it (``chunking.generated``)."""
     found = [name for name, pattern in _PATTERNS.items() if pattern.search(path)]
+    if generated and "generated" not in found:
+        found.append("generated")
     if language in DOCS_LANGUAGES and "docs" not in found:
         found.append("docs")
     if symbol and "test" not in found and _TEST_SCOPES.intersection(QUALIFIER.split(symbol)):
@@ -70,9 +74,10 @@ def categories(path: str, language: str | None = None,
     return tuple(found)
 
 
-def chunk_class(path: str, language: str | None, symbol: str | None) -> str:
+def chunk_class(path: str, language: str | None, symbol: str | None,
+                generated: bool = False) -> str:
     """One of CLASSES, or "code" for the implementation (vendored and legacy code included)."""
-    found = {_CLASS_OF.get(c, c) for c in categories(path, language, symbol)}
+    found = {_CLASS_OF.get(c, c) for c in categories(path, language, symbol, bool(generated))}
     return next((c for c in CLASSES if c in found), "code")
 
 

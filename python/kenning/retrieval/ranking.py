@@ -99,6 +99,7 @@ class Candidate:
     # What the snippet shows (start byte, end byte, start line, end line) once the candidate
     # spans its whole unit; None while it is its chunk alone.
     window: tuple[int, int, int, int] | None = None
+    generated: bool = False  # its file's first lines say a tool wrote it
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +189,8 @@ def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int],
     if words:
         said = sum(1 for w in words if stem(w) in asked.terms)
         score += asked.file_vote * said / len(words) / (K + 1)
-    for category in categories(candidate.path, candidate.language, candidate.symbol):
+    for category in categories(candidate.path, candidate.language, candidate.symbol,
+                               candidate.generated):
         if category not in asked.query.asks_for:
             score *= PENALTY[category]
     if candidate.path in old:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kenning import kernels, safe_read
+from kenning.chunking.generated import says_generated
 from kenning.config import Settings
 from kenning.errors import IndexError_, SharedBusy
 from kenning.retrieval.classes import chunk_class
@@ -152,7 +153,7 @@ def _chunk_rows(snap: Any, root: Path, project: str, paths: Sequence[str],
             "words": _clip(words, TEXT_MAX), "bits": snap.bits[vector_id].tobytes(),
             "rescore": rescore})
         if classes:
-            rows[-1][CLASS_FIELD] = chunk_class(path, language, symbol)
+            rows[-1][CLASS_FIELD] = chunk_class(path, language, symbol, says_generated(data))
     return rows
 
 

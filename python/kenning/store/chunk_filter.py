@@ -9,8 +9,8 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# A test of a chunk's (path, language, symbol) that names its class ("test", "docs", ...)
-Classifier = Callable[[str, "str | None", "str | None"], str]
+# A test of a chunk's (path, language, symbol, generated) that names its class ("test", ...)
+Classifier = Callable[[str, "str | None", "str | None", bool], str]
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,8 @@ def condition(conn: sqlite3.Connection, keep: ChunkFilter) -> tuple[str, list[ob
         clauses.append("c.language = ?")
         params.append(keep.language)
     if keep.class_of is not None:
-        conn.create_function(_CLASS_FUNCTION, 3, keep.class_of, deterministic=True)
-        clauses.append(f"{_CLASS_FUNCTION}(c.path, c.language, c.symbol) = ?")
+        conn.create_function(_CLASS_FUNCTION, 4, keep.class_of, deterministic=True)
+        clauses.append(f"{_CLASS_FUNCTION}(c.path, c.language, c.symbol, c.generated) = ?")
         params.append(keep.class_is)
     if keep.kind is not None:
         clauses.append("c.kind = ?")

@@ -16,11 +16,13 @@ import numpy as np
 from kenning.store import db, masks
 from kenning.store.chunk_filter import ChunkFilter, condition
 
-# (id, path, start line, end line, start byte, end byte, language, kind, symbol) of a chunk
-ChunkRow = tuple[int, str, int, int, int, int, "str | None", str, "str | None"]
+# (id, path, start line, end line, start byte, end byte, language, kind, symbol, generated) of
+# a chunk
+ChunkRow = tuple[int, str, int, int, int, int, "str | None", str, "str | None", int]
 # (id, start byte, end byte, start line, end line, kind, symbol, signature) of a file's chunk
 FileChunk = tuple[int, int, int, int, int, str, "str | None", "str | None"]
-_CHUNK_COLUMNS = "id, path, start_line, end_line, start_byte, end_byte, language, kind, symbol"
+_CHUNK_COLUMNS = ("id, path, start_line, end_line, start_byte, end_byte, language, kind, symbol, "
+                  "generated")
 
 
 def _marks(values: Collection[object]) -> str:
@@ -99,7 +101,7 @@ class SnapshotReads:
         """The row of chunk ``chunk_id`` and the generation that made it; None if absent."""
         row = self._conn.execute(f"SELECT {_CHUNK_COLUMNS}, generation FROM chunks WHERE id = ?",
                                  (chunk_id,)).fetchone()
-        return None if row is None else (row[:9], row[9])
+        return None if row is None else (row[:10], row[10])
 
     def file_chunks(self, paths: Sequence[str]) -> dict[str, list[FileChunk]]:
         """Each of ``paths``'s chunks in file order (files without chunks are absent)."""

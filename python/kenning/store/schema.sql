@@ -46,7 +46,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     kind         TEXT NOT NULL,
     symbol       TEXT,
     signature    TEXT,
-    content_hash BLOB NOT NULL      -- BLAKE3-128 of the chunk text (no path: see vectors)
+    content_hash BLOB NOT NULL,     -- BLAKE3-128 of the chunk text (no path: see vectors)
+    generated    INTEGER NOT NULL DEFAULT 0  -- 1: its file's first lines say a tool wrote it
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);

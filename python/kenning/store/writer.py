@@ -216,11 +216,11 @@ class IndexWriter:
             for chunk, content_hash in chunks:
                 cursor = self.conn.execute(
                     "INSERT INTO chunks(generation, path, start_byte, end_byte, start_line, "
-                    "end_line, language, kind, symbol, signature, content_hash) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "end_line, language, kind, symbol, signature, content_hash, generated) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (generation, chunk.path, chunk.start_byte, chunk.end_byte, chunk.start_line,
                      chunk.end_line, chunk.language, chunk.kind, chunk.symbol, chunk.signature,
-                     content_hash))
+                     content_hash, int(chunk.generated)))
                 self.conn.execute("INSERT INTO chunks_fts(rowid, body, symbol, path) "
                                   "VALUES (?, ?, ?, ?)", (cursor.lastrowid, *fts_row(chunk)))
             self.conn.executemany("DELETE FROM clusters WHERE cluster = ?",
