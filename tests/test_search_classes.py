@@ -41,26 +41,35 @@ FILES = {
 }
 
 
+def _indexed(tmp_path_factory: pytest.TempPathFactory, name: str,
+             files: dict[str, str]) -> list[ProjectRef]:
+    """A project of ``files``, indexed under a home of its own beside it."""
+    root = tmp_path_factory.mktemp(name)
+    repo = root / "repo"
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    with pytest.MonkeyPatch.context() as mp:
+        _use_home_of([ProjectRef(name, repo)], mp)
+        refresh(repo, config.load())
+    return [ProjectRef(name, repo)]
+
+
+def _use_home_of(refs: list[ProjectRef], monkeypatch: pytest.MonkeyPatch) -> list[ProjectRef]:
+    home = refs[0].root.parent
+    monkeypatch.setenv("KENNING_HOME", str(home / "home"))
+    monkeypatch.setenv("KENNING_CONFIG", str(home / "config.toml"))
+    return refs
+
+
 @pytest.fixture(scope="module")
 def finder(tmp_path_factory: pytest.TempPathFactory) -> list[ProjectRef]:
-    root = tmp_path_factory.mktemp("finder")
-    repo = root / "repo"
-    for name, text in FILES.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("KENNING_HOME", str(root / "home"))
-        mp.setenv("KENNING_CONFIG", str(root / "config.toml"))
-        refresh(repo, config.load())
-    return [ProjectRef("finder", repo)]
+    return _indexed(tmp_path_factory, "finder", FILES)
 
 
 @pytest.fixture
 def in_finder(finder: list[ProjectRef], monkeypatch: pytest.MonkeyPatch) -> list[ProjectRef]:
-    home = finder[0].root.parent
-    monkeypatch.setenv("KENNING_HOME", str(home / "home"))
-    monkeypatch.setenv("KENNING_CONFIG", str(home / "config.toml"))
-    return finder
+    return _use_home_of(finder, monkeypatch)
 
 
 def _paths(refs: list[ProjectRef], query: str, **kwargs: object) -> list[tuple[str, str | None]]:
@@ -216,23 +225,12 @@ PAINT_FILES = {
 
 @pytest.fixture(scope="module")
 def paint(tmp_path_factory: pytest.TempPathFactory) -> list[ProjectRef]:
-    root = tmp_path_factory.mktemp("paint")
-    repo = root / "repo"
-    for name, text in PAINT_FILES.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("KENNING_HOME", str(root / "home"))
-        mp.setenv("KENNING_CONFIG", str(root / "config.toml"))
-        refresh(repo, config.load())
-    return [ProjectRef("paint", repo)]
+    return _indexed(tmp_path_factory, "paint", PAINT_FILES)
 
 
 def test_a_file_whose_header_says_generated_is_generated_text(
         paint: list[ProjectRef], monkeypatch: pytest.MonkeyPatch) -> None:
-    home = paint[0].root.parent
-    monkeypatch.setenv("KENNING_HOME", str(home / "home"))
-    monkeypatch.setenv("KENNING_CONFIG", str(home / "config.toml"))
+    _use_home_of(paint, monkeypatch)
     query = "the name of a colour from its String method"
     code = {path for path, _ in _paths(paint, query, kind="code")}
     assert code == {"paint/color.go"}  # the stringer output is not the implementation
