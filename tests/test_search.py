@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from kenning import config
 from kenning.errors import UsageError
@@ -94,6 +94,10 @@ def test_filters_apply_inside_retrieval(indexed: Indexed) -> None:
     assert functions and all(h["kind"] == "function" for h in functions)
     globbed = run(indexed, "store a password", path_filter="src/*/pass*.py")["results"]
     assert globbed and {h["path"] for h in globbed} == {"src/auth/passwords.py"}
+    # [!x] negates as in a shell and in .gitignore (SQLite's GLOB alone reads ! as a member)
+    negated = run(indexed, "store a password", path_filter="src/[!a]*")["results"]
+    assert negated and not any(h["path"].startswith("src/auth/") for h in negated)
+    assert all(h["path"].startswith("src/") for h in negated)
 
 
 @pytest.mark.parametrize("bad", ["../elsewhere", "src/../../x", "/definitely/not/the/root"])
@@ -110,18 +114,20 @@ def test_a_glob_whose_class_never_closes_is_refused(indexed: Indexed, bad: str) 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="ab/[]!^*?", min_size=1, max_size=12))
+@example("[!]]")  # not ] (SQLite's GLOB alone reads it as ! then ])
 def test_a_glob_that_is_accepted_can_match_in_sqlite(glob: str) -> None:
     import sqlite3
 
-    from kenning.retrieval.filters import normalize_path_filter
+    from kenning.retrieval.filters import Filters
 
     try:
-        pattern = normalize_path_filter(glob, Path("/root"))
+        keep = Filters(path_filter=glob).bind(Path("/root"))
     except UsageError as exc:
         assert "never closes" in exc.message or "empty" in exc.message or "root" in exc.message
         return
-    if "[" not in pattern:
+    if keep is None or not keep.path_globs or "[" not in keep.path_globs[0]:
         return
+    pattern = keep.path_globs[0]  # the GLOB the store runs
     # a string that fills each class with a member (or, for [!x], with a non-member) matches
     conn = sqlite3.connect(":memory:")
     probes = ["".join(p) for p in _class_members(pattern)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -95,9 +96,9 @@ def normalize_path_filter(path_filter: str, root: Path) -> str:
     return "" if normalized == "." else normalized
 
 
-def _unclosed_class(pattern: str) -> bool:
-    """Whether a ``[`` of the glob ``pattern`` has no ``]`` to close it (a ``]`` right after
-    ``[``, ``[!`` or ``[^`` is a member, as in SQLite's GLOB)."""
+def _class_bounds(pattern: str) -> Iterator[tuple[int, int]]:
+    """``(open, close)`` of each ``[`` class of the glob ``pattern``, ``close`` -1 when it
+    never closes (a ``]`` right after ``[``, ``[!`` or ``[^`` is a member, as in SQLite's GLOB)."""
     start = pattern.find("[")
     while start >= 0:
         member = start + 1
@@ -106,10 +107,25 @@ def _unclosed_class(pattern: str) -> bool:
         if pattern[member:member + 1] == "]":
             member += 1
         close = pattern.find("]", member)
+        yield start, close
         if close < 0:
-            return True
+            return
         start = pattern.find("[", close + 1)
-    return False
+
+
+def _unclosed_class(pattern: str) -> bool:
+    """Whether a ``[`` of the glob ``pattern`` has no ``]`` to close it."""
+    return any(close < 0 for _, close in _class_bounds(pattern))
+
+
+def _sqlite_glob(pattern: str) -> str:
+    """``pattern`` for SQLite's GLOB, whose classes negate with ``[^`` only: a shell's and
+    git's ``[!x]`` (not x) would otherwise be the class of ``!`` and ``x``."""
+    chars = list(pattern)
+    for start, _ in _class_bounds(pattern):
+        if chars[start + 1:start + 2] == ["!"]:
+            chars[start + 1] = "^"
+    return "".join(chars)
 
 
 @dataclass
@@ -130,7 +146,8 @@ class Filters:
             pattern = normalize_path_filter(self.path_filter, root)
             if pattern and _GLOB_CHARS.search(pattern):
                 # `src/*.py` matches files directly in src; `**/` also matches zero directories
-                globs = (pattern.replace("**/", "*"), pattern + "/*")
+                glob = _sqlite_glob(pattern)
+                globs = (glob.replace("**/", "*"), glob + "/*")
             elif pattern:
                 under = pattern
         keep = ChunkFilter(path_globs=globs, path_under=under, language=self.language)
