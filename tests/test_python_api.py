@@ -73,6 +73,36 @@ def test_records_serialise_to_the_json_of_the_cli(indexed: Indexed) -> None:
         kenning.SearchResult.from_dict({**found.to_dict(), "extra": 1})
 
 
+def test_doctor_runs_from_the_library_and_its_record_is_the_json_of_the_cli(
+        indexed: Indexed, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(indexed.root)
+    report = kenning.doctor(indexed.root)
+    assert isinstance(report, kenning.Doctor) and report.ok
+    assert [c.check for c in report.checks] == [
+        "config", "kernels", "embedder", "index writable", "search round trip",
+        "index integrity"]
+    assert str(indexed.root) in report.checks[-1].detail  # the project's indexes, in full
+    assert kenning.Doctor.from_dict(report.to_dict()) == report
+    cli = cli_json("doctor")
+    assert [c["check"] for c in cli["checks"]] == [c.check for c in report.checks]
+    assert cli["ok"] is True and set(cli) == {"type", "ok", "checks"}
+
+
+def test_doctor_reports_a_failure_as_a_check_with_its_fix(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings = kenning.load_settings({"embedder.backend": "ollama",
+                                      "embedder.url": f"http://127.0.0.1:{port}",
+                                      "embedder.model": "all-minilm"})
+    report = kenning.doctor(tmp_path, settings=settings)
+    failed = {c.check: c for c in report.checks if not c.ok}
+    assert not report.ok and list(failed) == ["embedder"] and failed["embedder"].fix
+    assert "search round trip" not in [c.check for c in report.checks]  # it needs the embedder
+
+
 def test_paths_takes_one_project_or_several(indexed: Indexed) -> None:
     both = kenning.search("area of a circle", [indexed.root, str(indexed.other)], refresh=False,
                           limit=20)
@@ -154,6 +184,7 @@ CALLS = {  # each argument of each call, with the values of its own type that ar
                                                                   context_lines=v), ()),
     "status.path": (lambda root, v: kenning.status(v), ()),
     "status.settings": (lambda root, v: kenning.status(root, settings=v), (type(None),)),
+    "doctor.path": (lambda root, v: kenning.doctor(v), ()),
     "load_settings": (lambda root, v: kenning.load_settings(v), (type(None), dict)),
     "index.full": (lambda root, v: kenning.index(root, full=v, settings={"x": 1}), ()),
 }

@@ -1,8 +1,8 @@
 """kenning: local semantic code search for coding agents and the people who drive them.
 
 Only the names in ``kenning.__all__`` are kenning's Python API (docs/api.md): ``search``,
-``index``, ``status``, ``get_chunk``, ``load_settings``, their typed records and the error
-classes. Every module under this package is internal and may change in any release.
+``index``, ``status``, ``get_chunk``, ``doctor``, ``load_settings``, their typed records and
+the error classes. Every module under this package is internal and may change in any release.
 
 Importing kenning is cheap: each name loads its module on first use, and the model runtime,
 tree-sitter and the index load only when a call needs them.
@@ -40,9 +40,12 @@ if TYPE_CHECKING:
     from kenning.indexer import RefreshResult
     from kenning.library import (
         Chunk,
+        Doctor,
+        DoctorCheck,
         Hit,
         SearchResult,
         Status,
+        doctor,
         get_chunk,
         index,
         load_settings,
@@ -54,6 +57,8 @@ __all__ = [
     "AgentSetupError",
     "Chunk",
     "ConfigError",
+    "Doctor",
+    "DoctorCheck",
     "EmbedderError",
     "EmbedderUnavailable",
     "Hit",
@@ -73,6 +78,7 @@ __all__ = [
     "Status",
     "UsageError",
     "__version__",
+    "doctor",
     "get_chunk",
     "index",
     "load_settings",
@@ -84,6 +90,7 @@ __all__ = [
 _LAZY = {
     "search": "kenning.library", "index": "kenning.library", "get_chunk": "kenning.library",
     "status": "kenning.library", "load_settings": "kenning.library",
+    "doctor": "kenning.library", "Doctor": "kenning.library", "DoctorCheck": "kenning.library",
     "Hit": "kenning.library", "SearchResult": "kenning.library", "Chunk": "kenning.library",
     "Status": "kenning.library",
     "Settings": "kenning.config", "RefreshResult": "kenning.indexer",

@@ -265,6 +265,32 @@ def remove(root: Path | None, settings: Settings, *, cache: bool = False) -> Rem
     return report
 
 
+class SharedRemoval(TypedDict):
+    type: Literal["remove_index"]
+    shared: str  # the project id taken out of the shared index
+    uri: str
+    chunks: int  # the chunk rows it had
+
+
+def remove_shared(settings: Settings, project: str) -> SharedRemoval:
+    """Take ``project`` out of the shared index (the configured model's); the local index
+    stays. UsageError when it is not there; SharedBusy while a publish of it is under way."""
+    from kenning.shared import remove as remove_published
+
+    rows = remove_published(settings, project)
+    return {"type": "remove_index", "shared": project, "uri": str(settings["shared.uri"]),
+            "chunks": rows}
+
+
+def footprint(root: Path | None, settings: Settings) -> tuple[int, int]:
+    """How many index folders the project at ``root`` (None: every project) has, and their
+    bytes: what ``remove`` would free."""
+    from kenning.store import dir_bytes
+
+    dirs = index_dirs(root, settings)
+    return len(dirs), sum(dir_bytes(d) for d in dirs)
+
+
 def check(root: Path, settings: Settings) -> int:
     """Check every index of the project at ``root`` in full; how many there are. IndexDamaged
     (with its repair) for the first that is damaged."""

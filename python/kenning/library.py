@@ -161,6 +161,40 @@ class Status(_Typed):
     published: dict[str, Any] | None
 
 
+@dataclass(frozen=True)
+class DoctorCheck(_Typed):
+    """One check of ``doctor``: its name, whether it passed, what it found or why it failed
+    (``detail``), and the fix for a failure."""
+
+    TYPE: ClassVar[str] = "check"
+    check: str
+    ok: bool
+    detail: str
+    fix: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # a check in the JSON carries no "type"
+
+
+@dataclass(frozen=True)
+class Doctor(_Typed):
+    """The self-test of ``kenning.doctor`` (`kenning doctor --json-output`): ``ok`` when every
+    check passed; ``checks`` in the order they ran."""
+
+    TYPE: ClassVar[str] = "doctor"
+    ok: bool
+    checks: tuple[DoctorCheck, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.TYPE, "ok": self.ok,
+                "checks": [check.to_dict() for check in self.checks]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Doctor:
+        checked = cls._checked(data)
+        return cls(checked["ok"], tuple(DoctorCheck.from_dict(c) for c in checked["checks"]))
+
+
 def _check(name: str, value: object, kinds: tuple[type, ...], what: str) -> None:
     """UsageError unless ``value`` is one of ``kinds`` (a bool is no int here): a wrong type
     is refused before any work, in the one error hierarchy."""
@@ -277,3 +311,17 @@ def status(path: PathLike = ".", *, settings: Settings | None = None) -> Status:
     _check("path", path, (str, os.PathLike), "a string or a path")
     _check_common(settings)
     return Status.from_dict(project_status(project.find_root(path), settings or load_settings()))
+
+
+def doctor(path: PathLike = ".", *, settings: Settings | None = None) -> Doctor:
+    """An end-to-end self-test: the settings load, the kernels, the embedder answers, indexes
+    can be written, a probe file is indexed and found by a search (its index removed after),
+    and the indexes of the project at ``path`` are checked in full (database, full-text table,
+    vector files and their checksums). A failure is a check with ``ok`` False and its ``fix``,
+    never an exception."""
+    from kenning.self_test import run_checks
+
+    _check("path", path, (str, os.PathLike), "a string or a path")
+    _check_common(settings)
+    checks = tuple(run_checks(path, settings))
+    return Doctor(all(check.ok for check in checks), checks)

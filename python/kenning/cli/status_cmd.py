@@ -142,26 +142,23 @@ def remove_index(path: Path, all_: bool, cache: bool, yes: bool, shared_project:
     from kenning import config, index_admin
     from kenning.errors import UsageError
     from kenning.project import find_root, kenning_home
-    from kenning.store import dir_bytes
 
     settings = config.load()
     if shared_project is not None:
-        from kenning.shared import remove
-
-        rows = remove(settings, shared_project)
+        shared = index_admin.remove_shared(settings, shared_project)
         if json_output:
-            click.echo(json.dumps({"type": "remove_index", "shared": shared_project,
-                                   "uri": settings["shared.uri"], "chunks": rows}))
+            click.echo(json.dumps(shared))
         else:
-            click.echo(f"Removed {shared_project} ({rows} chunks) from {settings['shared.uri']}.")
+            click.echo(f"Removed {shared['shared']} ({shared['chunks']} chunks) from "
+                       f"{shared['uri']}.")
         return
     root = None if all_ else find_root(path)
-    if all_ and not yes and (dirs := index_admin.index_dirs(None, settings)):
+    if all_ and not yes and (found := index_admin.footprint(None, settings))[0]:
+        count, total = found
         if not sys.stdin.isatty():
-            raise UsageError(f"Refusing to remove every index ({len(dirs)}) without a "
+            raise UsageError(f"Refusing to remove every index ({count}) without a "
                              "confirmation; pass --yes.")
-        total = sum(dir_bytes(d) for d in dirs)
-        if not click.confirm(f"Remove every index ({len(dirs)}, {total / 1e6:.1f} MB) in "
+        if not click.confirm(f"Remove every index ({count}, {total / 1e6:.1f} MB) in "
                              f"{kenning_home() / 'indices'}?", err=True):
             click.echo("Nothing was removed.", err=True)
             return

@@ -1,0 +1,126 @@
+"""The end-to-end self-test behind ``kenning.doctor`` and `kenning doctor`: each check runs in
+order, a failure carries its fix, and a check that needs an earlier one is left out when that
+one failed."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kenning.config import Settings
+    from kenning.library import DoctorCheck
+
+_PROBE = '''def retry_with_backoff(call, attempts=3):
+    """Call again after a failure, waiting longer each time."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except OSError:
+            time.sleep(2 ** attempt)
+'''
+
+
+def _check(name: str, run: Callable[[], str], checks: list[DoctorCheck]) -> bool:
+    from kenning.errors import KenningError
+    from kenning.library import DoctorCheck
+
+    try:
+        detail = run()
+    except KenningError as exc:
+        checks.append(DoctorCheck(name, False, exc.message, exc.hint))
+        return False
+    except Exception as exc:  # noqa: BLE001 - doctor reports any failure instead of crashing
+        checks.append(DoctorCheck(name, False, f"{type(exc).__name__}: {exc}",
+                                  "Reinstall kenning (`pip install --force-reinstall kenning`)."))
+        return False
+    checks.append(DoctorCheck(name, True, detail, None))
+    return True
+
+
+def run_checks(path: str | os.PathLike[str],
+               settings: Settings | None = None) -> list[DoctorCheck]:
+    """The checks in order: config (``settings``, else the config file), kernels, embedder,
+    a writable KENNING_HOME, a search round trip over a probe file, and the full check of the
+    indexes of the project at ``path`` (lifted to its git work tree's root)."""
+    from kenning import config
+
+    checks: list[DoctorCheck] = []
+    state: dict[str, Any] = {}
+
+    def load_config() -> str:
+        state["settings"] = settings if settings is not None else config.load()
+        return str(config.config_path())
+
+    def kernels() -> str:
+        from kenning import kernels as k
+
+        return f"{k.BACKEND} kernels"
+
+    def embedder() -> str:
+        from kenning.embedding import make_embedder
+
+        emb = make_embedder(state["settings"])
+        emb.check()
+        vector = emb.embed_query("doctor")
+        if vector.shape != (emb.dims,):
+            raise RuntimeError(f"the model returned {vector.shape[0]} dims, expected {emb.dims}")
+        state["embedder"] = emb
+        return f"{state['settings']['embedder.backend']} {emb.model}, {emb.dims} dims"
+
+    def writable() -> str:
+        from kenning.project import home_error, kenning_home
+
+        home = kenning_home()
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=home, prefix=".doctor-"):
+                pass
+        except OSError as exc:
+            raise home_error(exc) from None
+        return str(home)
+
+    def round_trip() -> str:
+        from kenning.errors import IndexMissing
+        from kenning.index_admin import remove
+        from kenning.retrieval import ProjectRef, search
+        from kenning.store import project_id_for
+
+        with tempfile.TemporaryDirectory(prefix="kenning-doctor-") as tmp:
+            probe = Path(tmp).resolve()
+            (probe / "retry.py").write_text(_PROBE, encoding="utf-8")
+            pid = project_id_for(probe, state["settings"])
+            try:
+                result = search("how are failed calls retried", [ProjectRef(pid, probe)],
+                                settings=state["settings"], embedder=state["embedder"], limit=3)
+            finally:
+                with contextlib.suppress(IndexMissing):
+                    remove(probe, state["settings"])
+            hits = result["results"]
+            if not hits or hits[0]["path"] != "retry.py":
+                raise RuntimeError("the probe file was not found by a search")
+            return f"indexed a probe file and found it (score {hits[0]['score']:.3f})"
+
+    def index_integrity() -> str:
+        from kenning.index_admin import check
+        from kenning.project import find_root
+
+        root = find_root(path)
+        count = check(root, state["settings"])
+        if not count:
+            return f"{root} has no index yet"
+        return (f"{count} index{'es' if count > 1 else ''} of {root} checked in full: "
+                "database, full-text table, vector files and their checksums")
+
+    if _check("config", load_config, checks):
+        _check("kernels", kernels, checks)
+        embedder_ok = _check("embedder", embedder, checks)
+        home_ok = _check("index writable", writable, checks)
+        if embedder_ok and home_ok:
+            _check("search round trip", round_trip, checks)
+        _check("index integrity", index_integrity, checks)
+    return checks
