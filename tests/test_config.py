@@ -210,3 +210,22 @@ def test_unset_removes_the_key_and_keeps_the_rest(capsys: pytest.CaptureFixture[
 def test_a_value_may_start_with_a_dash(capsys: pytest.CaptureFixture[str]) -> None:
     assert kenning_cli(capsys, "config", "set", "embedder.keep_alive", "-1")[0] == 0
     assert cfg.load()["embedder.keep_alive"] == "-1"
+
+
+def test_the_typed_key_groups_of_settings_cover_every_key_with_its_type() -> None:
+    from typing import get_args
+
+    groups = {cfg.TextKey: (str,), cfg.OptionalTextKey: (str, type(None)),
+              cfg.IntKey: (int,), cfg.OptionalIntKey: (int, type(None)),
+              cfg.SecondsKey: (float,), cfg.FlagKey: (bool,)}
+    named = [key for group in groups for key in get_args(group)]
+    assert sorted(named) == sorted(cfg.KEYS)  # each key in exactly one group
+    unset = {"embedder.model": "x", "embedder.url": "http://localhost:1",
+             "embedder.query_prefix": "x", "embedder.document_prefix": "x",
+             "shared.uri": "trial.db", "embedder.dims": "8"}  # keys without a default
+    for group, kinds in groups.items():
+        for key in get_args(group):
+            spec = cfg.KEYS[key]
+            assert spec.default is None or type(spec.default) is kinds[0], key
+            value = spec.convert(unset[key] if spec.default is None else spec.default)
+            assert type(value) is kinds[0], key

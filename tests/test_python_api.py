@@ -73,6 +73,24 @@ def test_records_serialise_to_the_json_of_the_cli(indexed: Indexed) -> None:
         kenning.SearchResult.from_dict({**found.to_dict(), "extra": 1})
 
 
+def test_index_returns_a_frozen_index_run_that_is_the_last_line_of_the_cli(
+        tmp_path: Path) -> None:
+    import dataclasses
+
+    from search_fixtures import REPO, write_repo
+
+    root = write_repo(tmp_path / "repo", REPO)
+    run = kenning.index(root)
+    assert isinstance(run, kenning.IndexRun) and run.files == 7 and not run.nothing_changed
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.files = 0  # type: ignore[misc]
+    assert kenning.IndexRun.from_dict(run.to_dict()) == run
+    again = CliRunner().invoke(cli, ["index", str(root), "--json-output"])
+    last = json.loads(again.output.splitlines()[-1])
+    assert again.exit_code == 0 and last["type"] == "finished" and last["nothing_changed"]
+    assert kenning.IndexRun.from_dict(last).files == run.files
+
+
 def test_doctor_runs_from_the_library_and_its_record_is_the_json_of_the_cli(
         indexed: Indexed, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(indexed.root)

@@ -37,12 +37,13 @@ from kenning.errors import (  # noqa: E402 - after the switch above; a module wi
 if TYPE_CHECKING:
     __version__: str
     from kenning.config import Settings
-    from kenning.indexer import RefreshResult
+    from kenning.index_admin import State
     from kenning.library import (
         Chunk,
         Doctor,
         DoctorCheck,
         Hit,
+        IndexRun,
         SearchResult,
         Status,
         doctor,
@@ -66,15 +67,16 @@ __all__ = [
     "IndexDamaged",
     "IndexError_",
     "IndexMissing",
+    "IndexRun",
     "KenningError",
     "ModelNotFound",
-    "RefreshResult",
     "SearchResult",
     "Settings",
     "SharedAuthError",
     "SharedBusy",
     "SharedIndexError",
     "StaleChunkId",
+    "State",
     "Status",
     "UsageError",
     "__version__",
@@ -93,7 +95,7 @@ _LAZY = {
     "doctor": "kenning.library", "Doctor": "kenning.library", "DoctorCheck": "kenning.library",
     "Hit": "kenning.library", "SearchResult": "kenning.library", "Chunk": "kenning.library",
     "Status": "kenning.library",
-    "Settings": "kenning.config", "RefreshResult": "kenning.indexer",
+    "IndexRun": "kenning.library", "Settings": "kenning.config", "State": "kenning.index_admin",
 }
 
 

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from kenning.errors import ConfigError
 
@@ -101,9 +101,10 @@ def _text(value: Any) -> str:
 
 
 def _name(value: Any) -> str:
-    if not _text(value).strip():
+    name = _text(value).strip()
+    if not name:
         raise ValueError("expected a name, got nothing")
-    return value.strip()
+    return name
 
 
 SHARED_SERVER_SCHEMES = ("http://", "https://", "tcp://", "unix:")  # else a milvus-lite file
@@ -138,9 +139,10 @@ def _keep_alive(value: Any) -> str:
     """Ollama takes a duration ("30m") or seconds (-1: forever); TOML may give the number."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return f"{value:g}"
-    if not _text(value).strip():
+    duration = _text(value).strip()
+    if not duration:
         raise ValueError('expected a duration such as "30m", or seconds (-1: forever)')
-    return value.strip()
+    return duration
 
 
 KEYS: dict[str, Key] = {
@@ -221,7 +223,7 @@ def toml_value(value: Any) -> str:
     """``value`` as it is written in TOML (``true``, ``"local"``, ``30``)."""
     import tomlkit
 
-    return tomlkit.item(value).as_string()
+    return str(tomlkit.item(value).as_string())
 
 
 def model_origin(settings: Settings) -> str:
@@ -264,7 +266,8 @@ def read_file(path: Path | None = None) -> dict[str, Any]:
     path = path or config_path()
     try:
         with path.open("rb") as fh:
-            return tomllib.load(fh)
+            tree: dict[str, Any] = tomllib.load(fh)
+            return tree
     except FileNotFoundError:
         return {}
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -300,6 +303,19 @@ def _lookup(tree: Mapping[str, Any], key: str) -> Any:
     return node
 
 
+# The keys of KEYS by the type of their value, so that ``settings[key]`` is typed for a key
+# written out (a test checks that these cover KEYS and agree with each key's conversion).
+TextKey = Literal["embedder.backend", "embedder.api_key_env", "embedder.keep_alive",
+                  "index.vector_search", "search.backend", "shared.token_env"]
+OptionalTextKey = Literal["embedder.model", "embedder.url", "embedder.query_prefix",
+                          "embedder.document_prefix", "shared.uri"]
+IntKey = Literal["embedder.batch_size", "embedder.concurrency", "index.max_file_size",
+                 "index.ann_threshold", "search.limit", "search.embed_limit", "mcp.max_tokens"]
+OptionalIntKey = Literal["embedder.dims"]
+SecondsKey = Literal["embedder.timeout", "search.timeout", "mcp.refresh_interval"]
+FlagKey = Literal["index.force_root", "search.refresh"]
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resolved settings; ``settings["embedder.backend"]`` or ``settings.origin(key)``."""
@@ -308,9 +324,25 @@ class Settings:
     origins: Mapping[str, str]
     projects: tuple[Mapping[str, Any], ...]
 
-    def __getitem__(self, key: str) -> Any:
+    @overload
+    def __getitem__(self, key: TextKey) -> str: ...
+    @overload
+    def __getitem__(self, key: OptionalTextKey) -> str | None: ...
+    @overload
+    def __getitem__(self, key: IntKey) -> int: ...
+    @overload
+    def __getitem__(self, key: OptionalIntKey) -> int | None: ...
+    @overload
+    def __getitem__(self, key: SecondsKey) -> float: ...
+    @overload
+    def __getitem__(self, key: FlagKey) -> bool: ...
+    @overload
+    def __getitem__(self, key: str) -> object: ...
+
+    def __getitem__(self, key: str) -> object:
         _check_key(key)
-        return self.values[key]
+        value: object = self.values[key]
+        return value
 
     def origin(self, key: str) -> str:
         return self.origins[key]

@@ -16,6 +16,7 @@ from kenning.errors import IndexError_, IndexMissing, KenningError, UsageError
 
 if TYPE_CHECKING:
     from kenning.config import Settings
+    from kenning.indexing_state import Running
     from kenning.store import Index, Snapshot
 
 # "not indexed": no committed snapshot; "ready": every chunk has a vector; "embedding": some
@@ -34,6 +35,22 @@ class ChangedSince(TypedDict):
     added: int
     changed: int
     removed: int
+
+
+class Published(TypedDict, total=False):
+    """The project in the shared index: ``problem`` alone when it cannot be reached;
+    ``generation`` 0 and a ``hint`` when it is not published; else the published head and
+    how far the local snapshot is ahead of it."""
+
+    problem: dict[str, Any]  # the error (``KenningError.to_dict()``)
+    generation: int
+    hint: str
+    state: str
+    snapshot_generation: int
+    revision: str | None
+    published_at: str | None
+    local_generations_ahead: int
+    files_ahead: ChangedSince | None  # files a publish would send or delete
 
 
 class ProjectStatus(TypedDict):
@@ -61,8 +78,8 @@ class ProjectStatus(TypedDict):
     chunks_embedded: int  # chunks that have a vector
     size_bytes: int
     changed_since: ChangedSince | None  # files changed on disk since that snapshot
-    indexer: dict[str, Any] | None  # the process indexing it now (``indexing_state.read``)
-    published: dict[str, Any] | None  # its generation in the shared index, if one is set
+    indexer: Running | None  # the process indexing it now
+    published: Published | None  # its generation in the shared index, if one is set
 
 
 def _iso(at: float | None) -> str | None:
@@ -186,7 +203,7 @@ def _failure(failure: dict[str, Any]) -> Problem:
                     failure.get("hint"), failure.get("error"))
 
 
-def published_status(settings: Settings, index: Index, snap: Snapshot) -> dict[str, Any]:
+def published_status(settings: Settings, index: Index, snap: Snapshot) -> Published:
     """The project's published generation in the shared index, and how far the local snapshot
     ``snap`` is ahead of the one published: in generations, and in files a publish would send
     or delete (``files_ahead``: added, changed, removed)."""
@@ -205,25 +222,27 @@ def published_status(settings: Settings, index: Index, snap: Snapshot) -> dict[s
     if not published:  # claimed by a first publish that was stopped before it finished
         return {"generation": 0, "hint": f"A first publish did not finish; `kenning publish "
                                          f"{index.root}` sends it again."}
-    return {"generation": head.get("generation"), "state": head.get("state"),
+    ahead: ChangedSince | None = None if files is None else {
+        "added": files["added"], "changed": files["changed"], "removed": files["removed"]}
+    return {"generation": int(head.get("generation") or 0), "state": str(head.get("state")),
             "snapshot_generation": published, "revision": head.get("revision"),
             "published_at": _iso(head.get("published_at")),
             "local_generations_ahead": max(0, snap.generation - published),
-            "files_ahead": files}
+            "files_ahead": ahead}
 
 
-def ahead_text(published: dict[str, Any]) -> str:
+def ahead_text(published: Published) -> str:
     """How far the local snapshot is ahead of the published one, in words (both front ends)."""
     ahead = int(published.get("local_generations_ahead") or 0)
-    files = published.get("files_ahead") or {}
-    count = sum(files.values())
+    files = published.get("files_ahead") or {"added": 0, "changed": 0, "removed": 0}
+    counts = {"added": files["added"], "changed": files["changed"], "removed": files["removed"]}
+    count = sum(counts.values())
     if not ahead and not count:
         return "as published"
     parts = [f"{ahead} generation{'s' if ahead != 1 else ''} ahead"] if ahead else []
     if count:
         parts.append(f"{count} file{'s' if count != 1 else ''} to publish ("
-                     + ", ".join(f"{files.get(k, 0)} {k}" for k in ("added", "changed",
-                                                                    "removed")) + ")")
+                     + ", ".join(f"{n} {k}" for k, n in counts.items()) + ")")
     return ", ".join(parts)
 
 

@@ -390,7 +390,8 @@ def embedding_order(missing: Sequence[MissingVector], files: dict[str, FileRow]
     a search during a first index finds vectors where the answers usually are. Measured
     (benchmarks/first_vectors.py, ~5.6k vectors): 90% of the implementation chunks have vectors
     after 2,304 embedded instead of 4,480 in path order."""
-    from kenning.retrieval.ranking import PENALTY, categories
+    from kenning.retrieval.classes import categories
+    from kenning.retrieval.ranking import PENALTY
 
     def key(m: MissingVector) -> tuple[float, int, str, int]:
         row = files.get(m.path)

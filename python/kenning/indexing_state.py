@@ -15,7 +15,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 STATE_NAME = "indexer.json"
 WRITE_EVERY = 1.0  # seconds between rewrites of the state file
@@ -90,7 +90,18 @@ class Tracker:
                 self.path.unlink()
 
 
-def read(index_dir: Path) -> dict[str, Any] | None:
+class Running(TypedDict):
+    """The process indexing a project now, as ``kenning status`` shows it."""
+
+    pid: int
+    phase: str  # "scanning", "chunking", "embedding", ...
+    done: int
+    total: int
+    rate: float | None  # per second in this phase
+    eta_seconds: int | None
+
+
+def read(index_dir: Path) -> Running | None:
     """The running indexer of ``index_dir`` (pid, phase, done, total, rate per second, eta in
     seconds or None), or None when no live process is indexing it."""
     try:
@@ -109,7 +120,7 @@ def read(index_dir: Path) -> dict[str, Any] | None:
             "eta_seconds": None if eta is None else round(eta)}
 
 
-def describe(running: dict[str, Any]) -> str:
+def describe(running: Running) -> str:
     """``pid 123, embedding 1200/2461, 8.1/s, about 2 min left``."""
     text = f"pid {running['pid']}, {running['phase']}"
     if running["total"]:

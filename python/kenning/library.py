@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, Union
 
 if TYPE_CHECKING:
     from kenning.config import Settings
-    from kenning.indexer import RefreshResult
+    from kenning.index_admin import ChangedSince, Problem, Published, State
+    from kenning.indexing_state import Running
 
 PathLike = Union[str, "os.PathLike[str]"]
 Scope = Literal["declaration", "chunk"]
@@ -128,8 +129,8 @@ class Chunk(_Typed):
 
 @dataclass(frozen=True)
 class Status(_Typed):
-    """What the index of a project holds and whether it is healthy: ``state`` (``not
-    indexed``, ``ready``, ``embedding``, ``indexing``, ``unreadable``), the last snapshot
+    """What the index of a project holds and whether it is healthy: ``state`` (a ``State``:
+    ``not indexed``, ``ready``, ``embedding``, ``indexing``, ``unreadable``), the last snapshot
     (``generation``, ``revision``, ``indexed_at`` in ISO 8601 UTC), counts, the files changed
     since (``changed_since``: added, changed, removed), ``problems`` (each ``{"error",
     "message", "hint"}``), the indexer running on it, if any (pid, progress), and its
@@ -139,9 +140,9 @@ class Status(_Typed):
     TYPE: ClassVar[str] = "status"
     project: str
     root: str
-    state: str
+    state: State
     healthy: bool
-    problems: list[dict[str, Any]]
+    problems: list[Problem]
     index_dir: str | None
     model: str
     dims: int | None
@@ -156,9 +157,56 @@ class Status(_Typed):
     chunks: int
     chunks_embedded: int
     size_bytes: int
-    changed_since: dict[str, int] | None
-    indexer: dict[str, Any] | None
-    published: dict[str, Any] | None
+    changed_since: ChangedSince | None
+    indexer: Running | None
+    published: Published | None
+
+
+@dataclass(frozen=True)
+class IndexRun(_Typed):
+    """What one ``kenning.index`` run did (the last line of `kenning index --json-output`):
+    the snapshot it committed (``generation``, ``status`` "complete" or "partial",
+    ``revision``, ``branch``), the counts and what changed, ``busy`` when another process was
+    indexing it, ``nothing_changed`` when there was no work at all, the damage a ``full`` run
+    found and rebuilt (``repaired``, keeping ``vectors_kept`` intact vectors) and the seconds
+    each phase took (``timings``)."""
+
+    TYPE: ClassVar[str] = "finished"
+    root: str
+    project_id: str
+    index_dir: str
+    busy: bool
+    generation: int
+    status: str
+    revision: str | None
+    branch: str | None
+    files: int
+    files_added: int
+    files_changed: int
+    files_removed: int
+    chunks: int
+    chunks_added: int
+    chunks_removed: int
+    vectors_embedded: int
+    vectors_missing: int  # chunks still without a vector
+    vectors_dropped: int  # no longer used by any chunk, reclaimed
+    graph_rows_added: int  # rows added to the approximate-search graph
+    repaired: tuple[str, ...]
+    vectors_kept: int
+    timings: Mapping[str, float]
+    nothing_changed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.TYPE, **{f.name: getattr(self, f.name) for f in fields(self)},
+                "repaired": list(self.repaired), "timings": dict(self.timings)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> IndexRun:
+        checked = cls._checked(data)
+        from types import MappingProxyType
+
+        return cls(**{**checked, "repaired": tuple(checked["repaired"]),
+                      "timings": MappingProxyType(dict(checked["timings"]))})
 
 
 @dataclass(frozen=True)
@@ -269,7 +317,7 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
 
 
 def index(path: PathLike = ".", *, full: bool = False,
-          settings: Settings | None = None) -> RefreshResult:
+          settings: Settings | None = None) -> IndexRun:
     """Build or bring up to date the index of the project at ``path`` (lifted to its git work
     tree's root), waiting for another process that is indexing it. Only changed files are read
     again and only unseen chunks embedded; ``full`` re-reads every file after checking the
@@ -280,7 +328,8 @@ def index(path: PathLike = ".", *, full: bool = False,
     _check("full", full, (bool,), "True or False")
     _check_common(settings)
     settings = settings or load_settings()
-    return indexer.refresh(project.find_root(path), settings, full=full, wait=True)
+    run = indexer.refresh(project.find_root(path), settings, full=full, wait=True)
+    return IndexRun.from_dict({"type": IndexRun.TYPE, **run.to_dict()})
 
 
 def get_chunk(chunk_id: str, paths: PathLike | Sequence[PathLike] = ".", *,

@@ -71,7 +71,7 @@ def error_fraction(root: Any) -> float:
             bad += node.end_byte - node.start_byte
         elif node.has_error:
             stack.extend(node.children)
-    return bad / size
+    return float(bad / size)
 
 
 class SyntaxChunker:
@@ -277,7 +277,7 @@ class SyntaxChunker:
         end = self.cut.line_end(max(node.start_byte, node.end_byte - 1))
         if following is not None and following.start_byte < end:
             end = node.end_byte
-        return max(node.end_byte, min(end, hi))
+        return int(max(node.end_byte, min(end, hi)))
 
     # -- what a node is ---------------------------------------------------------------------
     def classify(self, node: Any, depth: int = 0) -> Decl | None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from kenning.index_admin import ProjectStatus
+    from kenning.index_admin import ProjectStatus, Published
 
 
 def _problem_text(problem: Mapping[str, Any]) -> str:
@@ -106,7 +106,7 @@ def _local_time(iso: str | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
 
 
-def _published_line(published: dict[str, Any]) -> str:
+def _published_line(published: Published) -> str:
     if published.get("problem"):
         return _problem_text(published["problem"])
     if not published.get("generation"):

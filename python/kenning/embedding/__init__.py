@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 import numpy as np
 
@@ -112,10 +112,17 @@ def _remote_target(settings: Settings) -> tuple[str, str]:
                       hint="Use local, ollama or openai.")
 
 
+class _Common(TypedDict):
+    dims: int | None
+    batch_size: int
+    concurrency: int
+    timeout: float
+
+
 def make_embedder(settings: Settings) -> Embedder:
     """The configured backend; cheap: models load and servers are contacted on first use."""
     backend = settings["embedder.backend"]
-    common = {
+    common: _Common = {
         "dims": settings["embedder.dims"],
         "batch_size": settings["embedder.batch_size"],
         "concurrency": settings["embedder.concurrency"],

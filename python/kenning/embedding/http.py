@@ -33,7 +33,7 @@ class RetryPolicy:
     max_wait: float = 30.0  # no single wait is longer, whatever Retry-After says
 
     def delay(self, attempt: int) -> float:
-        return min(self.backoff * (2**attempt), self.max_wait)
+        return min(self.backoff * 2.0**attempt, self.max_wait)
 
 
 def retry_after(response: httpx.Response) -> float:

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kenning.mcpserver.budget import Budget, head_lines
 from kenning.mcpserver.untrusted import clean_label, escape_label, new_nonce, wrap
+
+if TYPE_CHECKING:
+    from kenning.index_admin import Published
 
 # Kept free in every budget for the sentence that says what was left out.
 NOTICE_TOKENS = 80
@@ -208,7 +211,7 @@ def _published(pub: dict[str, Any]) -> str:
     from kenning.index_admin import ahead_text
 
     return (f"shared index: generation {pub['generation']} ({pub.get('state')}) published "
-            f"{pub.get('published_at')} · local snapshot " + ahead_text(pub))
+            f"{pub.get('published_at')} · local snapshot " + ahead_text(cast("Published", pub)))
 
 
 def reindex(result: dict[str, Any]) -> Rendered:

@@ -222,7 +222,7 @@ def below_definitions(candidates: list[Candidate]) -> None:
 def stem(word: str) -> str:
     """``word``'s stem, compared whole (not as a prefix) with the stems of the query's words."""
     with _STEMMER_LOCK:
-        return _STEMMER.stemWord(word)
+        return str(_STEMMER.stemWord(word))
 
 
 @lru_cache(maxsize=8192)
