@@ -65,7 +65,7 @@ def main() -> None:
                 hits = dense.search(snap, vector)
                 genuine_top.append(hits[0][1] if hits else 0.0)
                 # the chunks of the target's file that overlap its lines
-                ids = [r[0] for r in snap.file_chunks([q["path"]]).get(q["path"], [])
+                ids = [r.id for r in snap.file_chunks([q["path"]]).get(q["path"], [])
                        if not (r[4] < q["start_line"] or r[3] > q["end_line"])]
                 scores = dense.cosines(snap, vector, ids)
                 if scores:

@@ -11,6 +11,8 @@ from kenning import config
 from kenning.indexer import refresh
 from kenning.retrieval import ProjectRef, search
 from kenning.retrieval.api import MAX_LIMIT
+from kenning.retrieval.units import Unit
+from kenning.store.reads import ChunkRow
 
 
 def _indexed(root: Path, files: dict[str, str]) -> list[ProjectRef]:
@@ -162,22 +164,28 @@ def _cart() -> str:
             + methods + "  end\nend\n")
 
 
-def test_short_pieces_that_declare_nothing_join_the_declaration_after_them(
-        in_decls: list[ProjectRef]) -> None:
-    from kenning.retrieval.ranking import Candidate
+def _units_of_file(root: Path, path: str) -> tuple[list[ChunkRow], dict[int, Unit]]:
+    """The chunks of ``path`` in byte order, read by name, and the units of those that are not
+    a unit on their own."""
+    from kenning.retrieval.api import candidate_of
     from kenning.retrieval.units import units
     from kenning.store import Index
 
-    root = in_decls[0].root
-    (root / "cart.rb").write_text(_cart())
     refresh(root, config.load())
     with Index.open(root, config.load()).snapshot() as snap:
-        rows = snap._conn.execute(
-            "SELECT id, path, start_line, end_line, start_byte, end_byte, language, kind, symbol "
-            "FROM chunks WHERE path = 'cart.rb' ORDER BY start_byte").fetchall()
-        found = units(snap, [Candidate(*row, 0.0) for row in rows])
-    by_line = {row[2]: found.get(row[0]) for row in rows}
-    pieces = [(row[2], row[3], row[7], row[8]) for row in rows]
+        ids = [chunk.id for chunk in snap.file_chunks([path])[path]]
+        rows = sorted(snap.chunk_rows(ids), key=lambda row: row.start_byte)
+        assert [row.path for row in rows] == [path] * len(ids)
+        return rows, units(snap, [candidate_of(row) for row in rows])
+
+
+def test_short_pieces_that_declare_nothing_join_the_declaration_after_them(
+        in_decls: list[ProjectRef]) -> None:
+    root = in_decls[0].root
+    (root / "cart.rb").write_text(_cart())
+    rows, found = _units_of_file(root, "cart.rb")
+    by_line = {row.start_line: found.get(row.id) for row in rows}
+    pieces = [(row.start_line, row.end_line, row.kind, row.symbol) for row in rows]
     assert pieces[:3] == [(1, 1, "block", None), (3, 3, "module", "Shop"),
                           (4, 5, "class", "Shop.Cart")]  # what the chunker makes of the file
     imports, opener, header = by_line[1], by_line[3], by_line[4]
@@ -189,7 +197,7 @@ def test_short_pieces_that_declare_nothing_join_the_declaration_after_them(
     assert (opener.span[2], opener.span[3], opener.symbol) == (3, 17, "Shop")
     assert (header.span[2], header.span[3], header.symbol) == (4, 17, "Shop.Cart")
     assert header.window == header.span  # the header and the member it joined are shown
-    assert all(by_line[row[2]] is None for row in rows[3:])  # whole methods stand alone
+    assert all(by_line[row.start_line] is None for row in rows[3:])  # whole methods alone
 
 
 def _accessors() -> str:
@@ -204,19 +212,10 @@ def _accessors() -> str:
 
 
 def test_a_short_declaration_comes_with_its_short_siblings(in_decls: list[ProjectRef]) -> None:
-    from kenning.retrieval.ranking import Candidate
-    from kenning.retrieval.units import units
-    from kenning.store import Index
-
     root = in_decls[0].root
     (root / "request.rb").write_text(_accessors())
-    refresh(root, config.load())
-    with Index.open(root, config.load()).snapshot() as snap:
-        rows = snap._conn.execute(
-            "SELECT id, path, start_line, end_line, start_byte, end_byte, language, kind, symbol "
-            "FROM chunks WHERE path = 'request.rb' ORDER BY start_byte").fetchall()
-        found = units(snap, [Candidate(*row, 0.0) for row in rows])
-    by_symbol = {row[8]: found.get(row[0]) for row in rows}
+    rows, found = _units_of_file(root, "request.rb")
+    by_symbol = {row.symbol: found.get(row.id) for row in rows}
     host = by_symbol["Request.host"]
     assert host is not None and (host.span[2], host.span[3], host.symbol) == (2, 4, "Request.host")
     assert host.window == host.span  # the three accessors are shown together

@@ -336,7 +336,7 @@ def test_shared_results_span_the_units_local_ones_do(tmp_path: Path, model: Any,
     ref = _ref(root, local, model)
     with Index.open(root, local, embedder=model).snapshot() as snap:
         parts = [row for row in snap.file_chunks(["shop/cart.py"])["shop/cart.py"]
-                 if row[6] == "Cart.apply_discount"]
+                 if row.symbol == "Cart.apply_discount"]
     assert len(parts) > 1  # the declaration is cut into several chunks
     for query in ("apply a discount code to the shopping cart", "number of items in the cart",
                   "how is a discount applied to the cart?"):  # a question: declared names count

@@ -116,12 +116,14 @@ def _open(ref: ProjectRef, ctx: _Context) -> Index | None:
 
 
 def _candidates(snap: Snapshot, ids: list[int]) -> dict[int, Candidate]:
-    return {r[0]: candidate_of(r) for r in snap.chunk_rows(ids)}
+    return {r.id: candidate_of(r) for r in snap.chunk_rows(ids)}
 
 
 def candidate_of(row: ChunkRow) -> Candidate:
     """The candidate of a chunk's row, before it is scored."""
-    return Candidate(*row[:9], 0.0, generated=bool(row[9]))
+    return Candidate(row.id, row.path, row.start_line, row.end_line, row.start_byte,
+                     row.end_byte, row.language, row.kind, row.symbol, 0.0,
+                     generated=bool(row.generated))
 
 
 def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]], str | None]:
@@ -312,14 +314,15 @@ def _chunk_readers(index: Index, snap: Snapshot, ctx: _Context) -> tuple[
     rows: dict[int, ChunkRow] = {}
 
     def symbol_less(ids: list[int]) -> list[tuple[int, str, str | None]]:
-        found = [row for row in snap.chunk_rows(ids) if row[8] is None]
-        rows.update((row[0], row) for row in found)
-        return [(row[0], row[1], row[6]) for row in found]
+        found = [row for row in snap.chunk_rows(ids) if row.symbol is None]
+        rows.update((row.id, row) for row in found)
+        return [(row.id, row.path, row.language) for row in found]
 
     def texts(ids: list[int]) -> dict[int, str]:
-        reader = SnippetReader(index.root, snap.file_states({rows[cid][1] for cid in ids}),
+        reader = SnippetReader(index.root, snap.file_states({rows[cid].path for cid in ids}),
                                int(ctx.settings["index.max_file_size"]))
-        return {cid: reader.read(rows[cid][1], rows[cid][4], rows[cid][5])[0] for cid in ids}
+        return {cid: reader.read(rows[cid].path, rows[cid].start_byte, rows[cid].end_byte)[0]
+                for cid in ids}
 
     return symbol_less, texts
 
@@ -641,9 +644,10 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
             continue
         with index.snapshot() as snap:
             row = snap.chunk_row(wanted.ordinal)
-            _check_current(wanted, snap, None if row is None else row[1])
-            assert row is not None  # refused above
-            found = candidate_of(row[0])
+            chunk, made_in = (None, None) if row is None else row
+            _check_current(wanted, snap, made_in)
+            assert chunk is not None  # refused above
+            found = candidate_of(chunk)
             own = (found.start_byte, found.end_byte, found.start_line, found.end_line)
             unit = units(snap, [found]).get(found.id) if scope != "chunk" else None
             if unit is not None:

@@ -27,7 +27,6 @@ from kenning.tokens import split_identifier
 SHORT_LINES = 3  # a piece this short that declares nothing is no result of its own
 SIBLING_LINES = 12  # a short declaration shows short siblings around it up to this many lines
 
-# (id, start byte, end byte, start line, end line, kind, symbol, signature) of a chunk
 Row = FileChunk
 # (start byte, end byte, start line, end line)
 Span = tuple[int, int, int, int]
@@ -63,8 +62,8 @@ def units(snap: FileChunks, chunks: Iterable[Located],
     for runs in _runs(snap, sorted({c.path for c in chunks}), snapshot).values():
         for i, run in enumerate(runs):
             for row in run:
-                if row[0] in wanted and (unit := _unit(runs, i, row)) is not None:
-                    found[row[0]] = unit
+                if row.id in wanted and (unit := _unit(runs, i, row)) is not None:
+                    found[row.id] = unit
     return found
 
 
@@ -73,7 +72,7 @@ def declared_words(snap: FileChunks, paths: Iterable[str],
     """Path -> the words of the names its declarations have (``Router.merge_nested``: router,
     merge, nested)."""
     return _declared_of_files.get(snapshot, sorted(set(paths)), lambda missing: {
-        path: name_words(run[0][6] for run in runs if run[0][6])
+        path: name_words(run[0].symbol for run in runs if run[0].symbol)
         for path, runs in _runs(snap, missing, snapshot).items()})
 
 
@@ -89,7 +88,7 @@ def unit_of(rows: Sequence[Row], chunk: int) -> Unit | None:
     runs = _declarations(rows)
     for i, run in enumerate(runs):
         for row in run:
-            if row[0] == chunk:
+            if row.id == chunk:
                 return _unit(runs, i, row)
     return None
 
@@ -109,7 +108,7 @@ def _declarations(rows: Sequence[Row]) -> list[list[Row]]:
     """The file's chunks in runs: the parts of one declaration together, anything else alone."""
     runs: list[list[Row]] = []
     for row in rows:
-        if runs and row[6] is not None and row[5:] == runs[-1][0][5:]:
+        if runs and row.symbol is not None and row.declaration == runs[-1][0].declaration:
             runs[-1].append(row)
         else:
             runs.append([row])
@@ -130,17 +129,21 @@ def _unit(runs: list[list[Row]], i: int, row: Row) -> Unit | None:
         if lo == hi:
             return None
         first, last = runs[lo][0], runs[hi][-1]
-        return Unit((first[1], last[2], first[3], last[4]), (first[1], last[2], first[3], last[4]),
-                    row[5], row[6])
+        whole = _span(first, last)
+        return Unit(whole, whole, row.kind, row.symbol)
     first, last = runs[lo][0], runs[hi][-1]
     start = runs[lo][-1] if lo < i else row  # the window reaches into the joined unit
     end = runs[hi][0] if hi > i else row
-    kind, symbol = row[5], row[6]
+    kind, symbol = row.kind, row.symbol
     if symbol is None and (lo, hi) != (i, i):  # code between declarations: named by its unit
         joined = runs[hi][0] if hi > i else runs[lo][0]
-        kind, symbol = joined[5], joined[6]
-    return Unit((first[1], last[2], first[3], last[4]), (start[1], end[2], start[3], end[4]),
-                kind, symbol)
+        kind, symbol = joined.kind, joined.symbol
+    return Unit(_span(first, last), _span(start, end), kind, symbol)
+
+
+def _span(first: Row, last: Row) -> Span:
+    """From the start of ``first`` to the end of ``last``."""
+    return first.start_byte, last.end_byte, first.start_line, last.end_line
 
 
 def _small_siblings(runs: list[list[Row]], i: int) -> tuple[int, int]:
@@ -149,20 +152,22 @@ def _small_siblings(runs: list[list[Row]], i: int) -> tuple[int, int]:
     lo = hi = i
     if not _small(runs[i]):
         return lo, hi
-    parent = _parent(runs[i][0][6])
+    parent = _parent(runs[i][0].symbol)
     while True:
         grown = False
         for j in (hi + 1, lo - 1):
-            if 0 <= j < len(runs) and _small(runs[j]) and _parent(runs[j][0][6]) == parent:
+            if 0 <= j < len(runs) and _small(runs[j]) and _parent(runs[j][0].symbol) == parent:
                 a, b = min(lo, j), max(hi, j)
-                if runs[b][-1][4] - runs[a][0][3] + 1 <= SIBLING_LINES:
+                if runs[b][-1].end_line - runs[a][0].start_line + 1 <= SIBLING_LINES:
                     lo, hi, grown = a, b, True
         if not grown:
             return lo, hi
 
 
 def _small(run: list[Row]) -> bool:
-    return len(run) == 1 and run[0][6] is not None and run[0][4] - run[0][3] + 1 <= SHORT_LINES
+    chunk = run[0]
+    return (len(run) == 1 and chunk.symbol is not None
+            and chunk.end_line - chunk.start_line + 1 <= SHORT_LINES)
 
 
 def _parent(symbol: str | None) -> str:
@@ -171,12 +176,12 @@ def _parent(symbol: str | None) -> str:
 
 def _short_filler(runs: list[list[Row]], lo: int, hi: int) -> bool:
     """Whether runs ``lo``-``hi`` are short and declare nothing whole of their own."""
-    if runs[hi][-1][4] - runs[lo][0][3] + 1 > SHORT_LINES:
+    if runs[hi][-1].end_line - runs[lo][0].start_line + 1 > SHORT_LINES:
         return False
     if lo != hi:
         return True
-    symbol = runs[lo][0][6]
+    symbol = runs[lo][0].symbol
     if symbol is None:
         return True
-    following = runs[lo + 1][0][6] if lo + 1 < len(runs) else None
+    following = runs[lo + 1][0].symbol if lo + 1 < len(runs) else None
     return following is not None and following.startswith(symbol + ".")  # a member follows

@@ -76,8 +76,8 @@ def get_chunk(engine: Engine, wanted: ChunkId, *, scope: str,
 
 
 def _row(r: dict[str, Any]) -> Row:
-    return (r["ordinal"], r["start_byte"], r["end_byte"], r["start_line"], r["end_line"],
-            r["kind"], r["symbol"] or None, r["signature"] or None)
+    return Row(r["ordinal"], r["start_byte"], r["end_byte"], r["start_line"], r["end_line"],
+               r["kind"], r["symbol"] or None, r["signature"] or None)
 
 
 def _stitched(rows: list[dict[str, Any]], span: tuple[int, int, int, int]) -> str | None:

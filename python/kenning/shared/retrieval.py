@@ -278,10 +278,11 @@ class _EngineFiles:
             for path in missing:
                 self._files[path] = []
             for row in sorted(found, key=lambda r: (r["path"], r["start_byte"])):
-                self._files[row["path"]].append((self._id(row["id"]), row["start_byte"],
-                                                 row["end_byte"], row["start_line"],
-                                                 row["end_line"], row["kind"],
-                                                 row["symbol"] or None, row["signature"] or None))
+                self._files[row["path"]].append(Row(self._id(row["id"]), row["start_byte"],
+                                                    row["end_byte"], row["start_line"],
+                                                    row["end_line"], row["kind"],
+                                                    row["symbol"] or None,
+                                                    row["signature"] or None))
         return {p: self._files[p] for p in paths if self._files.get(p)}
 
     def _id(self, pk: str) -> int:

@@ -10,19 +10,48 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from kenning.store import db, masks
 from kenning.store.chunk_filter import ChunkFilter, condition
 
-# (id, path, start line, end line, start byte, end byte, language, kind, symbol, generated) of
-# a chunk
-ChunkRow = tuple[int, str, int, int, int, int, "str | None", str, "str | None", int]
-# (id, start byte, end byte, start line, end line, kind, symbol, signature) of a file's chunk
-FileChunk = tuple[int, int, int, int, int, str, "str | None", "str | None"]
-_CHUNK_COLUMNS = ("id, path, start_line, end_line, start_byte, end_byte, language, kind, symbol, "
-                  "generated")
+
+class ChunkRow(NamedTuple):
+    """A chunk as the search reads it; lines 1-based inclusive, bytes half-open."""
+
+    id: int
+    path: str
+    start_line: int
+    end_line: int
+    start_byte: int
+    end_byte: int
+    language: str | None
+    kind: str
+    symbol: str | None
+    generated: int  # 1: its file's first lines say a tool wrote it
+
+
+class FileChunk(NamedTuple):
+    """One chunk of a file, as the file's chunks in byte order are read to find units."""
+
+    id: int
+    start_byte: int
+    end_byte: int
+    start_line: int
+    end_line: int
+    kind: str
+    symbol: str | None
+    signature: str | None
+
+    @property
+    def declaration(self) -> tuple[str, str | None, str | None]:
+        """What the parts of one declaration cut into several chunks share."""
+        return self.kind, self.symbol, self.signature
+
+
+_CHUNK_COLUMNS = ", ".join(ChunkRow._fields)
 
 
 def _marks(values: Collection[object]) -> str:
@@ -94,14 +123,14 @@ class SnapshotReads:
         """The rows of the chunks ``ids`` that this snapshot holds."""
         if not ids:
             return []
-        return self._conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN "
-                                  f"({_marks(ids)})", list(ids)).fetchall()
+        return [ChunkRow._make(row) for row in self._conn.execute(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({_marks(ids)})", list(ids))]
 
     def chunk_row(self, chunk_id: int) -> tuple[ChunkRow, int] | None:
         """The row of chunk ``chunk_id`` and the generation that made it; None if absent."""
         row = self._conn.execute(f"SELECT {_CHUNK_COLUMNS}, generation FROM chunks WHERE id = ?",
                                  (chunk_id,)).fetchone()
-        return None if row is None else (row[:10], row[10])
+        return None if row is None else (ChunkRow._make(row[:-1]), row[-1])
 
     def file_chunks(self, paths: Sequence[str]) -> dict[str, list[FileChunk]]:
         """Each of ``paths``'s chunks in file order (files without chunks are absent)."""
@@ -112,7 +141,7 @@ class SnapshotReads:
                 "SELECT path, id, start_byte, end_byte, start_line, end_line, kind, symbol, "
                 f"signature FROM chunks WHERE path IN ({_marks(paths)}) ORDER BY path, start_byte",
                 list(paths)):
-            found.setdefault(row[0], []).append(row[1:])
+            found.setdefault(row[0], []).append(FileChunk._make(row[1:]))
         return found
 
     def declaration_starts(self, ids: Sequence[int]) -> dict[int, int]:
