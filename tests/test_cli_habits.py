@@ -86,10 +86,11 @@ def test_a_quoted_phrase_matches_as_a_phrase(indexed: Indexed,
 
 
 def test_a_quoted_word_is_emphasis_not_a_phrase() -> None:
-    from kenning.retrieval.query import analyze, phrase_match
+    from kenning.retrieval.query import analyze
+    from kenning.store.fts import phrases
 
-    assert phrase_match(analyze('Get the encoding of the console file, e.g. "utf-8".')) is None
-    assert phrase_match(analyze('find "retry the request" in the client')) == \
+    assert phrases(analyze('Get the encoding of the console file, e.g. "utf-8".').phrases) is None
+    assert phrases(analyze('find "retry the request" in the client').phrases) == \
         '"retry the request"'
 
 

@@ -5,7 +5,6 @@ A real index of a generated repository (files, chunks and the FTS table; no vect
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -52,17 +51,17 @@ def test_prefix_matches_fill_the_room_the_whole_name_leaves(snap: Snapshot) -> N
 
 def test_enough_strong_matches_need_no_prefix_match(snap: Snapshot,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    asked: list[str] = []
-    graded = symbols._graded
+    asked: list[tuple[list[str], bool]] = []
+    matches = snap.symbol_matches
 
-    def recording(conn: sqlite3.Connection, expression: str, *rest: Any) -> Any:
-        asked.append(expression)
-        return graded(conn, expression, *rest)
+    def recording(tokens: list[str], *rest: Any, prefix: bool = False) -> Any:
+        asked.append((list(tokens), prefix))
+        return matches(tokens, *rest, prefix=prefix)
 
-    monkeypatch.setattr(symbols, "_graded", recording)
+    monkeypatch.setattr(snap, "symbol_matches", recording)
     found = symbols.search(snap, analyze("request"), limit=1)
     assert [grade for _, grade in found] == [symbols.EXACT]
-    assert asked == ['symbol : "request"']
+    assert asked == [(["request"], False)]  # no prefix match asked for
 
 
 def test_a_window_full_of_whole_name_rows_is_not_crowded_out_by_prefix_rows(

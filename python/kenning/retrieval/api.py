@@ -30,7 +30,7 @@ from kenning.retrieval import dense, lexical, symbols
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.projects import ProjectRef, resolve_projects
-from kenning.retrieval.query import Query, analyze, named_tokens, phrase_match
+from kenning.retrieval.query import Query, analyze, named_tokens
 from kenning.retrieval.ranking import Candidate, later_parts, named_candidates, rank
 from kenning.retrieval.reexports import lead_with_reexports
 from kenning.retrieval.snippets import SnippetReader, left_out
@@ -244,9 +244,8 @@ def _ranked(snap: Snapshot, ctx: _Context, vector: np.ndarray | None,
         # chunks with no vector yet (a partial index) are judged by the other branches
         fused = {cid: s for cid, s in fused.items()
                  if cid in symbol_hits or cosine.get(cid, floor) >= floor}
-    phrases = phrase_match(ctx.query)
-    if phrases is not None:  # a quoted phrase is said by every result, where any chunk says it
-        saying = snap.fts_among(phrases, list(fused))
+    if ctx.query.phrases:  # a quoted phrase is said by every result, where any chunk says it
+        saying = snap.saying(ctx.query.phrases, list(fused))
         if saying:
             fused = {cid: s for cid, s in fused.items() if cid in saying}
     # signals re-order the head of the fused list; deeper candidates cannot reach the page
@@ -268,9 +267,8 @@ def _weak(snap: Snapshot, ctx: _Context, vector: np.ndarray | None, cands: list[
     is declared."""
     if not cands:
         return set()
-    phrases = phrase_match(ctx.query)
-    if any(snap.fts_count(f'"{token}"', 1) == 0 for token in named_tokens(ctx.query)) or (
-            phrases is not None and snap.fts_count(phrases, 1) == 0):
+    if any(not snap.says([[token]]) for token in named_tokens(ctx.query)) or not snap.says(
+            ctx.query.phrases):
         return {c.id for c in cands}
     if ctx.floor is None or vector is None:
         return set()

@@ -160,13 +160,6 @@ def _phrase_tokens(quoted: str) -> list[str]:
             if (token := word.strip("_").lower())]
 
 
-def phrase_match(query: Query) -> str | None:
-    """The FTS5 expression that finds the chunks saying every phrase the query quotes."""
-    if not query.phrases:
-        return None
-    return " AND ".join('"' + " ".join(tokens) + '"' for tokens in query.phrases)
-
-
 def named_tokens(query: Query) -> list[str]:
     """The index tokens of the identifiers the query names (each component of a qualified one,
     whole), as a chunk that contains them has them; a lone lower-case word is left out, as it

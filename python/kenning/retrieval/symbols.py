@@ -49,14 +49,15 @@ def best_grade(symbol: str, names: Sequence[str]) -> float:
 WINDOW = 500  # rows of the FTS match graded per search
 
 
-def _graded(snap: Snapshot, expression: str, names: Sequence[str],
-            keep: ChunkFilter | None) -> tuple[list[tuple[int, float]], int]:
-    """``(chunk id, grade)`` of the matching chunks among the first WINDOW rows the FTS
-    ``expression`` finds, and how many rows it found (up to WINDOW)."""
+def _graded(snap: Snapshot, tokens: Sequence[str], names: Sequence[str],
+            keep: ChunkFilter | None, *, prefix: bool) -> tuple[list[tuple[int, float]], int]:
+    """``(chunk id, grade)`` of the matching chunks among the first WINDOW rows whose symbol
+    has one of ``tokens`` (or, with ``prefix``, a token starting with one), and how many rows
+    were found (up to WINDOW)."""
     graded: list[tuple[int, float]] = []
     best_of: dict[str, float] = {}  # many chunks share a symbol (overloads, copies, tests)
     rows = 0
-    for chunk_id, symbol in snap.symbol_rows(expression, WINDOW, keep):
+    for chunk_id, symbol in snap.symbol_matches(tokens, WINDOW, keep, prefix=prefix):
         rows += 1
         best = best_of.get(symbol)
         if best is None:
@@ -83,9 +84,8 @@ def search(snap: Snapshot, query: Query, *, limit: int,
     # matches all grade PREFIX, the lowest, so it runs only when the whole tokens leave room on
     # the list; and not when they fill the window, whose strong matches a wider match would
     # only crowd out.
-    scored, rows = _graded(snap, " OR ".join(f'symbol : "{t}"' for t in tokens), names, keep)
+    scored, rows = _graded(snap, list(tokens), names, keep, prefix=False)
     if rows < WINDOW and sum(1 for _, strength in scored if strength > PREFIX) < limit:
-        scored, _ = _graded(snap, " OR ".join(f'symbol : "{t}"*' for t in tokens), names,
-                            keep)
+        scored, _ = _graded(snap, list(tokens), names, keep, prefix=True)
     scored.sort(key=lambda item: (-item[1], item[0]))
     return scored[:limit]

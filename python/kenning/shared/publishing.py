@@ -67,7 +67,7 @@ DELETE_IDS = 16_384  # ids per delete call: one call costs ~0.6 s at 200k rows i
 # the symbol's and the path's tokens repeated by their weight (relative to the body's) in the
 # engine's single BM25 field give the same weighted frequencies as the local lexical branch;
 # only the row length both normalise by differs (FTS5 counts each token once).
-_BODY_W, _SYMBOL_W, _PATH_W = COLUMN_WEIGHTS
+_BODY_W, _SYMBOL_W, _PATH_W = (COLUMN_WEIGHTS[c] for c in ("body", "symbol", "path"))
 SYMBOL_REPEAT, PATH_REPEAT = round(_SYMBOL_W / _BODY_W), round(_PATH_W / _BODY_W)
 
 Progress = Callable[[dict[str, Any]], None]

@@ -8,13 +8,13 @@ SQL here, so no caller writes SQL against the schema.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from kenning.store import db, masks
+from kenning.store import db, fts, masks
 from kenning.store.chunk_filter import ChunkFilter, condition
 
 
@@ -68,19 +68,27 @@ class SnapshotReads:
     vector_epoch: int
     vector_rows: int
 
-    # -- the lexical table (FTS5 over chunks_fts(body, symbol, path), rowid = chunk id)
+    # -- the lexical table (FTS5 over chunks_fts(body, symbol, path), rowid = chunk id); the
+    # MATCH expressions come from ``fts``, built from the terms, tokens and phrases given
 
     def fts_count(self, match: str, cap: int) -> int:
-        """How many rows the FTS5 expression ``match`` finds, counting no further than ``cap``."""
+        """How many rows the FTS5 expression ``match`` finds, counting no further than ``cap``
+        (what ``fts.lexical`` weighs terms by)."""
         return int(self._conn.execute(
             "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
             (match, cap)).fetchone()[0])
 
-    def fts_top(self, match: str, weights: Sequence[float], limit: int,
-                keep: ChunkFilter | None = None) -> list[tuple[int, float]]:
-        """``(chunk id, bm25)`` of the best ``limit`` rows ``match`` finds among the chunks
-        ``keep`` keeps, best first (FTS5's bm25 is lower-is-better)."""
-        columns = ", ".join(str(w) for w in weights)
+    def lexical_top(self, terms: Sequence[str], weights: Mapping[str, float], limit: int,
+                    keep: ChunkFilter | None = None,
+                    phrases: Sequence[Sequence[str]] = ()) -> list[tuple[int, float]]:
+        """``(chunk id, bm25 score)`` of the best ``limit`` chunks for the query words
+        ``terms`` (rare ones first: ``fts.lexical``), with column ``weights`` by name, among
+        the chunks ``keep`` keeps and that say every one of ``phrases``; best first, higher is
+        better."""
+        match = fts.lexical_with_phrases(self.fts_count, terms, phrases)
+        if match is None:
+            return []
+        columns = fts.weights(weights)
         if keep is not None:
             where, params = condition(self._conn, keep)
             sql = (f"SELECT f.rowid, bm25(chunks_fts, {columns}) AS s FROM chunks_fts f "
@@ -91,10 +99,20 @@ class SnapshotReads:
             sql = (f"SELECT rowid, bm25(chunks_fts, {columns}) AS s FROM chunks_fts "
                    "WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?")
             args = [match, limit]
-        return [(row[0], row[1]) for row in self._conn.execute(sql, args)]
+        # FTS5's bm25() is lower-is-better; negated so every branch ranks higher-is-better
+        return [(row[0], -row[1]) for row in self._conn.execute(sql, args)]
 
-    def fts_among(self, match: str, ids: Sequence[int]) -> set[int]:
-        """The chunks among ``ids`` that the FTS5 expression ``match`` finds."""
+    def says(self, phrases: Sequence[Sequence[str]]) -> bool:
+        """Whether some chunk says every one of ``phrases`` (each a sequence of tokens; a
+        one-token phrase is that token)."""
+        match = fts.phrases(phrases)
+        return match is None or self.fts_count(match, 1) > 0
+
+    def saying(self, phrases: Sequence[Sequence[str]], ids: Sequence[int]) -> set[int]:
+        """The chunks among ``ids`` that say every one of ``phrases``."""
+        match = fts.phrases(phrases)
+        if match is None:
+            return set(ids)
         found: set[int] = set()
         for start in range(0, len(ids), 500):  # within SQLite's limit of bound parameters
             part = list(ids[start:start + 500])
@@ -103,13 +121,17 @@ class SnapshotReads:
                 f"({', '.join('?' * len(part))})", [match, *part]))
         return found
 
-    def symbol_rows(self, match: str, limit: int,
-                    keep: ChunkFilter | None = None) -> list[tuple[int, str]]:
-        """``(chunk id, symbol)`` of the first ``limit`` chunks with a symbol that the FTS5
-        expression ``match`` finds (in rowid order), among those ``keep`` keeps."""
+    def symbol_matches(self, tokens: Sequence[str], limit: int,
+                       keep: ChunkFilter | None = None, *,
+                       prefix: bool = False) -> list[tuple[int, str]]:
+        """``(chunk id, symbol)`` of the first ``limit`` chunks (in rowid order) among those
+        ``keep`` keeps whose symbol has one of ``tokens`` as a whole token, or with ``prefix``
+        one that starts with one of them."""
+        if not tokens:
+            return []
         sql = ("SELECT c.id, c.symbol FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
                "WHERE chunks_fts MATCH ? AND c.symbol IS NOT NULL")
-        args: list[object] = [match]
+        args: list[object] = [fts.symbol_tokens(tokens, prefix=prefix)]
         if keep is not None:
             where, params = condition(self._conn, keep)
             sql += f" AND {where}"
