@@ -166,8 +166,8 @@ KEYS: dict[str, Key] = {
         Key("embedder.document_prefix", None, _text, "override the document prefix"),
         Key("index.max_file_size", 1_048_576, _integer(1),
             "files larger than this many bytes are skipped"),
-        # measured (benchmarks/ann_vs_exact.py, 1M x 384-bit): exact scan ~9 ms, HNSW ~0.9 ms at
-        # recall@50 0.96 but ~20 min to build on 2 busy cores; exact stays <= ~20 ms below 2M
+        # exact below it: the scan stays fast enough, and HNSW's long build and lost recall do
+        # not pay (benchmarks/README.md)
         Key("index.ann_threshold", 2_000_000, _integer(1),
             "vectors above which search uses usearch HNSW"),
         Key("index.vector_search", "auto", _choice("auto", "exact", "ann"),

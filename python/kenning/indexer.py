@@ -387,9 +387,8 @@ def embedding_order(missing: Sequence[MissingVector], files: dict[str, FileRow]
                     ) -> list[MissingVector]:
     """What searches need first: implementation code before tests, examples, docs and generated
     text (in the order ranking demotes them), and within each, recently changed files first, so
-    a search during a first index finds vectors where the answers usually are. Measured
-    (benchmarks/first_vectors.py, ~5.6k vectors): 90% of the implementation chunks have vectors
-    after 2,304 embedded instead of 4,480 in path order."""
+    a search during a first index finds vectors where the answers usually are (about twice as
+    soon as in path order: benchmarks/README.md)."""
     from kenning.retrieval.classes import categories
     from kenning.retrieval.ranking import PENALTY
 

@@ -33,8 +33,8 @@ from kenning.errors import ConfigError, EmbedderError
 # A cautious token count for models whose tokenizer kenning does not ship. WordPiece (BERT-family
 # embedders: nomic, e5, bge, arctic) fragments most: every punctuation mark is a token, letters
 # go ~3 to a piece, digits ~2. Counting so, plus 15%, stays at or above the real MiniLM count on
-# 99.9% of 20-line windows of CPython, JS and JSON (median 1.36x); byte-level BPE models
-# (qwen3, OpenAI) need fewer tokens still.
+# nearly every window of code (benchmarks/README.md); byte-level BPE models (qwen3, OpenAI) need
+# fewer tokens still.
 _PIECES = re.compile(r"[A-Za-z]+|[0-9]+|\S")
 _MARGIN = 1.15
 

@@ -346,10 +346,9 @@ def _partial_warning(index: Index, snap: Snapshot, ctx: _Context) -> str:
 
 # Vectors from which the scan runs on a worker thread, overlapping the lexical and symbol
 # branches: the Hamming scan and the rescoring run in the Rust core without the GIL, and SQLite's
-# steps release it too. Measured (warm, this tree vs the scan inline): 300k vectors 1.19x, 1M
-# 1.11x, 100k 0.96x (the hand-over costs more than the 1 ms scan it hides). Running every branch
-# in threads bought nothing: their SQL shares one connection, and the symbol and ranking code
-# keeps the GIL.
+# steps release it too. Below it the hand-over costs more than the scan it hides
+# (benchmarks/README.md). The other branches stay inline: their SQL shares one connection, and
+# the symbol and ranking code keeps the GIL.
 OVERLAP_ROWS = 200_000
 _scans: ThreadPoolExecutor | None = None
 _scans_lock = threading.Lock()
@@ -397,8 +396,8 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
            freshness: Freshness | None = None,
            shared_projects: Sequence[str] | None = None,
            prefer: Path | None = None) -> dict[str, Any]:
-    """Hybrid search over one or more projects; the DESIGN.md search-result JSON, plus
-    ``vectors_deferred``.
+    """Hybrid search over one or more projects: the search-result JSON of the README ("The
+    search result JSON"), plus ``vectors_deferred``.
 
     ``search.backend`` decides where: ``local`` (the indexes here), ``shared`` (the published
     snapshots in the shared index: ``shared_projects``, or all), ``both`` (``projects`` here,

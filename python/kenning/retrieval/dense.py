@@ -17,12 +17,8 @@ from kenning.store import Snapshot, graph
 
 SHORTLIST = 300  # Hamming candidates rescored per query
 # Rescored cosine below which a chunk is not relevant to the query; symbol matches are kept
-# whatever their cosine. all-MiniLM-L6-v2, measured with benchmarks/eval_floor.py: docstring dev
-# set (300 genuine queries) targets p1 0.192, p5 0.268; semble-bench dev queries of 3+ words
-# (5 repos, 63 queries) keep 96.8% of their targets at 0.10-0.15 but 93.7% at 0.18; 16 irrelevant
-# queries x 5 corpora reach a top-1 of p50 0.163, p90 0.239. At 0.15 the genuine targets stay
-# (99.7% and 96.8%, the rest unreachable files) and 46% of irrelevant queries get no result at
-# all, the rest only their few best-matching chunks.
+# whatever their cosine. For all-MiniLM-L6-v2: the highest floor that keeps nearly every genuine
+# target while most irrelevant queries get no result (benchmarks/README.md).
 MINILM_FLOOR = 0.15
 # A floor holds only for the model it was measured on: e5 and bge cosines sit high, OpenAI's
 # low, so one number would remove nothing for some models and true hits for others. A model

@@ -10,8 +10,8 @@ K = 15  # lower than the usual 60: the head of each branch carries most of the e
 
 
 def branch_weights(query: Query) -> dict[str, float]:
-    """Identifier-like queries weigh the symbol branch up. Dense leads lexical by 1.5 to 1:
-    semble-bench dev 0.817 NDCG@10 (2 to 1: 0.812, 1 to 1: 0.811), docstring dev unchanged."""
+    """Identifier-like queries weigh the symbol branch up. Dense leads lexical by 1.5 to 1,
+    the best of the ratios tried (benchmarks/README.md)."""
     return {"dense": 1.5, "lexical": 1.0, "symbol": 2.0 if query.identifier_like else 0.75}
 
 
@@ -19,8 +19,7 @@ def fuse(rankings: Mapping[str, Sequence[tuple[int, float]]], query: Query) -> d
     """chunk id -> fused score, from each branch's best-first ``(chunk id, score)`` list.
 
     Only the ranks count: fusing the branches' min-max-normalised scores instead, alone or on
-    top of the ranks, scored 0.818 to 0.828 NDCG@10 on semble-bench dev, against 0.834 for the
-    ranks alone."""
+    top of the ranks, scored lower (benchmarks/README.md)."""
     weights = branch_weights(query)
     fused: dict[int, float] = {}
     for branch, ranked in rankings.items():

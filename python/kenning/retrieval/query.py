@@ -60,9 +60,7 @@ ASKS_FOR = {
 # Phrases asking how to use something: examples and docs answer them as well as code.
 _USAGE = re.compile(r"\bhow (?:do (?:i|you|we) |to |can (?:i|you) )use\b|\busage\b", re.IGNORECASE)
 # The embedded query keeps the project's name unless this many words remain without it ("Rack
-# spec conformance validator" needs all four). semble-bench dev, the 50 queries that say their
-# project's name and keep four words or more without it: NDCG@10 0.793 -> 0.841 (11 gained, 5
-# lost); leaving the name out of the lexical terms too gained no more (0.830).
+# spec conformance validator" needs all four); the lexical terms keep it (benchmarks/README.md).
 NAMELESS_MIN_WORDS = 4
 
 

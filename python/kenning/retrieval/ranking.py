@@ -57,13 +57,13 @@ FILE_EVIDENCE_LIFT = 0.5
 # For a question, the best chunk of each file gains up to this share of the top score, in
 # proportion to the share of the query's words that the file's path and the names of its
 # declarations say: "how are nested routers merged" is answered where `Router.nest` and
-# `merge` are declared. semble-bench dev, architecture queries: 0.790 -> 0.796 NDCG@10; for
-# all queries it lowered them (a description of one function names words of its neighbours).
+# `merge` are declared. Only for questions: a description of one function names words of its
+# neighbours (benchmarks/README.md).
 FILE_DECLARATION_LIFT = 0.6
 # A file whose name the query says gets a fusion vote of this weight (as if a branch ranked it
 # first), pro rata of its name's words found in the query; more for an identifier query, whose
-# home file is often named after it. Measured on both dev sets: a multiplicative boost misleads
-# the docstring set, where the words of a neighbouring file's name are often in the query.
+# home file is often named after it. A vote, not a multiplicative boost, which misleads where
+# the words of a neighbouring file's name are in the query.
 FILE_NAME_VOTE = 0.5
 FILE_NAME_VOTE_IDENTIFIER = 1.5
 # File names that say nothing of their content: their folder's name says it instead.
@@ -155,8 +155,8 @@ def _grade(candidate: Candidate, asked: _Asked) -> float:
 def later_parts(snap: Snapshot, candidates: list[Candidate], query: Query) -> set[int]:
     """Candidates named as a queried symbol that are not where it is declared: the later parts
     of a declaration too big for one chunk (a class's fields and banner comments between its
-    methods carry the class's name, but its first chunk holds the declaration). Measured:
-    semble-bench dev symbol queries 0.903 -> 0.917 NDCG@10 once parts get no definition boost."""
+    methods carry the class's name, but its first chunk holds the declaration): they get no
+    definition boost (benchmarks/README.md)."""
     named = named_candidates(candidates, query)
     # the parts of one declaration share its signature too; overloads differ in theirs
     first = snap.declaration_starts([cand.id for cand in named])

@@ -80,7 +80,7 @@ def search(snap: Snapshot, query: Query, *, limit: int,
         return []
     # Every grade above PREFIX needs a whole component as a token, which FTS5 streams in rowid
     # order. A prefix query (`parse` also finds `parser`) must first collect every row of every
-    # term with that prefix: 50 ms for `request` on a 1M-chunk index, against 1 ms. Its extra
+    # term with that prefix, many times the cost (benchmarks/README.md). Its extra
     # matches all grade PREFIX, the lowest, so it runs only when the whole tokens leave room on
     # the list; and not when they fill the window, whose strong matches a wider match would
     # only crowd out.

@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 COLUMNS = ("body", "symbol", "path")  # of chunks_fts, in its order
 
-# FTS5 scores every row the expression matches (bm25() costs 1.5-3 us a row, and counting a
-# term's rows about 0.3 us each), so on a large index a few common words are costly. The rows
+# FTS5 scores every row the expression matches (bm25() costs several times what counting a
+# term's rows does), so on a large index a few common words are costly. The rows
 # scored are those of the query's rarest terms, taken while their rows together stay within
 # SCORED_ROWS; rows that have only terms commoner than that are left out, and such terms do
 # not take part in the scores (their low IDF ranks rows low anyway). A query of common terms
