@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,25 @@ def isolated_state(
                                                         "KENNING_KERNELS", "KENNING_RUNTIME"}:
             monkeypatch.delenv(name)
     return home
+
+
+@pytest.fixture(autouse=True)
+def fresh_process_caches() -> Iterator[None]:
+    """After each test, the process-global state of the modules it loaded starts afresh: the
+    shared freshness policies, the kept read connections and maps, the scan pool. A test must
+    not pass because an earlier one left a connection, a refresh time or a worker behind."""
+    yield
+    import sys
+
+    if (freshness := sys.modules.get("kenning.freshness")) is not None:
+        freshness._shared.clear()
+    if (store := sys.modules.get("kenning.store")) is not None:
+        store._readers.drop_all()
+    if (api := sys.modules.get("kenning.retrieval.api")) is not None:
+        with api._scans_lock:
+            pool, api._scans = api._scans, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
 
 @pytest.fixture

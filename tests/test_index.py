@@ -227,11 +227,13 @@ def test_lock_held_means_busy_and_wait_waits(repo, settings, model):
             "result", refresh(repo, settings, embedder=model, wait=True, progress=progress)))
         waiter.start()
         assert blocked.wait(timeout=60)
-        time.sleep(0.3)
-        assert waiter.is_alive() and "result" not in outcome  # still blocked on the lock
+        # written once the waiter has found the lock held: a waiter that went on without the
+        # lock would have walked the tree before it; one that waited walks it after
+        (repo / "late.py").write_text("def later():\n    return 2\n")
+        assert "result" not in outcome
     waiter.join(timeout=60)
     result = outcome["result"]
-    assert not result.busy and result.files_added == 1  # type: ignore[attr-defined]
+    assert not result.busy and result.files_added == 2  # type: ignore[attr-defined]
 
 
 def test_descriptor_change_is_a_new_index(repo, settings, model):

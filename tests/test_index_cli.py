@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -90,11 +89,13 @@ def test_second_indexer_reports_busy_and_wait_waits(repo):
         waiting = kenning("index", str(repo), "--wait", "--json-output")
         assert waiting.stdout is not None
         assert json.loads(waiting.stdout.readline())["type"] == "waiting"
-        time.sleep(0.5)
-        assert waiting.poll() is None  # still blocked on the lock
+        # written once the waiter has found the lock held: a waiter that went on without the
+        # lock would have walked the tree before it; one that waited walks it after
+        (repo / "late.py").write_text("def later():\n    return 2\n")
+        assert waiting.poll() is None
     out, err = waiting.communicate(timeout=120)
     assert waiting.returncode == 0, err
-    assert json.loads(out.splitlines()[-1])["files_added"] == 5
+    assert json.loads(out.splitlines()[-1])["files_added"] == 6
 
 
 def test_bad_path_is_one_clear_line(tmp_path):

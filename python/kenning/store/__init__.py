@@ -497,6 +497,14 @@ class _Readers:
             idle = self._idle.pop(directory, [])
         self._close(directory, [conn for conn, _ in idle])
 
+    def drop_all(self) -> None:
+        """Close every idle connection and forget every map (connections lent now are closed
+        when they come back)."""
+        with self._lock:
+            everything, self._idle = self._idle, OrderedDict()
+        for directory, idle in everything.items():
+            self._close(directory, [conn for conn, _ in idle])
+
     @staticmethod
     def _close(directory: Path, conns: list[sqlite3.Connection]) -> None:
         for conn in conns:
