@@ -31,16 +31,13 @@ def test_first_index_commits_every_chunk_with_a_vector(repo, settings, model):
         assert snap.revision == git(repo, "rev-parse", "HEAD")
         assert snap.branch == "main"
         # the lexical table holds code-aware tokens of text, symbol and path
-        hit = snap._conn.execute("SELECT c.path FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
-                                "WHERE chunks_fts MATCH 'backoff'").fetchall()
-        assert hit == [("app/server.py",)]
-        split = snap._conn.execute("SELECT c.symbol FROM chunks_fts f JOIN chunks c ON "
-                                  "c.id = f.rowid WHERE chunks_fts MATCH "
-                                  "'symbol: parse AND symbol: header'").fetchall()
-        assert split == [("parseHeader",)]
-        by_path = snap._conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH "
-                                    "'path: guide'").fetchone()[0]
-        assert by_path >= 1
+        hit = snap.lexical_top(["backoff"], {}, 10)
+        assert [row.path for row in snap.chunk_rows([cid for cid, _ in hit])] == ["app/server.py"]
+        split = snap.symbol_matches(["parse"], 10)  # `parseHeader` is the tokens parse, header
+        assert [symbol for _, symbol in split] == ["parseHeader"]
+        assert [s for _, s in snap.symbol_matches(["header"], 10)] == ["parseHeader"]
+        by_path = snap.lexical_top(["guide"], {"body": 0.0, "symbol": 0.0}, 10)
+        assert by_path  # the path's words are in the table too
 
 
 def test_vectors_belong_to_their_chunks(repo, settings, model):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,8 +13,9 @@ from kenning import config
 from kenning.errors import UsageError
 from kenning.project import project_id
 from kenning.retrieval import ProjectRef, get_chunk, resolve_projects, search
+from kenning.retrieval.api import candidate_of
 from kenning.retrieval.query import analyze
-from kenning.retrieval.ranking import Candidate, later_parts
+from kenning.retrieval.ranking import later_parts
 from kenning.store import Index
 from kenning.store.ids import ChunkId
 
@@ -283,9 +285,10 @@ def test_a_split_class_is_found_at_its_declaration(indexed: Indexed, tmp_path: P
     assert "public class NodeTable" in top["content"]
     index = Index.open(root, config.load())
     with index.snapshot() as snap:
-        cands = [Candidate(*row, 0.1) for row in snap._conn.execute(
-            "SELECT id, path, start_line, end_line, start_byte, end_byte, language, kind, "
-            "symbol FROM chunks WHERE symbol LIKE 'NodeTable%' ORDER BY start_byte")]
+        rows = snap.chunk_rows([cid for cid, _ in snap.symbol_matches(["nodetable"], 500)])
+        cands = [replace(candidate_of(row), score=0.1) for row in
+                 sorted(rows, key=lambda row: row.start_byte)
+                 if (row.symbol or "").startswith("NodeTable")]
         parts = later_parts(snap, cands, analyze("NodeTable.lookup0"))
         banners = later_parts(snap, cands, analyze("NodeTable"))
     overloads = [c.id for c in cands if c.symbol == "NodeTable.lookup0"]

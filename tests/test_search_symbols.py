@@ -37,9 +37,9 @@ def snap(tmp_path: Path) -> Iterator[Snapshot]:
 
 
 def _found(snap: Snapshot, query: str) -> list[tuple[str, float]]:
-    names = dict(snap._conn.execute("SELECT id, symbol FROM chunks"))
-    return [(names[cid], grade)
-            for cid, grade in symbols.search(snap, analyze(query), limit=10)]
+    found = symbols.search(snap, analyze(query), limit=10)
+    names = {row.id: row.symbol for row in snap.chunk_rows([cid for cid, _ in found])}
+    return [(names[cid], grade) for cid, grade in found]
 
 
 def test_prefix_matches_fill_the_room_the_whole_name_leaves(snap: Snapshot) -> None:
