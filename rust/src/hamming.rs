@@ -169,6 +169,9 @@ impl Kernel {
 
     /// `out[j]` = distance from `query` to row `ids[j]` of `db`.
     fn distances_at(self, query: &[u8], db: &[u8], width: usize, ids: &[usize], out: &mut [u32]) {
+        // the SIMD kernels read `query.len()` bytes of each row through raw pointers, and each
+        // row is a bounds-checked slice of `width` bytes: this check makes that sound
+        assert!(query.len() <= width);
         match self.0 {
             Isa::Scalar => distances_at_with(dist_scalar, query, db, width, ids, out),
             // SAFETY: as in `distances`.

@@ -35,9 +35,12 @@ impl From<CoreError> for PyErr {
 /// be freed or resized) until the binding returns, after `f`; and rust-numpy registers it as a
 /// shared borrow, so no other Rust code can take a mutable view of the same memory meanwhile.
 /// What that cannot stop is Python code in another thread writing into the same array during
-/// the call; NumPy's own C loops share that limit when they release the GIL. The kernels read
-/// only integers and floats, for which every bit pattern is valid, so such a race can make a
-/// result stale but cannot break an invariant of the scan.
+/// the call. That is a data race, and in Rust's memory model a data race is undefined
+/// behaviour, whatever the element type: the compiler may assume the borrowed slice does not
+/// change under it. We accept it as blake3-py and NumPy's own C loops do when they release the
+/// GIL: preventing it would mean copying every buffer first (the scan's whole input, on every
+/// call), and only a caller that writes an array while passing it to kenning can cause it.
+/// kenning's Python side never does; a caller that does owns the race.
 fn run<T: Send>(py: Python<'_>, bytes: usize, f: impl FnOnce() -> T + Send) -> T {
     if bytes >= DETACH_BYTES {
         py.detach(f)

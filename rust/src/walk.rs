@@ -370,6 +370,16 @@ fn stat_at(dir: &fs::File, name: &CStr) -> Stat {
 /// The names in an open folder with their `d_type` (`DT_UNKNOWN` where the file system does
 /// not say), read from the descriptor so the listing is of the folder that was opened.
 fn list_dir(dir: &fs::File) -> io::Result<Vec<(OsString, u8)>> {
+    // SAFETY: `list_dir_with` passes an open directory stream used by this thread only.
+    list_dir_with(dir, |stream| unsafe { libc::readdir(stream) })
+}
+
+/// `list_dir` with the function that reads the next entry of the stream (`readdir`, or a
+/// test's stand-in that fails).
+fn list_dir_with(
+    dir: &fs::File,
+    mut next: impl FnMut(*mut libc::DIR) -> *mut libc::dirent,
+) -> io::Result<Vec<(OsString, u8)>> {
     // SAFETY: dup of a valid descriptor; fdopendir takes the copy over (closedir closes it).
     let fd = unsafe { libc::dup(dir.as_raw_fd()) };
     if fd < 0 {
@@ -384,11 +394,18 @@ fn list_dir(dir: &fs::File) -> io::Result<Vec<(OsString, u8)>> {
         return Err(error);
     }
     let mut out = Vec::new();
-    loop {
-        // SAFETY: `stream` is an open directory stream used by this thread only.
-        let entry = unsafe { libc::readdir(stream) };
+    let ended = loop {
+        set_errno(0);
+        let entry = next(stream);
         if entry.is_null() {
-            break;
+            // NULL is the end of the folder, or an error that errno names (EIO, ...): a
+            // folder that failed mid-listing is unreadable, lest the rest of it look deleted
+            let error = io::Error::last_os_error();
+            break if error.raw_os_error().unwrap_or(0) == 0 {
+                Ok(())
+            } else {
+                Err(error)
+            };
         }
         // SAFETY: readdir returned a valid entry whose name is NUL-terminated.
         let (name, kind) = unsafe { (CStr::from_ptr((*entry).d_name.as_ptr()), (*entry).d_type) };
@@ -396,10 +413,29 @@ fn list_dir(dir: &fs::File) -> io::Result<Vec<(OsString, u8)>> {
         if name != b"." && name != b".." {
             out.push((OsStr::from_bytes(name).to_os_string(), kind));
         }
-    }
+    };
     // SAFETY: `stream` is open and not used after this.
     unsafe { libc::closedir(stream) };
-    Ok(out)
+    ended.map(|()| out)
+}
+
+/// Sets this thread's `errno`, which `readdir` leaves alone at the end of a folder and sets on
+/// an error.
+fn set_errno(value: libc::c_int) {
+    // SAFETY: each returns the address of this thread's errno, valid while the thread lives.
+    unsafe {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        let place = libc::__errno_location();
+        #[cfg(any(
+            target_vendor = "apple",
+            target_os = "freebsd",
+            target_os = "dragonfly"
+        ))]
+        let place = libc::__error();
+        #[cfg(any(target_os = "openbsd", target_os = "netbsd"))]
+        let place = libc::__errno();
+        *place = value;
+    }
 }
 
 fn bump(counts: &mut HashMap<&'static str, u64>, reason: &'static str) {
@@ -964,6 +1000,29 @@ mod tests {
                 env_markers: own(&["pyvenv.cfg", "conda-meta"]),
             }
         }
+    }
+
+    #[test]
+    fn a_folder_whose_listing_fails_midway_is_an_error_not_a_shorter_folder() {
+        let dir = tree(&[("a.py", "x"), ("b.py", "y"), ("c.py", "z")]);
+        // a listing reads through the folder's descriptor, so each one opens it anew
+        let open = || fs::File::open(dir.path()).unwrap();
+        assert_eq!(list_dir(&open()).unwrap().len(), 3);
+        let mut calls = 0;
+        let failed = list_dir_with(&open(), |stream| {
+            calls += 1;
+            if calls == 1 {
+                // SAFETY: the open stream list_dir_with passes, on this thread only.
+                unsafe { libc::readdir(stream) }
+            } else {
+                set_errno(libc::EIO); // as readdir reports a failed read of the folder
+                std::ptr::null_mut()
+            }
+        });
+        assert_eq!(failed.unwrap_err().raw_os_error(), Some(libc::EIO));
+        // the end of a folder is not an error, even where an earlier call left errno set
+        set_errno(libc::ENOENT);
+        assert_eq!(list_dir(&open()).unwrap().len(), 3);
     }
 
     fn tree(files: &[(&str, &str)]) -> tempdir::TempDir {
