@@ -88,16 +88,15 @@ def _latency(settings: Any, ref: Any, fixed: Any, runs: int) -> tuple[float, flo
 def _hamming(engine: Any, project: str, fixed: Any, runs: int) -> float:
     """p50 ms of the engine's exact Hamming top 300 alone (no rescoring, no other branch)."""
     from kenning import kernels
-    from kenning.shared import retrieval
-    from kenning.shared.engine import quote
+    from kenning.shared import reads, retrieval
 
-    center = retrieval.published(engine, [project])[project].center
+    center = reads.published(engine, [project])[project].center
     times = []
     for _ in range(runs):
         for q in QUERIES:
             bits = kernels.binarize(fixed.embed_query(q)[None, :], center)[0]
             started = time.perf_counter()
-            retrieval.hamming(engine, bits, retrieval.SHORTLIST, f"project == {quote(project)}")
+            reads.hamming(engine, bits, retrieval.SHORTLIST, reads.at_project(project))
             times.append((time.perf_counter() - started) * 1000)
     return statistics.median(times)
 
@@ -115,11 +114,11 @@ def _disk_bytes(uri: str) -> int | None:
 def _field_bytes(engine: Any, project: str, sample: int = 2000) -> dict[str, float]:
     """Mean bytes per row of each field, over a sample of the project's rows: strings as UTF-8,
     integers 8, the sign bits dims/8, the BM25 sparse vector 8 per distinct token."""
-    from kenning.shared.engine import quote
+    from kenning.shared.reads import at_project
 
     strings = ["id", "project", "path", "content_hash", "language", "kind", "symbol",
                "signature", "text", "words", "rescore"]
-    rows = engine.query(engine.chunks, f"project == {quote(project)}",
+    rows = engine.query(engine.chunks, at_project(project),
                         [*strings, "symbol_words"], "sampling rows", limit=sample)
     n = max(1, len(rows))
     out = {name: sum(len(r[name].encode()) for r in rows) / n for name in strings}

@@ -17,7 +17,7 @@ from kenning.cli.publish_cmd import summary
 from kenning.errors import StaleChunkId
 from kenning.indexer import refresh
 from kenning.retrieval import ProjectRef, get_chunk, search
-from kenning.shared import Engine, publish, publishing, read_head, retrieval
+from kenning.shared import Engine, publish, publishing, read_head, reads
 from kenning.shared.engine import release_all
 from kenning.store import Index
 from shared_helpers import require_engine
@@ -73,7 +73,7 @@ def _token(settings: config.Settings, model: Any, root: Path) -> str:
 def _rows(settings: config.Settings, model: Any, root: Path) -> tuple[str, list[dict]]:
     index = Index.open(root, settings, embedder=model)
     with Engine(settings, index.descriptor) as engine:
-        head = retrieval.published(engine, [index.project_id])[index.project_id]
+        head = reads.published(engine, [index.project_id])[index.project_id]
         rows = engine.query(engine.chunks, f'project == "{index.project_id}"',
                             ["ordinal", "text", *SPAN], "reading")
     return index.project_id, [{**r, "id": head.chunk_id(r["ordinal"])} for r in rows]

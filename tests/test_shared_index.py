@@ -22,7 +22,7 @@ from kenning.indexer import refresh
 from kenning.retrieval import classes
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.query import analyze
-from kenning.shared import Engine, publish, publishing, read_head, retrieval
+from kenning.shared import Engine, publish, publishing, read_head, reads, retrieval
 from kenning.shared.engine import release_all, row_key
 from kenning.store import Index
 from kenning.store.chunk_filter import condition
@@ -106,7 +106,7 @@ def _check_topk(engine: Engine, bits: np.ndarray, db: sqlite3.Connection, filter
         [w for w in (where, "c.project IN ({})".format(",".join("?" * len(projects)))
                      if projects else "") if w] or ["1"])
     allowed = np.asarray([r[0] for r in db.execute(sql, [*params, *(projects or [])])], np.int64)
-    expr = retrieval.expression(filters, projects)
+    expr = reads.expression(filters, projects)
     # the engine's filter selects exactly the rows the local store's does
     assert sorted(int(r["id"]) for r in engine.query(engine.chunks, expr or 'id != ""', ["id"],
                                                      "filtering")) == allowed.tolist()
@@ -114,7 +114,7 @@ def _check_topk(engine: Engine, bits: np.ndarray, db: sqlite3.Connection, filter
     for k in (10, 50):
         ids, dists = kernels.hamming_topk(queries, bits, k, allowed)
         for q in range(len(queries)):
-            hits = retrieval.hamming(engine, queries[q], k, expr)
+            hits = reads.hamming(engine, queries[q], k, expr)
             assert [d for _, d in hits] == dists[q].tolist()
             assert len(hits) == min(k, len(allowed))
             # ties at the last distance may be cut anywhere; every nearer row must agree
@@ -133,13 +133,20 @@ def test_path_filters_naming_like_wildcards_select_the_local_rows(contract: Any)
         where, params = condition(db, keep)
         local = sorted(r[0] for r in db.execute(f"SELECT c.id FROM chunks c WHERE {where}",
                                                 params))
-        exact = retrieval.path_test(filters) or (lambda path: True)
+        exact = reads.path_test(filters) or (lambda path: True)
         shared = sorted(int(r["id"]) for r in engine.query(
-            engine.chunks, retrieval.expression(filters, None), ["id", "path"], "filtering")
+            engine.chunks, reads.expression(filters, None), ["id", "path"], "filtering")
             if exact(r["path"]))
         assert shared == local and (local or "%" in path_filter or "\\" in path_filter), \
             path_filter
-    assert retrieval.path_test(Filters(path_filter="src/a")) is None  # exact in the engine
+    assert reads.path_test(Filters(path_filter="src/a")) is None  # exact in the engine
+
+
+def test_every_filter_value_is_a_quoted_literal_of_the_read_layer():
+    # a value cannot end its string early and add a clause of its own
+    assert reads.at_project('x" or project != "') == 'project == "x\\" or project != \\""'
+    assert reads.one_of("path", ['a"b', "c\\d"]) == 'path in ["a\\"b", "c\\\\d"]'
+    assert reads.manifest_besides_head('p"') == '(project == "p\\"") and (kind != "head")'
 
 
 def test_absolute_and_character_class_path_filters_are_refused_in_one_sentence():
@@ -147,7 +154,7 @@ def test_absolute_and_character_class_path_filters_are_refused_in_one_sentence()
 
     for bad in ("/etc", "src/[ab]/*.py"):
         with pytest.raises(UsageError, match="path filter"):
-            retrieval.expression(Filters(path_filter=bad), None)
+            reads.expression(Filters(path_filter=bad), None)
 
 
 # -- publishing a real project --------------------------------------------------------------
@@ -257,7 +264,7 @@ def test_kind_filters_give_the_same_rows_locally_and_in_the_engine(
             where, params = condition(snap._conn, keep)
             local = set(snap._conn.execute(
                 f"SELECT c.path, c.start_byte FROM chunks c WHERE {where}", params))
-            expr = retrieval.expression(Filters(kind=kind), [index.project_id])
+            expr = reads.expression(Filters(kind=kind), [index.project_id])
             remote = {(r["path"], r["start_byte"]) for r in engine.query(
                 engine.chunks, expr, ["path", "start_byte"], "filtering")}
             assert local and remote == local, kind
@@ -299,13 +306,13 @@ def test_bm25_ranks_the_row_with_the_term_first(shared: config.Settings, model: 
                                                 repo: Path):
     publish(repo, shared, embedder=model)
     index = Index.open(repo, shared, embedder=model)
-    ours = retrieval.expression(Filters(), [index.project_id])
+    ours = reads.expression(Filters(), [index.project_id])
     with Engine(shared, index.descriptor) as engine:
         for text, path in (("journal_mode", "app/db.py"), ("parseHeader", "lib/util.js"),
                            ("TOML", "docs/guide.md")):
-            hits = retrieval.bm25(engine, analyze(text), 5, ours)
+            hits = reads.bm25(engine, analyze(text), 5, ours)
             assert hits and hits[0][0]["path"] == path
-        hits = retrieval.symbol_rows(engine, analyze("start_server"), 5, ours)
+        hits = reads.symbol_rows(engine, analyze("start_server"), 5, ours)
         assert hits[0][0]["symbol"] == "start_server"
 
 
@@ -331,8 +338,8 @@ def test_bm25_weighs_symbol_and_path_as_the_local_branch_does(shared: config.Set
     with index.snapshot() as snap, Engine(shared, index.descriptor) as engine:
         where = {i: p for i, p in snap._conn.execute("SELECT id, path FROM chunks")}
         local = [where[i] for i, _ in lexical.search(snap, query, limit=10)]
-        remote = [row["path"] for row, _ in retrieval.bm25(
-            engine, query, 10, retrieval.expression(Filters(), [index.project_id]))]
+        remote = [row["path"] for row, _ in reads.bm25(
+            engine, query, 10, reads.expression(Filters(), [index.project_id]))]
     # the name outweighs three mentions in a body, the path one; unweighted it would be last
     assert local == remote == ["src/totals.py", "ledger/report.py", "src/audit.py"]
 

@@ -6,6 +6,7 @@ there (``kenning.shared.retrieval``). Nothing here embeds, ranks or replaces the
 """
 
 from kenning.shared.engine import Engine
-from kenning.shared.publishing import PublishResult, publish, read_head, remove
+from kenning.shared.publishing import PublishResult, publish, remove
+from kenning.shared.reads import read_head
 
 __all__ = ["Engine", "PublishResult", "publish", "read_head", "remove"]

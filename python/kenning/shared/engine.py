@@ -382,12 +382,3 @@ def release_all() -> None:
             from milvus_lite.server_manager import server_manager_instance
 
             server_manager_instance.release_server(uri)
-
-
-def quote(value: str) -> str:
-    """A string literal of the Milvus filter language."""
-    return json.dumps(value, ensure_ascii=False)
-
-
-def one_of(field: str, values: Sequence[str]) -> str:
-    return f"{field} in [{', '.join(quote(v) for v in values)}]"

@@ -50,9 +50,15 @@ from kenning.shared.engine import (
     TEXT_MAX,
     Engine,
     configured_uri,
-    one_of,
-    quote,
     row_key,
+)
+from kenning.shared.reads import (
+    any_head,
+    chunk_ids,
+    chunks_of_paths,
+    manifest_besides_head,
+    manifest_rows,
+    read_head,
 )
 
 if TYPE_CHECKING:
@@ -171,13 +177,6 @@ def _manifest_row(project: str, kind: str, key: str, *, cluster: str = "", diges
     return {"id": row_key(project, kind, key), "project": project, "kind": kind, "key": key,
             "cluster": cluster, "digest": digest, "info": info,
             "unused": bytes(MANIFEST_DIM // 8)}
-
-
-def read_head(engine: Engine, project: str) -> dict[str, Any] | None:
-    """The head row's JSON of ``project`` (None: never published)."""
-    rows = engine.query(engine.manifest, f"id == {quote(row_key(project, 'head', ''))}",
-                        ["info"], "reading the published head", limit=1)
-    return json.loads(rows[0]["info"]) if rows else None
 
 
 def _write_head(engine: Engine, project: str, head: dict[str, Any]) -> None:
@@ -321,7 +320,6 @@ class _Publish:
                  result: PublishResult, emit: Progress, max_file_size: int) -> None:
         self.engine, self.snap, self.root, self.project = engine, snap, root, project
         self.result, self.emit, self.max_file_size = result, emit, max_file_size
-        self.at_project = f"project == {quote(project)}"
 
     def go(self, dry_run: bool) -> None:
         engine, project = self.engine, self.project
@@ -376,13 +374,12 @@ class _Publish:
         skipped = set(result.skipped)
         stale: list[str] = []  # 3. the rows of old versions
         if engine.exists() and result.resend_all:  # every row not sent again has an old ordinal
-            stale = [r["id"] for r in engine.query(engine.chunks, self.at_project, ["id"],
-                                                   "finding stale chunks")
-                     if r["id"] not in new_ids]
+            stale = [pk for pk in chunk_ids(engine, self.project, "finding stale chunks")
+                     if pk not in new_ids]
         elif engine.exists():
             for part in _batches([*plan.changed, *plan.removed], PATHS_PER_QUERY):
-                old = engine.query(engine.chunks, f"{self.at_project} and {one_of('path', part)}",
-                                   ["id", "path"], "finding stale chunks")
+                old = chunks_of_paths(engine, self.project, part, ["id", "path"],
+                                      "finding stale chunks")
                 stale += [r["id"] for r in old
                           if r["id"] not in new_ids and r["path"] not in skipped]
         result.rows_deleted = len(stale)
@@ -449,18 +446,16 @@ def plan_of(engine: Engine, snap: Any, project: str, *, resend_all: bool = False
     """What differs between a snapshot and the project's published manifest: the clusters
     whose digests differ, then the files of those (files a publish began to change count as
     changed). ``resend_all``: every local file counts as changed."""
-    at_project = f"project == {quote(project)}"
     local_clusters = snap.cluster_digests()
     local_files = snap.file_digests()
     published_clusters: dict[str, bytes] = {}
     pending: list[dict[str, Any]] = []
     exists = engine.exists()  # not before the first publish (or in its dry run)
     if exists:
-        published_clusters = _hex_manifest(engine.query(
-            engine.manifest, f'{at_project} and kind == "cluster"', ["key", "digest"],
-            "reading the published clusters"))
-        pending = engine.query(engine.manifest, f'{at_project} and kind == "file" and digest == ""',
-                               ["key", "cluster"], "reading unfinished files")
+        published_clusters = _hex_manifest(manifest_rows(
+            engine, project, "cluster", ["key", "digest"], "reading the published clusters"))
+        pending = manifest_rows(engine, project, "file", ["key", "cluster"],
+                                "reading unfinished files", unfinished=True)
     _, changed_c, added_c, removed_c = kernels.diff(published_clusters, local_clusters)
     dirty = list(dict.fromkeys([*changed_c, *added_c, *removed_c,
                                 *(r["cluster"] for r in pending)]))
@@ -468,11 +463,11 @@ def plan_of(engine: Engine, snap: Any, project: str, *, resend_all: bool = False
         dirty = list(dict.fromkeys([*local_clusters, *dirty]))
     published: dict[str, bytes] = {}
     published_cluster: dict[str, str] = {}
-    of_clusters = [""] if resend_all else [f" and {one_of('cluster', part)}"
-                                          for part in _batches(dirty, PATHS_PER_QUERY)]
-    for expr in of_clusters if exists else []:
-        rows = engine.query(engine.manifest, f'{at_project} and kind == "file"{expr}',
-                            ["key", "digest", "cluster"], "reading the published files")
+    of_clusters: list[Sequence[str] | None] = (
+        [None] if resend_all else list(_batches(dirty, PATHS_PER_QUERY)))
+    for clusters in of_clusters if exists else []:
+        rows = manifest_rows(engine, project, "file", ["key", "digest", "cluster"],
+                             "reading the published files", clusters=clusters)
         published.update(_hex_manifest(rows))
         published_cluster.update((r["key"], r["cluster"]) for r in rows)
     wanted = set(dirty)
@@ -512,16 +507,13 @@ def remove(settings: Settings, project: str, *, embedder: Embedder | None = None
                              hint="`kenning search --backend shared` lists what is published.")
         claim = _Claim(engine, project)
         claim.take()
-        at_project = f"project == {quote(project)}"
-        rows = engine.query(engine.chunks, at_project, ["id"], "listing its chunks")
+        rows = chunk_ids(engine, project, "listing its chunks")
         for i in range(0, len(rows), DELETE_IDS):
-            engine.delete_ids(engine.chunks, [r["id"] for r in rows[i:i + DELETE_IDS]],
-                              "deleting its chunks")
+            engine.delete_ids(engine.chunks, rows[i:i + DELETE_IDS], "deleting its chunks")
         claim.check()
-        engine.delete_where(engine.manifest, f'{at_project} and kind != "head"',
+        engine.delete_where(engine.manifest, manifest_besides_head(project),
                             "deleting its manifest")
         engine.delete_ids(engine.manifest, [row_key(project, "head", "")], "deleting its head")
-        if not engine.classes and not engine.query(engine.manifest, 'kind == "head"', ["id"],
-                                                   "listing what is left", limit=1):
+        if not engine.classes and not any_head(engine, "listing what is left"):
             engine.drop()  # empty, and made before classes: the next publish makes it anew
         return len(rows)

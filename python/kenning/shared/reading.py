@@ -15,8 +15,8 @@ from typing import Any
 
 from kenning.errors import StaleChunkId, UsageError
 from kenning.retrieval.units import Row, unit_of
-from kenning.shared.engine import Engine, quote
-from kenning.shared.retrieval import published
+from kenning.shared.engine import Engine
+from kenning.shared.reads import chunk_at, chunks_of_paths, published
 from kenning.store.ids import ChunkId
 
 _FIELDS = ["ordinal", "generation", "start_byte", "end_byte", "start_line", "end_line",
@@ -42,19 +42,16 @@ def get_chunk(engine: Engine, wanted: ChunkId, *, scope: str,
         raise StaleChunkId(f"Chunk {wanted} is from generation {wanted.generation} of "
                            f"{wanted.project}, newer than the generation "
                            f"{head.snapshot_generation} published.", hint=again)
-    at_project = f"project == {quote(wanted.project)}"
-    found = engine.query(engine.chunks, f"{at_project} and ordinal == {wanted.ordinal}",
-                         ["path", *_FIELDS], "reading a chunk", limit=1)
-    if not found or found[0]["generation"] > wanted.generation:
+    row = chunk_at(engine, wanted.project, wanted.ordinal, ["path", *_FIELDS])
+    if row is None or row["generation"] > wanted.generation:
         raise StaleChunkId(f"Chunk {wanted} is no longer in the shared index: its file changed "
                            "in a later publish.", hint=again)
-    row = found[0]
     notes: list[str] = []
     span = (row["start_byte"], row["end_byte"], row["start_line"], row["end_line"])
     kind, symbol, text = row["kind"], row["symbol"] or None, row["text"]
     if scope != "chunk":
-        rows = engine.query(engine.chunks, f"{at_project} and path == {quote(row['path'])}",
-                            _FIELDS, "reading a declaration's parts")
+        rows = chunks_of_paths(engine, wanted.project, [row["path"]], _FIELDS,
+                               "reading a declaration's parts")
         rows.sort(key=lambda r: r["start_byte"])
         unit = unit_of([_row(r) for r in rows], wanted.ordinal)
         if unit is not None:

@@ -13,11 +13,8 @@ Filters become one engine filter expression, applied inside each branch.
 from __future__ import annotations
 
 import base64
-import fnmatch
-import re
 from collections import defaultdict
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -26,167 +23,33 @@ import numpy as np
 
 from kenning import kernels, safe_read, usage_log
 from kenning.errors import SharedIndexError, UsageError
-from kenning.retrieval import symbols
 from kenning.retrieval.classes import CLASSES
-from kenning.retrieval.filters import Filters, normalize_path_filter
+from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
-from kenning.retrieval.query import QUALIFIER, Query
+from kenning.retrieval.query import Query
 from kenning.retrieval.ranking import Candidate, named_candidates, rank
 from kenning.retrieval.reexports import lead_with_reexports
 from kenning.retrieval.snippets import signature_line, windowed
 from kenning.retrieval.units import Row, name_words, units
-from kenning.shared.engine import CLASS_FIELD, PATHS_PER_QUERY, Engine, one_of, quote
-from kenning.store.ids import LEGACY_TOKEN, ChunkId
-from kenning.tokens import code_tokens
+from kenning.shared.engine import PATHS_PER_QUERY, Engine
+from kenning.shared.reads import (
+    META,
+    Published,
+    all_of,
+    bm25,
+    chunks_by_id,
+    chunks_of_paths,
+    declaration_parts,
+    expression,
+    hamming,
+    one_of,
+    path_test,
+    published,
+    symbol_rows,
+)
 
 SHORTLIST = 300  # Hamming candidates rescored per query, as locally
 TOPK_MAX = 16_384  # Milvus's cap on one search's limit
-META = ["project", "path", "content_hash", "ordinal", "start_line", "end_line", "start_byte",
-        "end_byte", "language", "kind", "symbol", "signature"]
-_GLOB = re.compile(r"[*?\[]")
-
-
-# milvus-lite's LIKE has no escape: a literal `_`, `%` or `\` becomes `_` (any one
-# character), so the engine selects a superset that ``path_test`` narrows to the exact rows
-_LIKE_SPECIAL = re.compile(r"[\\%_]")
-
-
-def _like(text: str) -> str:
-    """``text`` inside a LIKE pattern, each LIKE special character matched as any one."""
-    return _LIKE_SPECIAL.sub("_", text)
-
-
-def _glob_to_like(pattern: str) -> str:
-    if "[" in pattern:
-        raise UsageError(f"The path filter {pattern!r} uses a character class, which the shared "
-                         "index cannot match.", hint="Use * and ? only, or a path prefix.")
-    return "".join("%" if c == "*" else "_" if c == "?" else _like(c) for c in pattern)
-
-
-def _path_pattern(filters: Filters) -> str:
-    if filters.path_filter is None:
-        return ""
-    if filters.path_filter.strip().startswith("/"):
-        raise UsageError(f"The path filter {filters.path_filter!r} is absolute; the shared "
-                         "index needs a path relative to the project root.")
-    return normalize_path_filter(filters.path_filter, Path("/"))
-
-
-def path_test(filters: Filters) -> Callable[[str], bool] | None:
-    """The exact test of a path against ``filters``' path filter, as the local store applies
-    it; None when the engine's expression is exact already."""
-    pattern = _path_pattern(filters)
-    if not _LIKE_SPECIAL.search(pattern):
-        return None
-    if _GLOB.search(pattern):
-        globs = (pattern.replace("**/", "*"), pattern + "/*")
-        return lambda path: any(fnmatch.fnmatchcase(path, g) for g in globs)
-    prefix = pattern.rstrip("/") + "/"
-    return lambda path: path == pattern or path.startswith(prefix)
-
-
-def expression(filters: Filters, projects: Sequence[str] | None) -> str:
-    """The engine filter of ``filters`` (paths relative to each project's root; a filter that
-    names an absolute path cannot be applied without a root) and the projects; rows it selects
-    that ``path_test`` refuses are to be dropped."""
-    clauses: list[str] = []
-    if projects is not None:
-        clauses.append(one_of("project", list(projects)))
-    pattern = _path_pattern(filters)
-    if pattern and _GLOB.search(pattern):
-        clauses.append(f"(path like {quote(_glob_to_like(pattern.replace('**/', '*')))} "
-                       f"or path like {quote(_glob_to_like(pattern + '/*'))})")
-    elif pattern:
-        prefix = pattern.rstrip("/") + "/"
-        clauses.append(f"(path == {quote(pattern)} or path like {quote(_like(prefix) + '%')})")
-    if filters.language:
-        clauses.append(f"language == {quote(filters.language.lower())}")
-    if filters.kind in (*CLASSES, "code"):  # a class, as Filters.bind selects it locally
-        clauses.append(f"{CLASS_FIELD} == {quote(filters.kind)}")
-    elif filters.kind:
-        clauses.append(f"kind == {quote(filters.kind)}")
-    return " and ".join(f"({c})" for c in clauses)
-
-
-def _and(*parts: str) -> str:
-    return " and ".join(f"({p})" for p in parts if p)
-
-
-def hamming(engine: Engine, bits: np.ndarray, k: int, expr: str,
-            fields: Sequence[str] = ()) -> list[tuple[dict[str, Any], int]]:
-    """The engine's exact Hamming top-``k`` of one packed query: ``(row, distance)`` nearest
-    first (the row holds ``id`` and ``fields``)."""
-    with engine.calls("searching vectors"):
-        hits = engine.client.search(engine.chunks, data=[np.asarray(bits, np.uint8).tobytes()],
-                                    anns_field="bits", limit=k, filter=expr,
-                                    output_fields=list(fields),
-                                    search_params={"metric_type": "HAMMING"})
-    return [({"id": h["id"], **h["entity"]}, int(h["distance"])) for h in hits[0]]
-
-
-def bm25(engine: Engine, query: Query, limit: int, expr: str) -> list[tuple[dict[str, Any], float]]:
-    """The engine's BM25 ranking of the query's code tokens, best first."""
-    if not query.terms:
-        return []
-    with engine.calls("searching words"):
-        hits = engine.client.search(engine.chunks, data=[" ".join(query.terms)],
-                                    anns_field="sparse", limit=limit, filter=expr,
-                                    output_fields=META, search_params={"metric_type": "BM25"})
-    return [({"id": h["id"], **h["entity"]}, float(h["distance"])) for h in hits[0]]
-
-
-def symbol_rows(engine: Engine, query: Query, limit: int,
-                expr: str) -> list[tuple[dict[str, Any], float]]:
-    """Rows whose symbol has a whole queried component, graded as locally, best first."""
-    names = query.symbol_names
-    tokens = list(dict.fromkeys(whole[0] for name in names
-                                for part in QUALIFIER.split(name)
-                                if (whole := code_tokens(part))))
-    if not tokens:
-        return []
-    rows = engine.query(engine.chunks, _and(expr, f"array_contains_any(symbol_words, "
-                                                  f"[{', '.join(quote(t) for t in tokens)}])"),
-                        ["id", *META], "searching symbols", limit=symbols.WINDOW)
-    graded = [(row, symbols.best_grade(row["symbol"], names)) for row in rows]
-    graded = [g for g in graded if g[1] > 0]
-    graded.sort(key=lambda g: (-g[1], g[0]["id"]))
-    return graded[:limit]
-
-
-@dataclass
-class Published:
-    """What search needs of one published project: its generation and centring vector."""
-
-    project: str
-    snapshot_generation: int
-    center: np.ndarray | None
-    revision: str | None
-    index_token: str  # of the published local index: its chunk ids are the published ones
-    resending: bool = False  # its rows are being replaced by another local index's
-
-    def chunk_id(self, ordinal: int) -> str:
-        return str(ChunkId(self.project, self.index_token, self.snapshot_generation, ordinal))
-
-
-def published(engine: Engine, projects: Sequence[str] | None = None) -> dict[str, Published]:
-    """The projects in the shared index (the given ones only, when given)."""
-    import json
-
-    if not engine.exists():
-        return {}
-    expr = _and('kind == "head"', one_of("project", list(projects)) if projects else "")
-    out: dict[str, Published] = {}
-    for row in engine.query(engine.manifest, expr, ["project", "info"], "listing projects"):
-        head = json.loads(row["info"])
-        if not head.get("snapshot_generation"):
-            continue  # claimed by a first publish that has not finished
-        center = (np.frombuffer(base64.b64decode(head["center"]), "<f4").astype(np.float32)
-                  if head.get("center") else None)
-        out[row["project"]] = Published(row["project"], int(head["snapshot_generation"]), center,
-                                        head.get("revision"),
-                                        str(head.get("index_token") or LEGACY_TOKEN),
-                                        bool(head.get("resending")))
-    return out
 
 
 def _center_key(center: np.ndarray | None) -> bytes:
@@ -204,7 +67,7 @@ def dense(engine: Engine, query_vector: np.ndarray, heads: dict[str, Published],
     for key, members in groups.items():
         center = heads[members[0]].center if key else None
         bits = kernels.binarize(query_vector[None, :], center)[0]
-        scope = expr if len(groups) == 1 else _and(expr, one_of("project", members))
+        scope = expr if len(groups) == 1 else all_of(expr, one_of("project", members))
         hits = hamming(engine, bits, shortlist, scope, [*META, "rescore"])
         if not hits:
             continue
@@ -230,9 +93,7 @@ def _later_parts(engine: Engine, project: str, cands: list[Candidate],
     paths = sorted({rows[cand.id]["path"] for cand in named})
     declared = sorted({rows[cand.id]["symbol"] for cand in named})
     first: dict[tuple[str, str, str], int] = {}
-    for row in engine.query(engine.chunks, _and(
-            f"project == {quote(project)}", one_of("path", paths), one_of("symbol", declared)),
-            ["path", "symbol", "signature", "start_byte"], "reading declarations' parts"):
+    for row in declaration_parts(engine, project, paths, declared):
         key = (row["path"], row["symbol"], row["signature"])
         first[key] = min(first.get(key, row["start_byte"]), row["start_byte"])
     parts: set[int] = set()
@@ -249,9 +110,8 @@ def declared(engine: Engine, project: str, paths: Sequence[str]) -> dict[str, fr
     of the engine's rows)."""
     names: dict[str, set[str]] = {path: set() for path in paths}
     for i in range(0, len(paths), PATHS_PER_QUERY):
-        for row in engine.query(engine.chunks, _and(f"project == {quote(project)}",
-                                                    one_of("path", paths[i:i + PATHS_PER_QUERY])),
-                                ["path", "symbol"], "reading the names files declare"):
+        for row in chunks_of_paths(engine, project, paths[i:i + PATHS_PER_QUERY],
+                                   ["path", "symbol"], "reading the names files declare"):
             if row["symbol"]:
                 names[row["path"]].add(row["symbol"])
     return {path: name_words(found) for path, found in names.items()}
@@ -270,9 +130,8 @@ class _EngineFiles:
     def file_chunks(self, paths: Sequence[str]) -> dict[str, list[Row]]:
         missing = sorted(set(paths) - set(self._files))
         if missing:
-            found = self.engine.query(
-                self.engine.chunks, _and(f"project == {quote(self.project)}",
-                                         one_of("path", missing)),
+            found = chunks_of_paths(
+                self.engine, self.project, missing,
                 ["id", "path", "start_byte", "end_byte", "start_line", "end_line", "kind",
                  "symbol", "signature"], "reading the chunks of results' files", limit=TOPK_MAX)
             for path in missing:
@@ -338,9 +197,8 @@ class _Snippets:
                 wanted.append(r)
             r["_read_bytes"] = usage_log.read_cost(data) if data is not None else 0
         if wanted:
-            texts = {row["id"]: row["text"] for row in self.engine.query(
-                self.engine.chunks, one_of("id", [r["_pk"] for r in wanted]), ["id", "text"],
-                "reading snippets", limit=len(wanted))}
+            texts = {row["id"]: row["text"] for row in chunks_by_id(
+                self.engine, [r["_pk"] for r in wanted], ["id", "text"], "reading snippets")}
             for r in wanted:  # the chunk that matched, marking the rest of its unit
                 row = rows[r["_pk"]]
                 r["content"] = windowed(texts.get(r["_pk"], ""), r["start_line"], r["end_line"],
@@ -409,9 +267,8 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
             query, rankings,
             lambda ids: [(cid, rows[cid]["path"], rows[cid]["language"] or None) for cid in ids
                          if not rows[cid]["symbol"]],
-            lambda ids: {pk_of[row["id"]]: row["text"] for row in engine.query(
-                engine.chunks, one_of("id", [rows[cid]["id"] for cid in ids]), ["id", "text"],
-                "reading re-exports", limit=len(ids))})
+            lambda ids: {pk_of[row["id"]]: row["text"] for row in chunks_by_id(
+                engine, [rows[cid]["id"] for cid in ids], ["id", "text"], "reading re-exports")})
         ranked_lists = {b: r[:depths[b]] for b, r in rankings.items()}
         fused = fuse(ranked_lists, query)
         if floor is not None and query_vector is not None and len(query.terms) >= floor_min_terms:
