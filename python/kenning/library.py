@@ -48,7 +48,22 @@ class _Typed:
 
 
 @dataclass(frozen=True)
-class Hit(_Typed):
+class _Place(_Typed):
+    """Where a chunk is, the fields that ``Hit`` and ``Chunk`` begin with: its ``id`` and
+    project, its path relative to the project root, lines 1-based and inclusive, bytes
+    half-open."""
+
+    id: str
+    project: str
+    path: str
+    start_line: int
+    end_line: int
+    start_byte: int
+    end_byte: int
+
+
+@dataclass(frozen=True)
+class Hit(_Place):
     """One search result: a chunk (or the whole declaration it belongs to) of a project.
 
     Lines are 1-based and inclusive, bytes half-open, ``path`` relative to the project root;
@@ -57,13 +72,6 @@ class Hit(_Typed):
     relevance floor); ``id`` is for ``get_chunk``."""
 
     TYPE: ClassVar[str] = "hit"
-    id: str
-    project: str
-    path: str
-    start_line: int
-    end_line: int
-    start_byte: int
-    end_byte: int
     kind: str
     symbol: str | None
     score: float
@@ -105,18 +113,11 @@ class SearchResult(_Typed):
 
 
 @dataclass(frozen=True)
-class Chunk(_Typed):
+class Chunk(_Place):
     """The code a hit's id names: with ``scope="declaration"`` the whole declaration the chunk
     is part of, with ``"chunk"`` the chunk alone, widened by ``context_lines``."""
 
     TYPE: ClassVar[str] = "chunk"
-    id: str
-    project: str
-    path: str
-    start_line: int
-    end_line: int
-    start_byte: int
-    end_byte: int
     language: str | None
     kind: str
     symbol: str | None

@@ -225,38 +225,53 @@ _POSIX_CLASSES = {
 _POSIX_CLASS = re.compile(r"\[:([a-z]*):\]")
 
 
+def _brackets(text: str, negators: str, *,
+              classes: bool = False) -> Iterator[tuple[str, str, bool, bool]]:
+    """``text`` in pieces as a glob or a regex reads its brackets: ``(kind, piece, negated,
+    inside)`` with kind "escape" (a backslash and what it escapes), "open" (``[``, a negator
+    from ``negators`` after it, and a ``]`` right after those, which is literal), "close",
+    "class" (with ``classes``, a POSIX class such as ``[:alpha:]`` inside a bracket), or
+    "char"; ``negated`` tells whether the bracket (open, or just closed) is negated, ``inside``
+    whether a bracket is open after the piece."""
+    i, inside, negated = 0, False, False
+    while i < len(text):
+        char = text[i]
+        if char == "\\":
+            yield "escape", text[i:i + 2], negated, inside
+            i += 2
+        elif not inside and char == "[":
+            after = text[i + 1:i + 2]
+            negated, inside = after != "" and after in negators, True
+            opening = 2 if negated else 1
+            if text.startswith("]", i + opening):
+                opening += 1
+            yield "open", text[i:i + opening], negated, inside
+            i += opening
+        elif inside and classes and (found := _POSIX_CLASS.match(text, i)) is not None:
+            yield "class", found.group(), negated, inside
+            i = found.end()
+        elif inside and char == "]":
+            inside = False
+            yield "close", char, negated, inside
+            i += 1
+        else:
+            yield "char", char, negated, inside
+            i += 1
+
+
 def _posix_classes(line: str) -> str | None:
     """``line`` with each POSIX class in a bracket spelled out; None, dropping the line, for
     a class kenning does not spell out or a bracket that a class leaves unclosed."""
     if "[:" not in line:
         return line
+    pieces = list(_brackets(line, "!^", classes=True))
     out: list[str] = []
-    i, bracket, spelled = 0, -1, False  # bracket: where the open one's content starts
-    while i < len(line):
-        char = line[i]
-        if char == "\\":
-            out.append(line[i:i + 2])
-            i += 2
-            continue
-        if bracket < 0:
-            if char == "[":
-                bracket = len(out) + 1
-                if line[i + 1:i + 2] in ("!", "^"):
-                    out.append(line[i:i + 2])
-                    i += 2
-                    continue
-        elif (found := _POSIX_CLASS.match(line, i)) is not None:
-            if found.group(1) not in _POSIX_CLASSES:
-                return None
-            out.append(_POSIX_CLASSES[found.group(1)])
-            spelled = True
-            i = found.end()
-            continue
-        elif char == "]" and len(out) > bracket:
-            bracket = -1
-        out.append(char)
-        i += 1
-    if bracket >= 0 and spelled:
+    for kind, piece, _, _ in pieces:
+        if kind == "class" and piece[2:-2] not in _POSIX_CLASSES:
+            return None
+        out.append(_POSIX_CLASSES[piece[2:-2]] if kind == "class" else piece)
+    spelled = any(kind == "class" for kind, *_ in pieces)
+    if spelled and pieces[-1][3]:  # a bracket a class left unclosed
         return None
     return "".join(out)
 
@@ -266,27 +281,10 @@ def _no_separator(regex: str) -> str:
     matches the separator, but pathspec's ``[^x]`` does, so ``a[!x]`` would ignore
     ``a/x.py``. The ``/`` goes last, since a ``]`` right after ``[^`` is a literal."""
     out: list[str] = []
-    i, negated, inside = 0, False, False
-    while i < len(regex):
-        char = regex[i]
-        if char == "\\":
-            out.append(regex[i:i + 2])
-            i += 2
-            continue
-        if not inside and char == "[":
-            inside, negated = True, regex.startswith("^", i + 1)
-            opening = 2 if negated else 1
-            if regex.startswith("]", i + opening):
-                opening += 1
-            out.append(regex[i:i + opening])
-            i += opening
-            continue
-        if inside and char == "]":
-            inside = False
-            if negated:
-                out.append("/")
-        out.append(char)
-        i += 1
+    for kind, piece, negated, _ in _brackets(regex, "^"):
+        if kind == "close" and negated:
+            out.append("/")
+        out.append(piece)
     return "".join(out)
 
 

@@ -22,7 +22,6 @@ from kenning.errors import (
     IndexError_,
     IndexMissing,
     KenningError,
-    StaleChunkId,
     UsageError,
 )
 from kenning.freshness import Freshness, failed_refresh, for_settings
@@ -597,22 +596,6 @@ def _search_shared(refs: list[ProjectRef], ctx: _Context,
         return None
 
 
-def _check_current(wanted: ChunkId, snap: Snapshot, created: int | None) -> None:
-    """StaleChunkId unless ``wanted`` names a chunk row of this index that its snapshot still
-    holds (``created``: the generation that made the row, None when there is none)."""
-    again = "Search again to get current ids."
-    if wanted.index != snap.token:
-        raise StaleChunkId(f"Chunk {wanted} is from another index of {wanted.project} (removed "
-                           "and built again since, or built with another model).", hint=again)
-    if wanted.generation > snap.generation:
-        raise StaleChunkId(f"Chunk {wanted} is from generation {wanted.generation} of "
-                           f"{wanted.project}, newer than the generation {snap.generation} this "
-                           "index holds now.", hint=again)
-    if created is None or created > wanted.generation:
-        raise StaleChunkId(f"Chunk {wanted} is no longer in the index of {wanted.project}: its "
-                           "file changed since that search.", hint=again)
-
-
 def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
               settings: Settings, embedder: Embedder | None = None, scope: str = "declaration",
               context_lines: int = 0) -> dict[str, Any]:
@@ -642,7 +625,7 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
         with index.snapshot() as snap:
             row = snap.chunk_row(wanted.ordinal)
             chunk, made_in = (None, None) if row is None else row
-            _check_current(wanted, snap, made_in)
+            wanted.check_current(snap.token, snap.generation, made_in)
             assert chunk is not None  # refused above
             found = candidate_of(chunk)
             own = (found.start_byte, found.end_byte, found.start_line, found.end_line)

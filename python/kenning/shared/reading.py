@@ -1,7 +1,7 @@
 """``get_chunk`` for a project that is only in the shared index (no checkout here): the id of a
 shared result names a published row, read back from the engine's stored text.
 
-Ids keep their meaning (``retrieval.api._check_current``): an id from another index of the
+Ids keep their meaning (``ChunkId.check_current``): an id from another index of the
 project, from a newer generation than the published one, or of a row a later publish replaced
 is StaleChunkId. The whole declaration is put together from the published rows of its file
 (``search.units``, as locally) where they cover it byte for byte; the bytes between chunks are
@@ -35,17 +35,10 @@ def get_chunk(engine: Engine, wanted: ChunkId, *, scope: str,
     if head.resending:
         raise StaleChunkId(f"{wanted.project} is being published again from another local "
                            "index, so its ids name no chunk until that is done.", hint=again)
-    if wanted.index != head.index_token:
-        raise StaleChunkId(f"Chunk {wanted} is from another index of {wanted.project} than the "
-                           "one published.", hint=again)
-    if wanted.generation > head.snapshot_generation:
-        raise StaleChunkId(f"Chunk {wanted} is from generation {wanted.generation} of "
-                           f"{wanted.project}, newer than the generation "
-                           f"{head.snapshot_generation} published.", hint=again)
     row = chunk_at(engine, wanted.project, wanted.ordinal, ["path", *_FIELDS])
-    if row is None or row["generation"] > wanted.generation:
-        raise StaleChunkId(f"Chunk {wanted} is no longer in the shared index: its file changed "
-                           "in a later publish.", hint=again)
+    wanted.check_current(head.index_token, head.snapshot_generation,
+                         None if row is None else row["generation"], published=True)
+    assert row is not None  # refused above
     notes: list[str] = []
     span = (row["start_byte"], row["end_byte"], row["start_line"], row["end_line"])
     kind, symbol, text = row["kind"], row["symbol"] or None, row["text"]

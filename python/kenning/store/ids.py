@@ -12,7 +12,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from kenning.errors import UsageError
+from kenning.errors import StaleChunkId, UsageError
 
 TOKEN_BYTES = 4
 # Read for an index made before tokens existed, until its next refresh gives it one.
@@ -50,3 +50,23 @@ class ChunkId:
                              hint=f"Chunk ids look like {FORMAT}; take one from a search result.")
         return cls(match["project"], match["index"], int(match["generation"]),
                    int(match["ordinal"]))
+
+    def check_current(self, index: str, generation: int, created: int | None, *,
+                      published: bool = False) -> None:
+        """StaleChunkId unless this id names a row that the index with token ``index`` still
+        holds at ``generation`` (``created``: the generation that made the row, None when there
+        is none); ``published``: the index is the project's published snapshot."""
+        again = "Search again to get current ids."
+        if self.index != index:
+            raise StaleChunkId(f"Chunk {self} is from another index of {self.project} " + (
+                "than the one published." if published else
+                "(removed and built again since, or built with another model)."), hint=again)
+        if self.generation > generation:
+            raise StaleChunkId(f"Chunk {self} is from generation {self.generation} of "
+                               f"{self.project}, newer than the generation {generation} "
+                               + ("published." if published else "this index holds now."),
+                               hint=again)
+        if created is None or created > self.generation:
+            raise StaleChunkId(f"Chunk {self} is no longer in the " + (
+                "shared index: its file changed in a later publish." if published else
+                f"index of {self.project}: its file changed since that search."), hint=again)
