@@ -144,7 +144,7 @@ def test_a_name_that_is_not_utf8_does_not_stop_a_refresh(repo, settings, model):
 
 def cluster_digests(index: Index) -> dict[str, bytes]:
     with index.snapshot() as snap:
-        return dict(snap._conn.execute("SELECT cluster, digest FROM clusters").fetchall())
+        return snap.cluster_digests()
 
 
 def test_an_edit_redigests_only_its_own_cluster(repo, settings, model):

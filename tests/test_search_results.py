@@ -13,6 +13,7 @@ from kenning.retrieval import ProjectRef, search
 from kenning.retrieval.api import MAX_LIMIT
 from kenning.retrieval.units import Unit
 from kenning.store.reads import ChunkRow
+from kenning.tokens import code_tokens
 
 
 def _indexed(root: Path, files: dict[str, str]) -> list[ProjectRef]:
@@ -95,8 +96,9 @@ def _parts(refs: list[ProjectRef], symbol: str) -> list[tuple[int, int]]:
     from kenning.store import Index
 
     with Index.open(refs[0].root, config.load()).snapshot() as snap:
-        return snap._conn.execute("SELECT start_line, end_line FROM chunks WHERE symbol = ? "
-                                 "ORDER BY start_line", (symbol,)).fetchall()
+        ids = [cid for cid, name in snap.symbol_matches(code_tokens(symbol)[:1], 500)
+               if name == symbol]
+        return sorted((row.start_line, row.end_line) for row in snap.chunk_rows(ids))
 
 
 @pytest.mark.parametrize(("query", "path", "symbol", "lines"), [

@@ -83,7 +83,7 @@ def _assert_ids_name_their_rows(settings: config.Settings, model: Any, root: Pat
                                 query: str, elsewhere: Path) -> None:
     pid, rows = _rows(settings, model, root)
     with Index.open(root, settings, embedder=model).snapshot() as snap:
-        assert len(rows) == snap._conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        assert len(rows) == snap.chunks
     here = [ProjectRef(pid, root)]
     for row in rows:  # through the local index: the chunk its id names is the row's
         local = get_chunk(row["id"], here, settings=settings, embedder=model, scope="chunk")

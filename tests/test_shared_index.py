@@ -336,8 +336,9 @@ def test_bm25_weighs_symbol_and_path_as_the_local_branch_does(shared: config.Set
     index = Index.open(root, shared, embedder=model)
     query = analyze("ledger")
     with index.snapshot() as snap, Engine(shared, index.descriptor) as engine:
-        where = {i: p for i, p in snap._conn.execute("SELECT id, path FROM chunks")}
-        local = [where[i] for i, _ in lexical.search(snap, query, limit=10)]
+        found = lexical.search(snap, query, limit=10)
+        where = {row.id: row.path for row in snap.chunk_rows([i for i, _ in found])}
+        local = [where[i] for i, _ in found]
         remote = [row["path"] for row, _ in reads.bm25(
             engine, query, 10, reads.expression(Filters(), [index.project_id]))]
     # the name outweighs three mentions in a body, the path one; unweighted it would be last

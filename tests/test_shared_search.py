@@ -157,8 +157,8 @@ def test_cli_searches_a_published_project_by_id(two: Any, model: Any,
     assert hits and {h["project"] for h in hits} == {pid}
     index = Index.open(other, config.load(), embedder=model)
     with index.snapshot() as snap:  # the id of the published chunk in the local index
-        ordinal = snap._conn.execute("SELECT id FROM chunks WHERE path = ? AND start_line = ?",
-                                    (hits[0]["path"], hits[0]["start_line"])).fetchone()[0]
+        [ordinal] = [chunk.id for chunk in snap.file_chunks([hits[0]["path"]])[hits[0]["path"]]
+                     if chunk.start_line == hits[0]["start_line"]]
         assert hits[0]["id"] == snap.chunk_id(pid, ordinal)
 
 
