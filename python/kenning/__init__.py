@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from kenning.config import Settings
     from kenning.indexer import RefreshResult
     from kenning.library import (
+        CallLink,
         Chunk,
         Hit,
         SearchResult,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentSetupError",
+    "CallLink",
     "Chunk",
     "ConfigError",
     "EmbedderError",
@@ -85,7 +87,7 @@ _LAZY = {
     "search": "kenning.library", "index": "kenning.library", "get_chunk": "kenning.library",
     "status": "kenning.library", "load_settings": "kenning.library",
     "Hit": "kenning.library", "SearchResult": "kenning.library", "Chunk": "kenning.library",
-    "Status": "kenning.library",
+    "Status": "kenning.library", "CallLink": "kenning.library",
     "Settings": "kenning.config", "RefreshResult": "kenning.indexer",
 }
 

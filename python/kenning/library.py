@@ -47,6 +47,26 @@ class _Typed:
 
 
 @dataclass(frozen=True)
+class CallLink(_Typed):
+    """A declaration that calls a hit's declaration (a caller) or that it calls (a callee),
+    linked by name within the project (no types are resolved); ``id`` is for ``get_chunk``,
+    lines span the whole declaration."""
+
+    TYPE: ClassVar[str] = "call_link"
+    id: str
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_LINKS = ("callers", "callees")
+
+
+@dataclass(frozen=True)
 class Hit(_Typed):
     """One search result: a chunk (or the whole declaration it belongs to) of a project.
 
@@ -69,9 +89,28 @@ class Hit(_Typed):
     content: str
     stale: bool
     weak: bool
+    # asked for with ``calls=True`` (None otherwise, and absent from the JSON): the
+    # declarations that call this one and that it calls, best first, a few each
+    callers: tuple[CallLink, ...] | None = None
+    callees: tuple[CallLink, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)  # a result in the JSON carries no "type"
+        out = asdict(self)  # a result in the JSON carries no "type"
+        for key in _LINKS:
+            if out[key] is None:
+                del out[key]
+            else:
+                out[key] = list(out[key])
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Hit:
+        given = {key: None for key in _LINKS} | dict(data)
+        checked = cls._checked(given)
+        for key in _LINKS:
+            if checked[key] is not None:
+                checked[key] = tuple(CallLink.from_dict(link) for link in checked[key])
+        return cls(**checked)
 
 
 @dataclass(frozen=True)
@@ -208,7 +247,7 @@ def _roots(paths: PathLike | Sequence[PathLike], settings: Settings) -> list[Any
 
 def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int = 10,
            path_filter: str | None = None, language: str | None = None,
-           kind: str | None = None, refresh: bool = True,
+           kind: str | None = None, refresh: bool = True, calls: bool = False,
            settings: Settings | None = None) -> SearchResult:
     """Search one project, or several at once (their hits merged by score).
 
@@ -217,7 +256,8 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     (``code``, ``docs``, ``test``, ``example``, ``generated``, ``completion``) or declaration
     kind (``function``, ``class``, ...). With ``refresh`` the index is brought up to date
     first: one stat pass when nothing changed, and the whole first index (embedding included)
-    for a project never indexed."""
+    for a project never indexed. With ``calls`` each hit carries its ``callers`` and
+    ``callees``: the declarations of the project that call it and that it calls, by name."""
     from kenning.freshness import for_settings
     from kenning.retrieval import search as run
 
@@ -225,12 +265,13 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     _check("limit", limit, (int,), "an integer")
     _check_text(path_filter=path_filter, language=language, kind=kind)
     _check("refresh", refresh, (bool,), "True or False")
+    _check("calls", calls, (bool,), "True or False")
     _check_common(settings)
     settings = settings or load_settings()
     # no background worker here to leave a backlog of vectors to: they are embedded first
     found = run(query, _roots(paths, settings), settings=settings, limit=limit,
                 path_filter=path_filter, language=language, kind=kind, refresh=refresh,
-                freshness=for_settings(settings, sync_embed_limit=None))
+                freshness=for_settings(settings, sync_embed_limit=None), calls=calls)
     return SearchResult.from_dict(found)
 
 

@@ -32,3 +32,4 @@ class Chunk:
     signature: str | None  # the declaration's first line(s), e.g. "def send(self, request):"
     text: str
     generated: bool = False  # the file's first lines say a tool wrote it (chunking.generated)
+    calls: tuple[str, ...] = ()  # the distinct names it calls, sorted (chunking.calls)

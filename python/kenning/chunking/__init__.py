@@ -9,6 +9,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from kenning.chunking.calls import calls_in
 from kenning.chunking.cutter import Cutter
 from kenning.chunking.generated import says_generated
 from kenning.chunking.languages import LANGUAGES
@@ -55,6 +56,7 @@ def chunk_file(
     ``max_tokens`` must leave room for one character: ranges are split down to characters.
     """
     cutter = Cutter(data, max_tokens, count_tokens)
+    calls: list[tuple[int, str]] = []
     if language == "markdown":
         pieces = markdown(cutter)
     elif language in LANGUAGES and data.strip():
@@ -72,6 +74,8 @@ def chunk_file(
                 pieces = SyntaxChunker(cutter, LANGUAGES[grammar]).run(root)
         if not pieces:
             pieces = windows(cutter)
+        if root is not None:
+            calls = calls_in(grammar, root, data)
     else:
         pieces = windows(cutter)
-    return cutter.chunks(pieces, path, language, says_generated(data))
+    return cutter.chunks(pieces, path, language, says_generated(data), calls)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from kenning.chunking.calls import names_between
 from kenning.records import Chunk
 
 # A declaration longer than this is split even when its tokens fit (large-context models).
@@ -335,7 +336,10 @@ class Cutter:
 
     # -- output -----------------------------------------------------------------------------
     def chunks(self, pieces: Sequence[Piece], path: str, language: str | None,
-               generated: bool = False) -> list[Chunk]:
+               generated: bool = False,
+               calls: Sequence[tuple[int, str]] = ()) -> list[Chunk]:
+        """The records of ``pieces``; ``calls`` (``chunking.calls.calls_in``) give each the
+        names called within it."""
         out = []
         for piece in pieces:
             start, end = self._trim(piece.start, piece.end)
@@ -354,6 +358,7 @@ class Cutter:
                     signature=piece.signature,
                     text=self.text(start, end),
                     generated=generated,
+                    calls=names_between(calls, start, end),
                 )
             )
         return out

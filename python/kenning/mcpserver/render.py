@@ -27,12 +27,30 @@ class Rendered:
     structured: dict[str, Any]
 
 
+LINK_LABELS = {"callers": "called by", "callees": "calls"}
+
+
 def _escaped(item: dict[str, Any]) -> dict[str, Any]:
-    """``item`` with its path and symbol as ``escape_label`` makes them, for the JSON."""
+    """``item`` with its path and symbol (and those of its callers and callees) as
+    ``escape_label`` makes them, for the JSON."""
     out = {**item, "path": escape_label(str(item["path"]))}
     if item.get("symbol"):
         out["symbol"] = escape_label(str(item["symbol"]))
+    for key in LINK_LABELS:
+        if key in item:
+            out[key] = [_escaped(link) for link in item[key]]
     return out
+
+
+def _links(hit: dict[str, Any]) -> str:
+    """The lines that list a hit's callers and callees, when it carries them."""
+    lines = []
+    for key, label in LINK_LABELS.items():
+        if key in hit:
+            found = [f"{clean_label(str(link.get('symbol') or '?'), 120)} "
+                     f"{clean_label(_origin(link))} (id {link['id']})" for link in hit[key]]
+            lines.append(f"{label}: {'; '.join(found) or 'none found'}")
+    return "".join("\n" + line for line in lines)
 
 
 def _warnings(result: dict[str, Any]) -> list[str]:
@@ -77,7 +95,7 @@ def search_result(result: dict[str, Any], *, detail: str, max_tokens: int,
     as_locations = dropped = 0
     snippets = detail == "snippets"
     for rank, hit in enumerate(hits, 1):
-        text = _location(hit, rank, show_project)
+        text = _location(hit, rank, show_project) + _links(hit)
         entry = {**_escaped(hit), "content": None}
         downgraded = False
         if snippets and hit.get("content") is not None:

@@ -27,6 +27,7 @@ from kenning.errors import (
 )
 from kenning.freshness import Freshness, failed_refresh, for_settings
 from kenning.retrieval import dense, lexical, symbols
+from kenning.retrieval.calls import linked as call_links
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.projects import ProjectRef, resolve_projects
@@ -82,6 +83,7 @@ class _Context:
     warnings: list[str] = field(default_factory=list)
     embedder_down: bool = False  # the query could not be embedded
     prefer: Path | None = None  # a folder inside a project whose results come first
+    calls: bool = False  # each result carries its callers and callees
 
 
 def _refresh(ref: ProjectRef, ctx: _Context) -> None:
@@ -209,6 +211,10 @@ def _search_snapshot(index: Index, ctx: _Context,
                 "symbol": c.symbol, "score": round(c.score, 6), "content": content,
                 "stale": stale, "weak": c.id in weak,
                 "_read_bytes": reader.read_cost(c.path)})
+        if ctx.calls:
+            links = call_links(snap, index.project_id, [c.id for c in ranked_cands])
+            for c, result in zip(ranked_cands, results, strict=True):
+                result.update(links[c.id])
         return results, snap.revision
 
 
@@ -395,7 +401,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
            progress: Callable[[dict[str, Any]], None] | None = None,
            freshness: Freshness | None = None,
            shared_projects: Sequence[str] | None = None,
-           prefer: Path | None = None) -> dict[str, Any]:
+           prefer: Path | None = None, calls: bool = False) -> dict[str, Any]:
     """Hybrid search over one or more projects; the DESIGN.md search-result JSON, plus
     ``vectors_deferred``.
 
@@ -411,7 +417,8 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
     warning, and its root is listed in ``vectors_deferred``: the caller computes them in the
     background (the CLI starts a `kenning index`, the MCP server a worker thread). Results
     under ``prefer``, a folder inside a project searched, come first (the CLI's working
-    directory)."""
+    directory). With ``calls`` each result of a local index carries the ``callers`` and
+    ``callees`` of its declaration (``retrieval.calls``), a few each."""
     from kenning import usage_log
 
     started = time.perf_counter()
@@ -432,7 +439,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
             ctx = _Context(parsed, filters, limit, settings, emb, None,
                            dense.relevance_floor(str(emb.model)), frozenset(branches), progress,
                            freshness or for_settings(settings),
-                           shared_projects=shared_projects, prefer=prefer)
+                           shared_projects=shared_projects, prefer=prefer, calls=calls)
             if (settings["search.backend"] != "shared" and refresh
                     and any(_words_only(_open(ref, ctx)) for ref in refs)):
                 # a first index needs the dims; with the server down and dims unknown, the

@@ -23,6 +23,10 @@ ChunkRow = tuple[int, str, int, int, int, int, "str | None", str, "str | None", 
 FileChunk = tuple[int, int, int, int, int, str, "str | None", "str | None"]
 _CHUNK_COLUMNS = ("id, path, start_line, end_line, start_byte, end_byte, language, kind, symbol, "
                   "generated")
+# (id, path, start line, end line, language, kind, symbol, signature) of a declaration's chunk
+DeclarationRow = tuple[int, str, int, int, "str | None", str, "str | None", "str | None"]
+_DECLARATION_COLUMNS = ("c.id, c.path, c.start_line, c.end_line, c.language, c.kind, c.symbol, "
+                        "c.signature")
 
 
 def _marks(values: Collection[object]) -> str:
@@ -125,6 +129,57 @@ class SnapshotReads:
             "SELECT c.id, min(p.start_byte) FROM chunks c JOIN chunks p ON p.path = c.path AND "
             f"p.symbol = c.symbol AND p.signature IS c.signature WHERE c.id IN ({_marks(ids)}) "
             "GROUP BY c.id", list(ids)).fetchall())
+
+    def declaration_parts(self, ids: Sequence[int]) -> dict[int, list[tuple[int, int, int]]]:
+        """Chunk id -> (id, start line, end line) of each chunk of its declaration in file
+        order: the chunks of its file with its symbol and signature, itself alone when it has
+        no symbol."""
+        if not ids:
+            return {}
+        found: dict[int, list[tuple[int, int, int]]] = {}
+        for row in self._conn.execute(
+                "SELECT c.id, p.id, p.start_line, p.end_line FROM chunks c JOIN chunks p "
+                "ON p.path = c.path AND (p.id = c.id OR (p.symbol = c.symbol AND p.signature "
+                f"IS c.signature)) WHERE c.id IN ({_marks(ids)}) ORDER BY c.id, p.start_byte",
+                list(ids)):
+            found.setdefault(row[0], []).append(row[1:])
+        return found
+
+    def called_names(self, ids: Sequence[int]) -> set[str]:
+        """The names the chunks ``ids`` call (``chunking.calls``)."""
+        if not ids:
+            return set()
+        return {row[0] for row in self._conn.execute(
+            f"SELECT DISTINCT name FROM calls WHERE chunk IN ({_marks(ids)})", list(ids))}
+
+    def declaring(self, names: Collection[str], limit: int,
+                  keep: ChunkFilter | None = None) -> list[tuple[DeclarationRow, str]]:
+        """The chunks, at most ``limit``, that declare one of ``names`` (the last part of
+        their symbol), with the name; among those ``keep`` keeps."""
+        return self._linked("c.name", "chunks c", names, limit, keep)
+
+    def calling(self, names: Collection[str], limit: int,
+                keep: ChunkFilter | None = None) -> list[tuple[DeclarationRow, str]]:
+        """The chunks with a symbol, at most ``limit``, that call one of ``names``, with the
+        name called; among those ``keep`` keeps."""
+        return self._linked("k.name", "calls k JOIN chunks c ON c.id = k.chunk", names, limit,
+                            keep, "c.symbol IS NOT NULL")
+
+    def _linked(self, name: str, source: str, names: Collection[str], limit: int,
+                keep: ChunkFilter | None, *where: str) -> list[tuple[DeclarationRow, str]]:
+        wanted = sorted(names)
+        if not wanted:
+            return []
+        clauses = [f"{name} IN ({_marks(wanted)})", *where]
+        args: list[object] = list(wanted)
+        if keep is not None:
+            condition_sql, params = condition(self._conn, keep)
+            clauses.append(condition_sql)
+            args += params
+        rows = self._conn.execute(
+            f"SELECT {_DECLARATION_COLUMNS}, {name} FROM {source} WHERE {' AND '.join(clauses)} "
+            f"ORDER BY c.id LIMIT {int(limit)}", args)
+        return [(row[:8], row[8]) for row in rows]
 
     def chunks_of_vectors(self, vector_ids: Iterable[int],
                           keep: ChunkFilter | None = None) -> dict[int, list[int]]:

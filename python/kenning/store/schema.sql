@@ -47,11 +47,22 @@ CREATE TABLE IF NOT EXISTS chunks (
     symbol       TEXT,
     signature    TEXT,
     content_hash BLOB NOT NULL,     -- BLAKE3-128 of the chunk text (no path: see vectors)
-    generated    INTEGER NOT NULL DEFAULT 0  -- 1: its file's first lines say a tool wrote it
+    generated    INTEGER NOT NULL DEFAULT 0, -- 1: its file's first lines say a tool wrote it
+    name         TEXT               -- the last part of symbol ('send' of 'Client.send')
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS chunks_name ON chunks(name);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
 CREATE INDEX IF NOT EXISTS chunks_symbol ON chunks(symbol COLLATE NOCASE);
+
+-- The names each chunk calls (kenning.chunking.calls): a declaration's callers are the
+-- chunks that call its name, its callees the declarations of the names it calls.
+CREATE TABLE IF NOT EXISTS calls (
+    chunk INTEGER NOT NULL,  -- chunks.id
+    name  TEXT NOT NULL,
+    PRIMARY KEY (chunk, name)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS calls_name ON calls(name);
 
 -- One vector per distinct chunk text, embedded with the path of the first chunk that had it:
 -- renames, reverts, branch switches and duplicates cost nothing.
