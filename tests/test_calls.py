@@ -47,7 +47,7 @@ SOURCES = {
 def _calls(source: str, language: str) -> set[str]:
     found = chunk_file("f", source.encode(), language, max_tokens=512,
                        count_tokens=lambda text: len(text.split()))
-    return {name for chunk in found for name in chunk.calls}
+    return {name for chunk in found for name, _ in chunk.calls}
 
 
 @pytest.mark.parametrize("language", sorted(SOURCES))
@@ -57,10 +57,26 @@ def test_the_names_a_declaration_calls_are_read_from_its_tree(language: str) -> 
 
 
 def test_each_chunk_keeps_the_calls_made_within_it() -> None:
-    source = "def a():\n    first()\n\n\ndef b():\n    second()\n    second()\n"
+    source = "def a():\n    first()\n\n\ndef b():\n    second()\n    second(); second()\n"
     found = chunk_file("f.py", source.encode(), "python", max_tokens=512,
                        count_tokens=lambda text: len(text.split()))
-    assert {c.symbol: c.calls for c in found} == {"a": ("first",), "b": ("second",)}
+    assert {c.symbol: c.calls for c in found} == {"a": (("first", 2),),
+                                                  "b": (("second", 6), ("second", 7))}
+
+
+def test_a_chunk_keeps_the_declarations_inside_it() -> None:
+    source = ("class Cache:\n    def get(self, key):\n        def miss():\n            pass\n"
+              "        return miss()\n\n    @property\n    def size(self):\n        return 0\n")
+    found = chunk_file("f.py", source.encode(), "python", max_tokens=512,
+                       count_tokens=lambda text: len(text.split()))
+    (cache,) = found
+    assert [(m.name, m.symbol, m.kind, m.start_line, m.end_line) for m in cache.members] == [
+        ("get", "Cache.get", "method", 2, 5), ("miss", "Cache.get.miss", "function", 3, 4),
+        ("size", "Cache.size", "method", 7, 9)]
+    go = "package x\n\nfunc (s *Server) Run() {\n\ts.stop()\n}\n"
+    (_, run) = chunk_file("f.go", go.encode(), "go", max_tokens=512,
+                          count_tokens=lambda text: len(text.split()))
+    assert (run.symbol, run.members) == ("Server.Run", ())  # its own declaration, no member
 
 
 def test_prose_and_elixir_definitions_call_nothing() -> None:

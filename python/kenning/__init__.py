@@ -1,8 +1,8 @@
 """kenning: local semantic code search for coding agents and the people who drive them.
 
 Only the names in ``kenning.__all__`` are kenning's Python API (docs/api.md): ``search``,
-``index``, ``status``, ``get_chunk``, ``load_settings``, their typed records and the error
-classes. Every module under this package is internal and may change in any release.
+``related``, ``index``, ``status``, ``get_chunk``, ``load_settings``, their typed records and
+the error classes. Every module under this package is internal and may change in any release.
 
 Importing kenning is cheap: each name loads its module on first use, and the model runtime,
 tree-sitter and the index load only when a call needs them.
@@ -41,12 +41,15 @@ if TYPE_CHECKING:
     from kenning.library import (
         CallLink,
         Chunk,
+        Declaration,
         Hit,
+        RelatedResult,
         SearchResult,
         Status,
         get_chunk,
         index,
         load_settings,
+        related,
         search,
         status,
     )
@@ -56,6 +59,7 @@ __all__ = [
     "CallLink",
     "Chunk",
     "ConfigError",
+    "Declaration",
     "EmbedderError",
     "EmbedderUnavailable",
     "Hit",
@@ -66,6 +70,7 @@ __all__ = [
     "KenningError",
     "ModelNotFound",
     "RefreshResult",
+    "RelatedResult",
     "SearchResult",
     "Settings",
     "SharedAuthError",
@@ -78,6 +83,7 @@ __all__ = [
     "get_chunk",
     "index",
     "load_settings",
+    "related",
     "search",
     "status",
 ]
@@ -88,6 +94,8 @@ _LAZY = {
     "status": "kenning.library", "load_settings": "kenning.library",
     "Hit": "kenning.library", "SearchResult": "kenning.library", "Chunk": "kenning.library",
     "Status": "kenning.library", "CallLink": "kenning.library",
+    "Declaration": "kenning.library", "RelatedResult": "kenning.library",
+    "related": "kenning.library",
     "Settings": "kenning.config", "RefreshResult": "kenning.indexer",
 }
 

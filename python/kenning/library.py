@@ -143,6 +143,53 @@ class SearchResult(_Typed):
 
 
 @dataclass(frozen=True)
+class Declaration(_Typed):
+    """Where a declaration is: the one ``related`` found at the location it was given (its
+    whole span; ``id`` names its first chunk, for ``get_chunk``)."""
+
+    TYPE: ClassVar[str] = "declaration"
+    id: str
+    project: str
+    path: str
+    start_line: int
+    end_line: int
+    kind: str
+    symbol: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RelatedResult(_Typed):
+    """The code most like the declaration at ``location`` (``subject``), best first, with a
+    search's hits, ``warnings``, ``revision`` and ``vectors_deferred``; ``subject`` itself is
+    never among the hits."""
+
+    TYPE: ClassVar[str] = "related_result"
+    location: str
+    subject: Declaration
+    results: tuple[Hit, ...]
+    warnings: tuple[str, ...]
+    revision: str | None
+    vectors_deferred: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.TYPE, "location": self.location, "subject": self.subject.to_dict(),
+                "results": [hit.to_dict() for hit in self.results],
+                "warnings": list(self.warnings), "revision": self.revision,
+                "vectors_deferred": list(self.vectors_deferred)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RelatedResult:
+        checked = cls._checked(data)
+        return cls(checked["location"], Declaration.from_dict(checked["subject"]),
+                   tuple(Hit.from_dict(hit) for hit in checked["results"]),
+                   tuple(checked["warnings"]), checked["revision"],
+                   tuple(checked["vectors_deferred"]))
+
+
+@dataclass(frozen=True)
 class Chunk(_Typed):
     """The code a hit's id names: with ``scope="declaration"`` the whole declaration the chunk
     is part of, with ``"chunk"`` the chunk alone, widened by ``context_lines``."""
@@ -273,6 +320,35 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
                 path_filter=path_filter, language=language, kind=kind, refresh=refresh,
                 freshness=for_settings(settings, sync_embed_limit=None), calls=calls)
     return SearchResult.from_dict(found)
+
+
+def related(location: PathLike, paths: PathLike | Sequence[PathLike] = ".", *,
+            line: int | None = None, limit: int = 10, path_filter: str | None = None,
+            language: str | None = None, kind: str | None = None, refresh: bool = True,
+            calls: bool = False, settings: Settings | None = None) -> RelatedResult:
+    """The code most like the declaration at ``location``: ``"PATH:LINE"``, or a path with
+    ``line``. PATH may be relative to the working directory or to the project root, or
+    absolute inside it. Results come from the declaration's vector neighbours, declarations
+    of the same name elsewhere, its callers and callees, fused and ranked; the declaration
+    itself (``subject``) is left out. Filters, ``limit``, ``refresh`` and ``calls`` are those
+    of ``search``. ``UsageError`` for a malformed location, one outside the project, a file
+    that is not indexed or a line past its end."""
+    from kenning.freshness import for_settings
+    from kenning.retrieval.related import related as run
+
+    _check("location", location, (str, os.PathLike), "PATH:LINE, or a path with line=")
+    _check("line", line, (int, type(None)), "an integer or None")
+    _check("limit", limit, (int,), "an integer")
+    _check_text(path_filter=path_filter, language=language, kind=kind)
+    _check("refresh", refresh, (bool,), "True or False")
+    _check("calls", calls, (bool,), "True or False")
+    _check_common(settings)
+    settings = settings or load_settings()
+    found = run(os.fspath(location), _roots(paths, settings), settings=settings, line=line,
+                limit=limit, path_filter=path_filter, language=language, kind=kind,
+                refresh=refresh, freshness=for_settings(settings, sync_embed_limit=None),
+                calls_too=calls)
+    return RelatedResult.from_dict(found)
 
 
 def index(path: PathLike = ".", *, full: bool = False,

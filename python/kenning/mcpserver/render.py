@@ -74,12 +74,18 @@ def _location(hit: dict[str, Any], rank: int, show_project: bool) -> str:
 
 def search_result(result: dict[str, Any], *, detail: str, max_tokens: int,
                   show_project: bool) -> Rendered:
-    """A capped ``search_result``: wrapped snippets, then locations only, then nothing."""
+    """A capped ``search_result`` (or ``related_result``): wrapped snippets, then locations
+    only, then nothing."""
     hits: list[dict[str, Any]] = result["results"]
     nonce = new_nonce(str(h.get("content") or "") for h in hits)
     count = len(hits)
-    query = clean_label(json.dumps(result["query"]), 400)
-    head = [f'{count} result{"" if count == 1 else "s"} for {query}']
+    if "subject" in result:
+        subject = result["subject"]
+        about = (f"related to {clean_label(str(subject['symbol'] or subject['kind']), 120)} at "
+                 f"{clean_label(_origin(subject))} (id {subject['id']})")
+    else:
+        about = f"for {clean_label(json.dumps(result['query']), 400)}"
+    head = [f'{count} result{"" if count == 1 else "s"} {about}']
     head += [f"warning: {clean_label(w, 400)}" for w in result.get("warnings") or []]
     if hits and all(h.get("weak") for h in hits):
         head.append("Nothing relevant found: no result contains the names the query asks for, "
@@ -122,6 +128,8 @@ def search_result(result: dict[str, Any], *, detail: str, max_tokens: int,
         shown.append(entry)
     structured = {**result, "results": shown, "warnings": _warnings(result), "detail": detail,
                   "nonce": nonce, "max_tokens": max_tokens}
+    if "subject" in result:
+        structured["subject"] = _escaped(result["subject"])
     notice = _left_out(as_locations, dropped, max_tokens)
     if notice:
         structured["left_out"] = {"as_locations": as_locations, "dropped": dropped,

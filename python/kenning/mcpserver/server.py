@@ -80,6 +80,16 @@ the background: returns when done, or after about 30 seconds with progress (sear
 working meanwhile; code_index_status follows it). If another process is indexing the project \
 it reports busy instead of waiting."""
 
+RELATED = """\
+The code most like the declaration at a location you are reading ("src/server.py:42", the \
+path relative to the project root): its nearest neighbours by meaning, declarations of the \
+same name elsewhere (overrides, implementations, bindings), its callers and its callees, \
+ranked together; the declaration itself is left out. Use it for "what else does this?", \
+"who uses this?", or before changing a function, to find the code that changes with it. \
+Takes code_search's filters, detail and include_calls; the output has its shape and token \
+cap. A location outside the project, in a file that is not indexed, or past the end of its \
+file is refused."""
+
 REPOSITORIES = """\
 Which of the served projects are most likely to hold the answer to a query, ranked by their \
 best search hit. Use it when you do not know which repository to look in, then \
@@ -181,6 +191,30 @@ def build_server(service: Service) -> MCPServer:
                            language=language, project=project, calls=include_calls),
             detail=detail, max_tokens=max_tokens(), show_project=many))
 
+    def code_related(
+        location: Annotated[str, Field(description="PATH:LINE of the declaration, the path "
+                                                   "relative to the project root.")],
+        path_filter: Annotated[str | None, Field(
+            description="Only paths matching this glob or prefix, relative to the project "
+                        "root.")] = None,
+        limit: Annotated[int, Field(ge=1, le=50, description="Results wanted.")] = 10,
+        kind: Annotated[str | None, Field(
+            description='"code", "docs", "test", ... or a declaration kind.',
+            json_schema_extra={"enum": [*sorted(KINDS), None]})] = None,
+        language: Annotated[str | None, Field(
+            description='e.g. "python", "typescript".',
+            json_schema_extra={"enum": [*sorted(LANGUAGES), None]})] = None,
+        project: ProjectArg = None,
+        detail: Annotated[Literal["snippets", "locations"], Field(
+            description='"locations" returns paths and lines only.')] = "snippets",
+        include_calls: Annotated[bool, Field(
+            description="Also list each result's callers and callees.")] = False,
+    ) -> CallToolResult:
+        return _guarded("code_related", lambda: render.search_result(
+            service.related(location, path_filter=path_filter, limit=limit, kind=kind,
+                            language=language, project=project, calls=include_calls),
+            detail=detail, max_tokens=max_tokens(), show_project=many))
+
     def code_get_chunk(
         id: Annotated[str, Field(description="A chunk id from code_search: "
                                              "<project>:<index>:<generation>:<ordinal>.")],
@@ -229,6 +263,7 @@ def build_server(service: Service) -> MCPServer:
             service.find_repositories(query)))
 
     server.add_tool(code_search, description=SEARCH, annotations=READ_ONLY)
+    server.add_tool(code_related, description=RELATED, annotations=READ_ONLY)
     server.add_tool(code_get_chunk, description=GET_CHUNK, annotations=READ_ONLY)
     server.add_tool(code_index_status, description=STATUS, annotations=READ_ONLY)
     server.add_tool(code_reindex, description=REINDEX, annotations=ToolAnnotations(

@@ -99,6 +99,26 @@ class Service:
         result["warnings"] = warnings + list(result.get("warnings") or [])
         return result
 
+    def related(self, location: str, *, path_filter: str | None = None, limit: int = 10,
+                kind: str | None = None, language: str | None = None,
+                project: str | None = None, calls: bool = False) -> dict[str, Any]:
+        """``related`` over the served projects: the one whose root holds the location."""
+        from kenning.embedding import deadline
+        from kenning.retrieval.related import related
+
+        targets = [served for served in self.registry.select(project) if served.ref]
+        if not targets:
+            raise UsageError("None of the served projects is available.")
+        with deadline.within(self.settings["search.timeout"]):
+            result = related(location, [served.ref for served in targets if served.ref],
+                             settings=self.settings, limit=limit, path_filter=path_filter,
+                             language=language, kind=kind, embedder=self.embedder,
+                             freshness=self.freshness, calls_too=calls)
+        for root in result["vectors_deferred"]:  # computed here, on a worker thread
+            self.start_job(next(s for s in targets if s.ref and str(s.ref.root) == root),
+                           full=False)
+        return result
+
     def _published_only(self, project: str) -> bool:
         """A project id this server does not serve, searched in the shared index."""
         return (self.settings["search.backend"] != "local" and not Path(project).is_absolute()

@@ -179,7 +179,7 @@ def _search_snapshot(index: Index, ctx: _Context,
                                                     limit=max(SYMBOL_DEPTH, depth), keep=keep)
             lead_with_reexports(ctx.query, rankings, *readers)
             if hits is not None:
-                rankings["dense"] = _dense_ranking(snap, hits, max(DENSE_DEPTH, depth), keep,
+                rankings["dense"] = dense_ranking(snap, hits, max(DENSE_DEPTH, depth), keep,
                                                    cosine)
             return rankings
 
@@ -196,29 +196,38 @@ def _search_snapshot(index: Index, ctx: _Context,
             ranked_cands += _after(ranked_cands, _folder_first(deeper, ctx.prefer, index.root),
                                    ctx.limit)
         weak = _weak(snap, ctx, vector, ranked_cands, cosine)
-        reader = SnippetReader(index.root, snap.file_states({c.path for c in ranked_cands}),
-                               int(ctx.settings["index.max_file_size"]))
-        results = []
-        for c in ranked_cands:
-            content, stale = (reader.read(c.path, c.start_byte, c.end_byte) if c.window is None
-                              else reader.read_window(c.path, (c.start_byte, c.end_byte,
-                                                               c.start_line, c.end_line),
-                                                      c.window, c.symbol))
-            results.append({
-                "id": snap.chunk_id(index.project_id, c.id), "project": index.project_id,
-                "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
-                "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
-                "symbol": c.symbol, "score": round(c.score, 6), "content": content,
-                "stale": stale, "weak": c.id in weak,
-                "_read_bytes": reader.read_cost(c.path)})
-        if ctx.calls:
-            links = call_links(snap, index.project_id, [c.id for c in ranked_cands])
-            for c, result in zip(ranked_cands, results, strict=True):
-                result.update(links[c.id])
+        results = hit_records(index, snap, ranked_cands, ctx.settings, weak, calls=ctx.calls)
         return results, snap.revision
 
 
-def _dense_ranking(snap: Snapshot, hits: list[tuple[int, float]], depth: int,
+def hit_records(index: Index, snap: Snapshot, cands: list[Candidate], settings: Settings,
+                weak: Collection[int] = frozenset(), *,
+                calls: bool = False) -> list[dict[str, Any]]:
+    """The results of ranked candidates, their snippets read from the work tree; with
+    ``calls`` each carries the callers and callees of its declaration."""
+    reader = SnippetReader(index.root, snap.file_states({c.path for c in cands}),
+                           int(settings["index.max_file_size"]))
+    results = []
+    for c in cands:
+        content, stale = (reader.read(c.path, c.start_byte, c.end_byte) if c.window is None
+                          else reader.read_window(c.path, (c.start_byte, c.end_byte,
+                                                           c.start_line, c.end_line),
+                                                  c.window, c.symbol))
+        results.append({
+            "id": snap.chunk_id(index.project_id, c.id), "project": index.project_id,
+            "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
+            "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
+            "symbol": c.symbol, "score": round(c.score, 6), "content": content,
+            "stale": stale, "weak": c.id in weak,
+            "_read_bytes": reader.read_cost(c.path)})
+    if calls:
+        links = call_links(snap, index.project_id, [c.id for c in cands])
+        for c, result in zip(cands, results, strict=True):
+            result.update(links[c.id])
+    return results
+
+
+def dense_ranking(snap: Snapshot, hits: list[tuple[int, float]], depth: int,
                    keep: ChunkFilter | None, cosine: dict[int, float]) -> list[tuple[int, float]]:
     """The vector branch's ``depth`` best chunks, from the scan's ``(vector id, cosine)``
     list (a vector may be shared by several chunks, or by none that ``keep`` keeps); their

@@ -1,9 +1,11 @@
 """Callers and callees of a declaration, by name within one project's snapshot.
 
-The chunker records the names each chunk calls (``chunking.calls``). The callees of a
-declaration are the declarations of the names it calls; its callers the declarations that call
-its name. No types are resolved, so a name is only a hint of which declaration a call reaches;
-the candidates are ranked by how likely they are the one meant:
+The chunker records the calls each chunk makes (name and line) and the declarations inside
+it besides its own (``chunking.calls``): the methods of a class small enough to be one chunk
+are declarations too. The callees of a declaration are the declarations of the names it
+calls; its callers the innermost declarations around the calls of its name. No types are
+resolved, so a name is only a hint of which declaration a call reaches; the candidates are
+ranked by how likely they are the one meant:
 
 - the same language (or one that calls it: C and C++, JavaScript and TypeScript, Java and
   Kotlin), else none;
@@ -11,13 +13,13 @@ the candidates are ranked by how likely they are the one meant:
 - for callees, fewer declarations of the name (the IDF idea the ranking uses for shared
   names): ``send`` declared once is surely the one called; ``new`` declared by forty types is
   any of them;
-- tests and examples after the code they exercise.
+- tests and examples after the code they exercise, and the other way round.
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,11 +28,11 @@ from kenning.store.writer import declared_name
 
 if TYPE_CHECKING:
     from kenning.store import ChunkFilter, Snapshot
-    from kenning.store.reads import DeclarationRow
+    from kenning.store.reads import DeclarationRow, MemberRow
 
 LINKS = 3  # callers and callees listed with each search result
-# Chunks read per look-up: a name that more chunks call or declare than this (``get``,
-# ``new``) links little anyway.
+# Declarations or calls read per look-up: a name that more chunks call or declare than this
+# (``get``, ``new``) links little anyway.
 MAX_ROWS = 2000
 # Languages whose code calls each other's declarations by name.
 _FAMILIES = {"cpp": "c", "typescript": "javascript", "tsx": "javascript", "kotlin": "java"}
@@ -40,10 +42,10 @@ OTHER_CLASS = 0.5  # a test or example linked to code, or code to one
 
 @dataclass(slots=True)
 class Link:
-    """A declaration linked to another: its first chunk, its lines, and how likely the link
-    is the one meant."""
+    """A declaration linked to another: the chunk that holds it, its lines, and how likely
+    the link is the one meant."""
 
-    id: int  # the first chunk of the declaration
+    id: int  # the chunk of the declaration (its first, for one split over several)
     path: str
     start_line: int
     end_line: int
@@ -51,6 +53,19 @@ class Link:
     kind: str
     symbol: str | None
     score: float
+    member: bool  # a declaration inside the chunk, not the chunk's own
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """The declaration whose links are sought: its chunks and where it is; ``lines`` when it
+    is a member of its one chunk (a method of a class that is one chunk)."""
+
+    parts: tuple[int, ...]
+    path: str
+    language: str | None
+    symbol: str | None
+    lines: tuple[int, int] | None = None
 
 
 def family(language: str | None) -> str | None:
@@ -68,32 +83,6 @@ def nearness(path: str, other: str) -> float:
     return ELSEWHERE
 
 
-def _declarations(rows: Iterable[tuple[DeclarationRow, str]]
-                  ) -> dict[tuple[str, str | None, str | None], list[tuple[DeclarationRow, str]]]:
-    """Rows grouped by declaration: the parts of one declaration split over several chunks
-    share its path, symbol and signature."""
-    found: dict[tuple[str, str | None, str | None], list[tuple[DeclarationRow, str]]] = {}
-    for row, name in rows:
-        found.setdefault((row[1], row[6], row[7]), []).append((row, name))
-    return found
-
-
-def _is_other_class(path: str, language: str | None, symbol: str | None,
-                    other: DeclarationRow) -> bool:
-    own = bool(categories(path, language, symbol))
-    return own != bool(categories(other[1], other[4], other[6]))
-
-
-@dataclass(frozen=True, slots=True)
-class Subject:
-    """The declaration whose links are sought: its chunks and where it is."""
-
-    parts: tuple[int, ...]
-    path: str
-    language: str | None
-    symbol: str | None
-
-
 def subjects(snap: Snapshot, ids: Sequence[int]) -> dict[int, Subject]:
     """The declaration of each chunk of ``ids`` (the chunk alone when it has no symbol)."""
     parts = snap.declaration_parts(list(ids))
@@ -101,45 +90,98 @@ def subjects(snap: Snapshot, ids: Sequence[int]) -> dict[int, Subject]:
                             row[6], row[8]) for row in snap.chunk_rows(list(ids))}
 
 
+def member_at(members: Sequence[MemberRow], line: int) -> MemberRow | None:
+    """The innermost of a chunk's ``members`` (in file order) whose lines hold ``line``."""
+    found = None
+    for member in members:
+        if member[3] <= line <= member[4]:
+            found = member  # a later one that holds it is nested in the earlier
+    return found
+
+
+def _is_subject(row: DeclarationRow, subject: Subject) -> bool:
+    """Whether ``row`` is the subject, or (for a whole-chunk subject) inside it."""
+    if row[0] not in subject.parts:
+        return False
+    return subject.lines is None or (bool(row[8]) and (row[2], row[3]) == subject.lines)
+
+
+def _other_class(subject: Subject, row: DeclarationRow) -> bool:
+    own = bool(categories(subject.path, subject.language, subject.symbol))
+    return own != bool(categories(row[1], row[4], row[6]))
+
+
 def callees(snap: Snapshot, subject: Subject, limit: int,
             keep: ChunkFilter | None = None) -> list[Link]:
     """The declarations of the names ``subject`` calls, best first, itself left out."""
-    names = snap.called_names(subject.parts)
+    names = snap.called_names(subject.parts, subject.lines)
     rows = [(row, name) for row, name in snap.declaring(names, MAX_ROWS, keep)
-            if family(row[4]) == family(subject.language)]
+            if family(row[4]) == family(subject.language) and not _is_subject(row, subject)]
     declarers: dict[str, int] = {}
-    grouped = _declarations(rows)
-    for parts in grouped.values():
-        declarers[parts[0][1]] = declarers.get(parts[0][1], 0) + 1
+    grouped = _grouped(rows)
+    for _, name in grouped.values():
+        declarers[name] = declarers.get(name, 0) + 1
     return _ranked(grouped, subject, limit, lambda name: 1.0 / declarers[name])
 
 
 def callers(snap: Snapshot, subject: Subject, limit: int,
             keep: ChunkFilter | None = None) -> list[Link]:
-    """The declarations that call ``subject``'s name, best first, itself left out."""
+    """The declarations around the calls of ``subject``'s name, best first, itself left
+    out."""
     name = declared_name(subject.symbol)
     if name is None:
         return []
-    rows = [(row, called) for row, called in snap.calling([name], MAX_ROWS, keep)
-            if family(row[4]) == family(subject.language)]
-    return _ranked(_declarations(rows), subject, limit, lambda _: 1.0)
+    calls = [(row, line) for row, _, line in snap.calling([name], MAX_ROWS, keep)
+             if family(row[4]) == family(subject.language)]
+    members = snap.members_of(sorted({row[0] for row, _ in calls}))
+    rows = []
+    for row, line in calls:
+        around = member_at(members.get(row[0], ()), line)
+        if around is not None:  # the method of a one-chunk class that makes the call
+            row = (row[0], row[1], around[3], around[4], row[4], around[2], around[1], None, 1)
+        elif row[6] is None:
+            continue  # a call between declarations (a script's statements)
+        if not _is_subject(row, subject) and not (
+                subject.lines is not None and row[0] in subject.parts
+                and subject.lines[0] <= line <= subject.lines[1]):  # a recursive call
+            rows.append((row, name))
+    return _ranked(_grouped(rows), subject, limit, lambda _: 1.0)
 
 
-def _ranked(grouped: dict[tuple[str, str | None, str | None], list[tuple[DeclarationRow, str]]],
+def _grouped(rows: list[tuple[DeclarationRow, str]]
+             ) -> dict[tuple[object, ...], tuple[list[DeclarationRow], str]]:
+    """Rows grouped by declaration, with the name they were found by: the parts of one
+    declaration split over several chunks share its path, symbol and signature."""
+    found: dict[tuple[object, ...], tuple[list[DeclarationRow], str]] = {}
+    for row, name in rows:
+        key = (row[1], row[6], row[7], row[8], row[2] if row[8] else None)
+        found.setdefault(key, ([], name))[0].append(row)
+    return found
+
+
+def _ranked(grouped: dict[tuple[object, ...], tuple[list[DeclarationRow], str]],
             subject: Subject, limit: int, weight: Callable[[str], float]) -> list[Link]:
     links = []
-    for parts in grouped.values():
-        rows = [row for row, _ in parts]
-        if any(row[0] in subject.parts for row in rows):
-            continue
-        first = rows[0]
-        score = nearness(subject.path, first[1]) * weight(parts[0][1])
-        if _is_other_class(subject.path, subject.language, subject.symbol, first):
+    for rows, name in grouped.values():
+        first = min(rows, key=lambda row: row[0])
+        score = nearness(subject.path, first[1]) * weight(name)
+        if _other_class(subject, first):
             score *= OTHER_CLASS
         links.append(Link(first[0], first[1], min(r[2] for r in rows), max(r[3] for r in rows),
-                          first[4], first[5], first[6], score))
+                          first[4], first[5], first[6], score, bool(first[8])))
     links.sort(key=lambda link: (-link.score, link.path, link.start_line))
     return links[:limit]
+
+
+def whole(snap: Snapshot, links: list[Link]) -> list[Link]:
+    """``links`` spanning their whole declarations (a caller is read from the parts that
+    call); a member keeps its own lines."""
+    spans = snap.declaration_parts([link.id for link in links if not link.member])
+    for link in links:
+        parts = spans.get(link.id)
+        if parts and not link.member:
+            link.id, link.start_line, link.end_line = parts[0][0], parts[0][1], parts[-1][2]
+    return links
 
 
 def linked(snap: Snapshot, project: str, ids: Sequence[int],
@@ -159,13 +201,3 @@ def linked(snap: Snapshot, project: str, ids: Sequence[int],
 def record(snap: Snapshot, project: str, link: Link) -> dict[str, object]:
     return {"id": snap.chunk_id(project, link.id), "path": link.path,
             "start_line": link.start_line, "end_line": link.end_line, "symbol": link.symbol}
-
-
-def whole(snap: Snapshot, links: list[Link]) -> list[Link]:
-    """``links`` spanning their whole declarations (a caller is read from the parts that call)."""
-    spans = snap.declaration_parts([link.id for link in links])
-    for link in links:
-        parts = spans.get(link.id)
-        if parts:
-            link.id, link.start_line, link.end_line = parts[0][0], parts[0][1], parts[-1][2]
-    return links

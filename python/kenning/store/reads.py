@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -23,10 +24,17 @@ ChunkRow = tuple[int, str, int, int, int, int, "str | None", str, "str | None", 
 FileChunk = tuple[int, int, int, int, int, str, "str | None", "str | None"]
 _CHUNK_COLUMNS = ("id, path, start_line, end_line, start_byte, end_byte, language, kind, symbol, "
                   "generated")
-# (id, path, start line, end line, language, kind, symbol, signature) of a declaration's chunk
-DeclarationRow = tuple[int, str, int, int, "str | None", str, "str | None", "str | None"]
+# (chunk id, path, start line, end line, language, kind, symbol, signature, member) of a
+# declaration: a chunk's own (member 0), or one inside it (member 1: its lines, kind and
+# symbol, no signature)
+DeclarationRow = tuple[int, str, int, int, "str | None", str, "str | None", "str | None", int]
 _DECLARATION_COLUMNS = ("c.id, c.path, c.start_line, c.end_line, c.language, c.kind, c.symbol, "
-                        "c.signature")
+                        "c.signature, 0")
+_MEMBER_COLUMNS = ("c.id, c.path, m.start_line, m.end_line, c.language, m.kind, m.symbol, "
+                   "NULL, 1")
+# (name, symbol, kind, start line, end line, start byte, end byte) of a declaration inside a
+# chunk
+MemberRow = tuple[str, str, str, int, int, int, int]
 
 
 def _marks(values: Collection[object]) -> str:
@@ -145,41 +153,65 @@ class SnapshotReads:
             found.setdefault(row[0], []).append(row[1:])
         return found
 
-    def called_names(self, ids: Sequence[int]) -> set[str]:
-        """The names the chunks ``ids`` call (``chunking.calls``)."""
+    def called_names(self, ids: Sequence[int],
+                     lines: tuple[int, int] | None = None) -> set[str]:
+        """The names the chunks ``ids`` call (``chunking.calls``), on ``lines`` only (first
+        and last, inclusive) when given."""
         if not ids:
             return set()
-        return {row[0] for row in self._conn.execute(
-            f"SELECT DISTINCT name FROM calls WHERE chunk IN ({_marks(ids)})", list(ids))}
+        sql = f"SELECT DISTINCT name FROM calls WHERE chunk IN ({_marks(ids)})"
+        args: list[object] = list(ids)
+        if lines is not None:
+            sql += " AND line BETWEEN ? AND ?"
+            args += list(lines)
+        return {row[0] for row in self._conn.execute(sql, args)}
+
+    def members_of(self, ids: Sequence[int]) -> dict[int, list[MemberRow]]:
+        """Chunk id -> the declarations inside it besides its own, in file order."""
+        found: dict[int, list[MemberRow]] = {}
+        if not ids:
+            return found
+        for row in self._conn.execute(
+                "SELECT chunk, name, symbol, kind, start_line, end_line, start_byte, end_byte "
+                f"FROM members WHERE chunk IN ({_marks(ids)}) ORDER BY chunk, start_byte, "
+                "end_byte DESC", list(ids)):
+            found.setdefault(row[0], []).append(row[1:])
+        return found
 
     def declaring(self, names: Collection[str], limit: int,
                   keep: ChunkFilter | None = None) -> list[tuple[DeclarationRow, str]]:
-        """The chunks, at most ``limit``, that declare one of ``names`` (the last part of
-        their symbol), with the name; among those ``keep`` keeps."""
-        return self._linked("c.name", "chunks c", names, limit, keep)
+        """The declarations, at most ``limit`` of each sort (chunks, members), named one of
+        ``names`` (the last part of their symbol), with the name; among the chunks ``keep``
+        keeps."""
+        return (self._linked(_DECLARATION_COLUMNS, "c.name", "chunks c", names, limit, keep)
+                + self._linked(_MEMBER_COLUMNS, "m.name",
+                               "members m JOIN chunks c ON c.id = m.chunk", names, limit, keep))
 
     def calling(self, names: Collection[str], limit: int,
-                keep: ChunkFilter | None = None) -> list[tuple[DeclarationRow, str]]:
-        """The chunks with a symbol, at most ``limit``, that call one of ``names``, with the
-        name called; among those ``keep`` keeps."""
-        return self._linked("k.name", "calls k JOIN chunks c ON c.id = k.chunk", names, limit,
-                            keep, "c.symbol IS NOT NULL")
+                keep: ChunkFilter | None = None) -> list[tuple[DeclarationRow, str, int]]:
+        """The chunks, at most ``limit`` calls, that call one of ``names``: each call's chunk,
+        the name called and the line; among the chunks ``keep`` keeps."""
+        return [(row[:9], row[9], row[10]) for row in self._linked(
+            f"{_DECLARATION_COLUMNS}, k.name", "k.name", "calls k JOIN chunks c ON c.id = "
+            "k.chunk", names, limit, keep, extra="k.line")]
 
-    def _linked(self, name: str, source: str, names: Collection[str], limit: int,
-                keep: ChunkFilter | None, *where: str) -> list[tuple[DeclarationRow, str]]:
+    def _linked(self, columns: str, name: str, source: str, names: Collection[str], limit: int,
+                keep: ChunkFilter | None, extra: str | None = None) -> list[Any]:
         wanted = sorted(names)
         if not wanted:
             return []
-        clauses = [f"{name} IN ({_marks(wanted)})", *where]
+        clauses = [f"{name} IN ({_marks(wanted)})"]
         args: list[object] = list(wanted)
         if keep is not None:
             condition_sql, params = condition(self._conn, keep)
             clauses.append(condition_sql)
             args += params
         rows = self._conn.execute(
-            f"SELECT {_DECLARATION_COLUMNS}, {name} FROM {source} WHERE {' AND '.join(clauses)} "
+            f"SELECT {columns}, {extra or name} FROM {source} WHERE {' AND '.join(clauses)} "
             f"ORDER BY c.id LIMIT {int(limit)}", args)
-        return [(row[:8], row[8]) for row in rows]
+        if extra is None:
+            return [(row[:9], row[9]) for row in rows]
+        return list(rows)
 
     def chunks_of_vectors(self, vector_ids: Iterable[int],
                           keep: ChunkFilter | None = None) -> dict[int, list[int]]:

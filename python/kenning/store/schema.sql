@@ -55,14 +55,28 @@ CREATE INDEX IF NOT EXISTS chunks_name ON chunks(name);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
 CREATE INDEX IF NOT EXISTS chunks_symbol ON chunks(symbol COLLATE NOCASE);
 
--- The names each chunk calls (kenning.chunking.calls): a declaration's callers are the
--- chunks that call its name, its callees the declarations of the names it calls.
+-- The calls each chunk makes and the declarations inside it besides its own
+-- (kenning.chunking.calls): a declaration's callers are the declarations around the calls of
+-- its name, its callees the declarations of the names it calls.
 CREATE TABLE IF NOT EXISTS calls (
     chunk INTEGER NOT NULL,  -- chunks.id
-    name  TEXT NOT NULL,
-    PRIMARY KEY (chunk, name)
+    name  TEXT NOT NULL,     -- the name called: 'send' of 'self.client.send(x)'
+    line  INTEGER NOT NULL,  -- where, 1-based
+    PRIMARY KEY (chunk, name, line)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS calls_name ON calls(name);
+CREATE TABLE IF NOT EXISTS members (
+    chunk      INTEGER NOT NULL,  -- chunks.id
+    name       TEXT NOT NULL,     -- 'evict'
+    symbol     TEXT NOT NULL,     -- 'LruCache.evict'
+    kind       TEXT NOT NULL,
+    start_line INTEGER NOT NULL,  -- 1-based, inclusive
+    end_line   INTEGER NOT NULL,
+    start_byte INTEGER NOT NULL,  -- half-open
+    end_byte   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS members_chunk ON members(chunk);
+CREATE INDEX IF NOT EXISTS members_name ON members(name);
 
 -- One vector per distinct chunk text, embedded with the path of the first chunk that had it:
 -- renames, reverts, branch switches and duplicates cost nothing.

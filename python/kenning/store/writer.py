@@ -212,8 +212,9 @@ class IndexWriter:
                 marks = ",".join("?" * len(part))
                 self.conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN "
                                   f"(SELECT id FROM chunks WHERE path IN ({marks}))", part)
-                self.conn.execute(f"DELETE FROM calls WHERE chunk IN "
-                                  f"(SELECT id FROM chunks WHERE path IN ({marks}))", part)
+                for table in ("calls", "members"):
+                    self.conn.execute(f"DELETE FROM {table} WHERE chunk IN "
+                                      f"(SELECT id FROM chunks WHERE path IN ({marks}))", part)
                 self.conn.execute(f"DELETE FROM chunks WHERE path IN ({marks})", part)
             self.conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in removed])
             self.conn.executemany(
@@ -231,8 +232,13 @@ class IndexWriter:
                      content_hash, int(chunk.generated), declared_name(chunk.symbol)))
                 self.conn.execute("INSERT INTO chunks_fts(rowid, body, symbol, path) "
                                   "VALUES (?, ?, ?, ?)", (cursor.lastrowid, *fts_row(chunk)))
-                self.conn.executemany("INSERT INTO calls(chunk, name) VALUES (?, ?)",
-                                      [(cursor.lastrowid, name) for name in chunk.calls])
+                self.conn.executemany("INSERT INTO calls(chunk, name, line) VALUES (?, ?, ?)",
+                                      [(cursor.lastrowid, *call) for call in chunk.calls])
+                self.conn.executemany(
+                    "INSERT INTO members(chunk, name, symbol, kind, start_line, end_line, "
+                    "start_byte, end_byte) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(cursor.lastrowid, m.name, m.symbol, m.kind, m.start_line, m.end_line,
+                      m.start_byte, m.end_byte) for m in chunk.members])
             self.conn.executemany("DELETE FROM clusters WHERE cluster = ?",
                                   [(c,) for c in removed_clusters])
             self.conn.executemany("INSERT OR REPLACE INTO clusters(cluster, digest) VALUES (?, ?)",
