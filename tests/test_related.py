@@ -124,7 +124,7 @@ def test_a_line_between_declarations_takes_the_one_below(root: Path) -> None:
 def test_filters_and_calls_apply(root: Path) -> None:
     only_disk = _related(root, "store/cache.py:9", path_filter="store/disk.py")
     assert {hit["path"] for hit in only_disk["results"]} == {"store/disk.py"}
-    linked = _related(root, "store/cache.py:9", calls_too=True)
+    linked = _related(root, "store/cache.py:9", with_calls=True)
     trim = next(hit for hit in linked["results"] if hit["symbol"] == "trim")
     # the callees of trim: evict is declared twice, the same folder's both; size by none
     assert sorted(link["symbol"] for link in trim["callees"]) == ["DiskCache.evict",

@@ -347,7 +347,7 @@ def related(location: PathLike, paths: PathLike | Sequence[PathLike] = ".", *,
     found = run(os.fspath(location), _roots(paths, settings), settings=settings, line=line,
                 limit=limit, path_filter=path_filter, language=language, kind=kind,
                 refresh=refresh, freshness=for_settings(settings, sync_embed_limit=None),
-                calls_too=calls)
+                with_calls=calls)
     return RelatedResult.from_dict(found)
 
 

@@ -35,7 +35,7 @@ def related(location: str, path_filter: str | None, language: str | None, kind: 
     refs = resolve_projects(settings, list(projects) or None)
     result = run_related(location, refs, settings=settings,
                          limit=limit or settings["search.limit"], path_filter=path_filter,
-                         language=language, kind=kind, refresh=not no_refresh, calls_too=calls)
+                         language=language, kind=kind, refresh=not no_refresh, with_calls=calls)
     if json_output:
         click.echo(json.dumps(result, ensure_ascii=False))
         return

@@ -113,7 +113,7 @@ class Service:
             result = related(location, [served.ref for served in targets if served.ref],
                              settings=self.settings, limit=limit, path_filter=path_filter,
                              language=language, kind=kind, embedder=self.embedder,
-                             freshness=self.freshness, calls_too=calls)
+                             freshness=self.freshness, with_calls=calls)
         for root in result["vectors_deferred"]:  # computed here, on a worker thread
             self.start_job(next(s for s in targets if s.ref and str(s.ref.root) == root),
                            full=False)

@@ -467,6 +467,9 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
             if capped:
                 ctx.warnings.append(f"At most {MAX_LIMIT} results are returned per search; "
                                     "narrow the query or the filters to see others.")
+            if calls and settings["search.backend"] != "local":
+                ctx.warnings.append("Callers and callees come from the indexes here only: "
+                                    "results from the shared index carry none.")
             result = _run(refs, ctx, refresh=refresh)
     except KenningError as exc:
         usage_log.record("error", command="search", error=exc.code, message=exc.message)

@@ -114,11 +114,11 @@ def related(location: str, projects: Sequence[ProjectRef] | None = None, *,
             path_filter: str | None = None, language: str | None = None,
             kind: str | None = None, refresh: bool = True, embedder: Embedder | None = None,
             freshness: Freshness | None = None, cwd: Path | None = None,
-            calls_too: bool = False) -> dict[str, Any]:
+            with_calls: bool = False) -> dict[str, Any]:
     """The code most like the declaration at ``location`` (``PATH:LINE``, or a path and
     ``line``): a ``related_result`` whose ``results`` have the shape of a search's, the
     declaration itself (``subject``) left out. Filters, ``limit`` and ``refresh`` are a
-    search's; with ``calls_too`` each result carries its callers and callees."""
+    search's; with ``with_calls`` each result carries its callers and callees."""
     from kenning.store import Index
 
     if limit < 1:
@@ -142,7 +142,7 @@ def related(location: str, projects: Sequence[ProjectRef] | None = None, *,
     with index.snapshot() as snap:
         subject, own = _subject(index, snap, where, settings)
         cands = _ranked(index, snap, subject, keep, settings, limit)
-        results = hit_records(index, snap, cands, settings, calls=calls_too)
+        results = hit_records(index, snap, cands, settings, calls=with_calls)
         revision = snap.revision
     for record in results:
         del record["_read_bytes"]
