@@ -223,3 +223,20 @@ def test_cli_calls_flag(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     assert "called by: handle_request app/server.py:4-7" in out
     assert "calls: encode_body lib/net.py:6-7" in out
+
+
+def test_a_name_called_all_over_the_project_links_last(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    # `items` is called everywhere (on dicts); `tally` only by run: both declared once
+    (root / "run.py").write_text("def run(counts):\n    for k, v in counts.items():\n"
+                                 "        tally(k, v)\n")
+    (root / "lib.py").write_text("class Jar:\n    def items(self):\n        return []\n\n\n"
+                                 "def tally(k, v):\n    pass\n")
+    (root / "uses.py").write_text("".join(f"def use{n}(d):\n    return d.items()\n\n\n"
+                                          for n in range(6)))
+    monkeypatch.setenv("KENNING_HOME", str(tmp_path / "home"))
+    result = search("run", [ProjectRef("q", root)], settings=config.load(), calls=True)
+    run = _hit(result["results"], "run")
+    assert _links(run, "callees") == [("lib.py", "tally"), ("lib.py", "Jar.items")]

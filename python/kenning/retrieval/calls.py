@@ -12,12 +12,15 @@ ranked by how likely they are the one meant:
 - nearness: the same file, then the same folder, then the same top folder;
 - for callees, fewer declarations of the name (the IDF idea the ranking uses for shared
   names): ``send`` declared once is surely the one called; ``new`` declared by forty types is
-  any of them;
+  any of them; and fewer callers of the name: a name called all over the project (``get``,
+  ``items``) is most often another type's method of that name (a dict's), one called from a
+  few places names the project's own;
 - tests and examples after the code they exercise, and the other way round.
 """
 
 from __future__ import annotations
 
+import math
 import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -121,7 +124,9 @@ def callees(snap: Snapshot, subject: Subject, limit: int,
     grouped = _grouped(rows)
     for _, name in grouped.values():
         declarers[name] = declarers.get(name, 0) + 1
-    return _ranked(grouped, subject, limit, lambda name: 1.0 / declarers[name])
+    called = snap.callers_counted(declarers)
+    return _ranked(grouped, subject, limit, lambda name: 1.0 / declarers[name] / (
+        1.0 + math.log1p(called.get(name, 0))))
 
 
 def callers(snap: Snapshot, subject: Subject, limit: int,

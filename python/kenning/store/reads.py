@@ -166,6 +166,15 @@ class SnapshotReads:
             args += list(lines)
         return {row[0] for row in self._conn.execute(sql, args)}
 
+    def callers_counted(self, names: Collection[str]) -> dict[str, int]:
+        """Name -> how many chunks call it, for each of ``names`` that one calls."""
+        wanted = sorted(names)
+        if not wanted:
+            return {}
+        return dict(self._conn.execute(
+            f"SELECT name, count(DISTINCT chunk) FROM calls WHERE name IN ({_marks(wanted)}) "
+            "GROUP BY name", wanted).fetchall())
+
     def members_of(self, ids: Sequence[int]) -> dict[int, list[MemberRow]]:
         """Chunk id -> the declarations inside it besides its own, in file order."""
         found: dict[int, list[MemberRow]] = {}
