@@ -141,6 +141,13 @@ def test_the_path_may_be_relative_to_the_working_directory_or_absolute(
     from_root = related("store/cache.py:9", [ProjectRef("p", root)], settings=config.load())
     assert from_here["subject"] == absolute["subject"] == from_root["subject"]
     assert from_here["subject"]["symbol"] == "LruCache.evict"
+    link = root.parent / "link"  # another name of the root's folder
+    link.symlink_to(root, target_is_directory=True)
+    try:
+        linked = _related(root, f"{link / 'store' / 'cache.py'}:9")
+    finally:
+        link.unlink()
+    assert linked["subject"] == absolute["subject"]
 
 
 @pytest.mark.parametrize(("location", "says"), [

@@ -99,6 +99,9 @@ def locate(location: str, line: int | None, refs: Sequence[ProjectRef],
         bases = [None] if given.is_absolute() else [here, ref.root]
         full = [Path(os.path.normpath(given if base is None else base / given))
                 for base in bases]
+        # the same through its folders' real paths (/tmp is /private/tmp on macOS): only the
+        # index is looked up by the relative path found, and the file read from the root
+        full += [Path(os.path.realpath(path.parent)) / path.name for path in full]
         inside = [p.relative_to(ref.root).as_posix() for p in full
                   if p.is_relative_to(ref.root) and p != ref.root]
         if inside:
