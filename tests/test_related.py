@@ -210,6 +210,11 @@ def test_cli(root: Path, capsys: pytest.CaptureFixture[str],
     assert "store/disk.py:9-12  DiskCache.evict" in out and "docs/notes.md" not in out
     assert "    def evict(self):" in out  # the method as its file indents it
     assert "calls: LruCache.evict store/cache.py:8-11, DiskCache.evict store/disk.py:9-12" in out
+    # the links of the method shown, not of the class that holds it (which nothing calls)
+    lines = out.splitlines()
+    shown = next(i for i, line in enumerate(lines) if line.startswith("store/disk.py:9-12"))
+    assert lines[shown + 1].startswith("  called by: ")
+    assert "trim store/policy.py:1-4" in lines[shown + 1]
     for bad, says in [("store/cache.py:99", "past the end"),
                       ("nowhere.py:1", "not indexed"), ("/etc/hostname:1", "outside")]:
         code, out, err = kenning_cli(capsys, "related", bad)

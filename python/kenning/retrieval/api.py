@@ -221,7 +221,7 @@ def hit_records(index: Index, snap: Snapshot, cands: list[Candidate], settings: 
             "stale": stale, "weak": c.id in weak,
             "_read_bytes": reader.read_cost(c.path)})
     if calls:
-        links = call_links(snap, index.project_id, [c.id for c in cands])
+        links = call_links(snap, index.project_id, [(c.id, c.symbol) for c in cands])
         for c, result in zip(cands, results, strict=True):
             result.update(links[c.id])
     return results

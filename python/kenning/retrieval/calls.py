@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import posixpath
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kenning.retrieval.classes import categories
@@ -189,12 +189,21 @@ def whole(snap: Snapshot, links: list[Link]) -> list[Link]:
     return links
 
 
-def linked(snap: Snapshot, project: str, ids: Sequence[int],
+def linked(snap: Snapshot, project: str, shown: Sequence[tuple[int, str | None]],
            limit: int = LINKS) -> dict[int, dict[str, list[dict[str, object]]]]:
-    """Chunk id -> the ``callers`` and ``callees`` of its declaration, ``limit`` each, as
-    search results carry them (id, path, lines, symbol)."""
+    """Chunk id -> the ``callers`` and ``callees`` of the declaration a result shows, ``limit``
+    each, as results carry them (id, path, lines, symbol). ``shown``: each result's chunk id
+    and symbol; a symbol of a declaration inside the chunk (a method of a class that is one
+    chunk) means that declaration, else the chunk's own is meant."""
     found = {}
-    for chunk_id, subject in subjects(snap, ids).items():
+    named = subjects(snap, [chunk_id for chunk_id, _ in shown])
+    members = snap.members_of([chunk_id for chunk_id, symbol in shown
+                               if symbol != named[chunk_id].symbol])
+    for chunk_id, symbol in shown:
+        subject = named[chunk_id]
+        member = next((m for m in members.get(chunk_id, ()) if m[1] == symbol), None)
+        if member is not None:
+            subject = replace(subject, symbol=member[1], lines=(member[3], member[4]))
         found[chunk_id] = {
             "callers": [record(snap, project, link)
                         for link in whole(snap, callers(snap, subject, limit))],
