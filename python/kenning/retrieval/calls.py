@@ -41,6 +41,7 @@ MAX_ROWS = 2000
 _FAMILIES = {"cpp": "c", "typescript": "javascript", "tsx": "javascript", "kotlin": "java"}
 SAME_FILE, SAME_FOLDER, SAME_TOP, ELSEWHERE = 4.0, 2.0, 1.5, 1.0
 OTHER_CLASS = 0.5  # a test or example linked to code, or code to one
+OTHER_FAMILY = 0.5  # a declaration of the same name in another language
 
 
 @dataclass(slots=True)
@@ -153,6 +154,19 @@ def callers(snap: Snapshot, subject: Subject, limit: int,
     return _ranked(_grouped(rows), subject, limit, lambda _: 1.0)
 
 
+def namesakes(snap: Snapshot, subject: Subject, limit: int,
+              keep: ChunkFilter | None = None) -> list[Link]:
+    """The declarations of ``subject``'s name elsewhere (overrides, the implementations of one
+    interface, a binding and its target), best first; those of another language family
+    count half."""
+    name = declared_name(subject.symbol)
+    if name is None:
+        return []
+    rows = [(row, name) for row, _ in snap.declaring([name], MAX_ROWS, keep)
+            if not _is_subject(row, subject)]
+    return _ranked(_grouped(rows), subject, limit, lambda _: 1.0)
+
+
 def _grouped(rows: list[tuple[DeclarationRow, str]]
              ) -> dict[tuple[object, ...], tuple[list[DeclarationRow], str]]:
     """Rows grouped by declaration, with the name they were found by: the parts of one
@@ -172,6 +186,8 @@ def _ranked(grouped: dict[tuple[object, ...], tuple[list[DeclarationRow], str]],
         score = nearness(subject.path, first[1]) * weight(name)
         if _other_class(subject, first):
             score *= OTHER_CLASS
+        if family(first[4]) != family(subject.language):
+            score *= OTHER_FAMILY
         links.append(Link(first[0], first[1], min(r[2] for r in rows), max(r[3] for r in rows),
                           first[4], first[5], first[6], score, bool(first[8])))
     links.sort(key=lambda link: (-link.score, link.path, link.start_line))

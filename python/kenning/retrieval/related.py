@@ -205,7 +205,7 @@ def _described(index: Index, snap: Snapshot, subject: calls.Subject) -> dict[str
 def _ranked(index: Index, snap: Snapshot, subject: calls.Subject, keep: ChunkFilter | None,
             settings: Settings, limit: int) -> list[Candidate]:
     own = set(subject.parts)
-    links = {"same_name": _same_name(snap, subject, keep),
+    links = {"same_name": calls.namesakes(snap, subject, LINK_DEPTH, keep),
              "callers": calls.callers(snap, subject, LINK_DEPTH, keep),
              "callees": calls.callees(snap, subject, LINK_DEPTH, keep)}
     rankings = {"similar": _similar(index, snap, subject, keep, settings),
@@ -283,24 +283,3 @@ def _similar(index: Index, snap: Snapshot, subject: calls.Subject, keep: ChunkFi
                 best[found] = cosine
     hits = sorted(best.items(), key=lambda item: (-item[1], item[0]))
     return dense_ranking(snap, hits, DENSE_DEPTH + len(subject.parts), keep, {})
-
-
-def _same_name(snap: Snapshot, subject: calls.Subject,
-               keep: ChunkFilter | None) -> list[calls.Link]:
-    """Declarations of the subject's name elsewhere, nearest first; those of its language
-    family before the others."""
-    name = declared_name(subject.symbol)
-    if name is None:
-        return []
-    found: dict[tuple[object, ...], calls.Link] = {}
-    for row, _ in snap.declaring([name], calls.MAX_ROWS, keep):
-        key = (row[1], row[6], row[7], row[8], row[2] if row[8] else None)
-        if key in found:
-            continue  # a later part of a declaration split over chunks
-        score = calls.nearness(subject.path, row[1])
-        if calls.family(row[4]) != calls.family(subject.language):
-            score *= 0.5
-        found[key] = calls.Link(row[0], row[1], row[2], row[3], row[4], row[5], row[6], score,
-                                bool(row[8]))
-    ranked = sorted(found.values(), key=lambda link: (-link.score, link.path, link.start_line))
-    return ranked[:LINK_DEPTH]
