@@ -235,7 +235,9 @@ def test_mcp_code_related(root: Path, project: tuple[Path, Path], tmp_path: Path
         assert "DiskCache.evict" in [hit["symbol"] for hit in hits]
         assert all("callers" in hit and "callees" in hit for hit in hits)
         assert "related to LruCache.evict at store/cache.py:8-11" in found.content[0].text
-        assert "called by: trim store/policy.py:1-4 (id " in found.content[0].text
+        called_by = [line for line in found.content[0].text.splitlines()
+                     if line.startswith("called by: ")]
+        assert any("trim store/policy.py:1-4 (id " in line for line in called_by)
         assert "<untrusted-content" in hits[0]["content"]
         small = client.ok("code_related", location="store/cache.py:9", detail="locations",
                           limit=1).structured_content
