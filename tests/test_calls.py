@@ -240,3 +240,27 @@ def test_a_name_called_all_over_the_project_links_last(tmp_path: Path,
     result = search("run", [ProjectRef("q", root)], settings=config.load(), calls=True)
     run = _hit(result["results"], "run")
     assert _links(run, "callees") == [("lib.py", "tally"), ("lib.py", "Jar.items")]
+
+
+MEMBERS = {  # the source, and the line of load
+    "rust": ("struct Cache;\nimpl Cache {\n    pub fn get(&self) -> u8 { self.load() }\n"
+             "    fn load(&self) -> u8 { 0 }\n}\n", 4),
+    "java": ("class Cache {\n    @Override\n    public int get() { return load(); }\n"
+             "    private int load() { return 0; }\n}\n", 4),
+    "typescript": ("export class Cache {\n  get(): number { return this.load(); }\n"
+                   "  private load(): number { return 0; }\n}\n", 3),
+    "cpp": ("class Cache {\n public:\n  int get() { return load(); }\n"
+            "  int load() { return 0; }\n};\n", 4),
+}
+
+
+@pytest.mark.parametrize("language", sorted(MEMBERS))
+def test_the_methods_of_a_one_chunk_type_are_its_members(language: str) -> None:
+    source, load_line = MEMBERS[language]
+    found = chunk_file("f", source.encode(), language, max_tokens=512,
+                       count_tokens=lambda text: len(text.split()))
+    holder = next(chunk for chunk in found if chunk.members)
+    get, load = holder.members
+    assert (get.name, get.symbol, get.kind) == ("get", "Cache.get", "method")
+    assert (load.name, load.symbol, load.start_line) == ("load", "Cache.load", load_line)
+    assert ("load", get.end_line) in holder.calls  # the call inside get, on get's line
