@@ -264,3 +264,24 @@ def test_the_methods_of_a_one_chunk_type_are_its_members(language: str) -> None:
     assert (get.name, get.symbol, get.kind) == ("get", "Cache.get", "method")
     assert (load.name, load.symbol, load.start_line) == ("load", "Cache.load", load_line)
     assert ("load", get.end_line) in holder.calls  # the call inside get, on get's line
+
+
+def test_links_follow_an_edit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a.py").write_text("def target():\n    pass\n")
+    (root / "b.py").write_text("def user():\n    target()\n")
+    monkeypatch.setenv("KENNING_HOME", str(tmp_path / "home"))
+    ref = [ProjectRef("e", root)]
+
+    def callers() -> list[tuple[str, str | None]]:
+        found = search("target", ref, settings=config.load(), calls=True)["results"]
+        return _links(_hit(found, "target"), "callers")
+
+    assert callers() == [("b.py", "user")]
+    (root / "b.py").write_text("def user():\n    return None\n")
+    assert callers() == []
+    (root / "c.py").write_text("def other():\n    return target()\n")
+    assert callers() == [("c.py", "other")]
+    with Index.open(root, config.load()).snapshot() as snap:  # no row of the old b.py is left
+        assert [row[1] for row, _, _ in snap.calling(["target"], 10)] == ["c.py"]
