@@ -6,7 +6,8 @@ over one real repository (query embedding excluded, no refresh).
 
 The repository is indexed first with the configured embedder (set KENNING_HOME to keep the
 index out of the user's). Each run searches every query of ``search_speed.QUERIES`` plainly
-and with calls, and asks `related` about the first line of every 10th declaration.
+and with calls, and asks `related` about the first line of every 10th declaration, the three
+taking turns.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -76,9 +78,11 @@ def main() -> None:
     for calls in paths.values():  # warm the page cache and SQLite's statement cache
         for call in calls():
             call()
-    for _ in range(args.runs):
-        for name, calls in paths.items():
-            times[name] += [_timed(call) for call in calls()]
+    for _ in range(args.runs):  # the paths take turns, so they meet the same machine load
+        for turn in zip_longest(*([(name, call) for call in calls()]
+                                  for name, calls in paths.items())):
+            for name, call in filter(None, turn):
+                times[name].append(_timed(call))
     base = statistics.median(times["search"])
     print(f"{root.name}: {indexed.files} files, {indexed.chunks} chunks; {args.runs} runs, "
           f"{len(QUERIES)} queries, {len(locations)} locations")

@@ -20,10 +20,12 @@ ranked by how likely they are the one meant:
 
 from __future__ import annotations
 
+import heapq
 import math
 import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from kenning.retrieval.classes import categories
@@ -76,6 +78,7 @@ def family(language: str | None) -> str | None:
     return _FAMILIES.get(language or "", language)
 
 
+@lru_cache(maxsize=65536)
 def nearness(path: str, other: str) -> float:
     if path == other:
         return SAME_FILE
@@ -180,18 +183,26 @@ def _grouped(rows: list[tuple[DeclarationRow, str]]
 
 def _ranked(grouped: dict[tuple[object, ...], tuple[list[DeclarationRow], str]],
             subject: Subject, limit: int, weight: Callable[[str], float]) -> list[Link]:
-    links = []
-    for rows, name in grouped.values():
-        first = min(rows, key=lambda row: row[0])
+    """The best ``limit`` declarations of ``grouped`` as links (each group's rows in chunk id
+    order, so its first row is its first part)."""
+    scored = []
+    keys = list(grouped)
+    for i, key in enumerate(keys):
+        rows, name = grouped[key]
+        first = rows[0]
         score = nearness(subject.path, first[1]) * weight(name)
         if _other_class(subject, first):
             score *= OTHER_CLASS
         if family(first[4]) != family(subject.language):
             score *= OTHER_FAMILY
-        links.append(Link(first[0], first[1], min(r[2] for r in rows), max(r[3] for r in rows),
-                          first[4], first[5], first[6], score, bool(first[8])))
-    links.sort(key=lambda link: (-link.score, link.path, link.start_line))
-    return links[:limit]
+        scored.append((-score, first[1], first[2], i))
+    links = []
+    for negated, _, _, i in heapq.nsmallest(limit, scored):
+        rows = grouped[keys[i]][0]
+        first = rows[0]
+        links.append(Link(first[0], first[1], first[2], max(r[3] for r in rows), first[4],
+                          first[5], first[6], -negated, bool(first[8])))
+    return links
 
 
 def whole(snap: Snapshot, links: list[Link]) -> list[Link]:
