@@ -269,11 +269,13 @@ def alpha(world: World, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cl
 
 def test_tools_are_listed_with_guidance(alpha: Client) -> None:
     tools = alpha.tools()
-    assert set(tools) == {"code_search", "code_get_chunk", "code_index_status", "code_reindex"}
+    assert set(tools) == {"code_search", "code_related", "code_get_chunk", "code_index_status",
+                          "code_reindex"}
     search = tools["code_search"]
     assert "grep" in search.description and "Not for" in search.description
     assert set(search.input_schema["properties"]) == {
-        "query", "path_filter", "limit", "kind", "language", "project", "detail"}
+        "query", "path_filter", "limit", "kind", "language", "project", "detail",
+        "include_calls"}
     assert search.input_schema["properties"]["detail"]["enum"] == ["snippets", "locations"]
     assert tools["code_search"].annotations.read_only_hint is True
     assert tools["code_reindex"].annotations.read_only_hint is False

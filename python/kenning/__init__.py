@@ -1,8 +1,9 @@
 """kenning: local semantic code search for coding agents and the people who drive them.
 
 Only the names in ``kenning.__all__`` are kenning's Python API (docs/api.md): ``search``,
-``index``, ``status``, ``get_chunk``, ``doctor``, ``load_settings``, their typed records and
-the error classes. Every module under this package is internal and may change in any release.
+``related``, ``index``, ``status``, ``get_chunk``, ``doctor``, ``load_settings``, their typed
+records and the error classes. Every module under this package is internal and may change in
+any release.
 
 Importing kenning is cheap: each name loads its module on first use, and the model runtime,
 tree-sitter and the index load only when a call needs them.
@@ -39,25 +40,31 @@ if TYPE_CHECKING:
     from kenning.config import Settings
     from kenning.index_admin import State
     from kenning.library import (
+        CallLink,
         Chunk,
+        Declaration,
         Doctor,
         DoctorCheck,
         Hit,
         IndexRun,
+        RelatedResult,
         SearchResult,
         Status,
         doctor,
         get_chunk,
         index,
         load_settings,
+        related,
         search,
         status,
     )
 
 __all__ = [
     "AgentSetupError",
+    "CallLink",
     "Chunk",
     "ConfigError",
+    "Declaration",
     "Doctor",
     "DoctorCheck",
     "EmbedderError",
@@ -70,6 +77,7 @@ __all__ = [
     "IndexRun",
     "KenningError",
     "ModelNotFound",
+    "RelatedResult",
     "SearchResult",
     "Settings",
     "SharedAuthError",
@@ -84,6 +92,7 @@ __all__ = [
     "get_chunk",
     "index",
     "load_settings",
+    "related",
     "search",
     "status",
 ]
@@ -94,7 +103,9 @@ _LAZY = {
     "status": "kenning.library", "load_settings": "kenning.library",
     "doctor": "kenning.library", "Doctor": "kenning.library", "DoctorCheck": "kenning.library",
     "Hit": "kenning.library", "SearchResult": "kenning.library", "Chunk": "kenning.library",
-    "Status": "kenning.library",
+    "Status": "kenning.library", "CallLink": "kenning.library",
+    "Declaration": "kenning.library", "RelatedResult": "kenning.library",
+    "related": "kenning.library",
     "IndexRun": "kenning.library", "Settings": "kenning.config", "State": "kenning.index_admin",
 }
 

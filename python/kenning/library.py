@@ -63,6 +63,26 @@ class _Place(_Typed):
 
 
 @dataclass(frozen=True)
+class CallLink(_Typed):
+    """A declaration that calls a hit's declaration (a caller) or that it calls (a callee),
+    linked by name within the project (no types are resolved); ``id`` is for ``get_chunk``,
+    lines span the whole declaration."""
+
+    TYPE: ClassVar[str] = "call_link"
+    id: str
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_LINKS = ("callers", "callees")
+
+
+@dataclass(frozen=True)
 class Hit(_Place):
     """One search result: a chunk (or the whole declaration it belongs to) of a project.
 
@@ -78,9 +98,28 @@ class Hit(_Place):
     content: str
     stale: bool
     weak: bool
+    # asked for with ``calls=True`` (None otherwise, and absent from the JSON): the
+    # declarations that call this one and that it calls, best first, a few each
+    callers: tuple[CallLink, ...] | None = None
+    callees: tuple[CallLink, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)  # a result in the JSON carries no "type"
+        out = asdict(self)  # a result in the JSON carries no "type"
+        for key in _LINKS:
+            if out[key] is None:
+                del out[key]
+            else:
+                out[key] = list(out[key])
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Hit:
+        given = {key: None for key in _LINKS} | dict(data)
+        checked = cls._checked(given)
+        for key in _LINKS:
+            if checked[key] is not None:
+                checked[key] = tuple(CallLink.from_dict(link) for link in checked[key])
+        return cls(**checked)
 
 
 @dataclass(frozen=True)
@@ -108,6 +147,53 @@ class SearchResult(_Typed):
     def from_dict(cls, data: Mapping[str, Any]) -> SearchResult:
         checked = cls._checked(data)
         return cls(checked["query"], tuple(Hit.from_dict(hit) for hit in checked["results"]),
+                   tuple(checked["warnings"]), checked["revision"],
+                   tuple(checked["vectors_deferred"]))
+
+
+@dataclass(frozen=True)
+class Declaration(_Typed):
+    """Where a declaration is: the one ``related`` found at the location it was given (its
+    whole span; ``id`` names its first chunk, for ``get_chunk``)."""
+
+    TYPE: ClassVar[str] = "declaration"
+    id: str
+    project: str
+    path: str
+    start_line: int
+    end_line: int
+    kind: str
+    symbol: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RelatedResult(_Typed):
+    """The code most like the declaration at ``location`` (``subject``), best first, with a
+    search's hits, ``warnings``, ``revision`` and ``vectors_deferred``; ``subject`` itself is
+    never among the hits."""
+
+    TYPE: ClassVar[str] = "related_result"
+    location: str
+    subject: Declaration
+    results: tuple[Hit, ...]
+    warnings: tuple[str, ...]
+    revision: str | None
+    vectors_deferred: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.TYPE, "location": self.location, "subject": self.subject.to_dict(),
+                "results": [hit.to_dict() for hit in self.results],
+                "warnings": list(self.warnings), "revision": self.revision,
+                "vectors_deferred": list(self.vectors_deferred)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RelatedResult:
+        checked = cls._checked(data)
+        return cls(checked["location"], Declaration.from_dict(checked["subject"]),
+                   tuple(Hit.from_dict(hit) for hit in checked["results"]),
                    tuple(checked["warnings"]), checked["revision"],
                    tuple(checked["vectors_deferred"]))
 
@@ -291,7 +377,7 @@ def _roots(paths: PathLike | Sequence[PathLike], settings: Settings) -> list[Any
 
 def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int = 10,
            path_filter: str | None = None, language: str | None = None,
-           kind: str | None = None, refresh: bool = True,
+           kind: str | None = None, refresh: bool = True, calls: bool = False,
            settings: Settings | None = None) -> SearchResult:
     """Search one project, or several at once (their hits merged by score).
 
@@ -300,7 +386,8 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     (``code``, ``docs``, ``test``, ``example``, ``generated``, ``completion``) or declaration
     kind (``function``, ``class``, ...). With ``refresh`` the index is brought up to date
     first: one stat pass when nothing changed, and the whole first index (embedding included)
-    for a project never indexed."""
+    for a project never indexed. With ``calls`` each hit carries its ``callers`` and
+    ``callees``: the declarations of the project that call it and that it calls, by name."""
     from kenning.freshness import for_settings
     from kenning.retrieval import search as run
 
@@ -308,13 +395,43 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     _check("limit", limit, (int,), "an integer")
     _check_text(path_filter=path_filter, language=language, kind=kind)
     _check("refresh", refresh, (bool,), "True or False")
+    _check("calls", calls, (bool,), "True or False")
     _check_common(settings)
     settings = settings or load_settings()
     # no background worker here to leave a backlog of vectors to: they are embedded first
     found = run(query, _roots(paths, settings), settings=settings, limit=limit,
                 path_filter=path_filter, language=language, kind=kind, refresh=refresh,
-                freshness=for_settings(settings, sync_embed_limit=None))
+                freshness=for_settings(settings, sync_embed_limit=None), calls=calls)
     return SearchResult.from_dict(found)
+
+
+def related(location: PathLike, paths: PathLike | Sequence[PathLike] = ".", *,
+            line: int | None = None, limit: int = 10, path_filter: str | None = None,
+            language: str | None = None, kind: str | None = None, refresh: bool = True,
+            calls: bool = False, settings: Settings | None = None) -> RelatedResult:
+    """The code most like the declaration at ``location``: ``"PATH:LINE"``, or a path with
+    ``line``. PATH may be relative to the working directory or to the project root, or
+    absolute inside it. Results come from the declaration's vector neighbours, declarations
+    of the same name elsewhere, its callers and callees, fused and ranked; the declaration
+    itself (``subject``) is left out. Filters, ``limit``, ``refresh`` and ``calls`` are those
+    of ``search``. ``UsageError`` for a malformed location, one outside the project, a file
+    that is not indexed or a line past its end."""
+    from kenning.freshness import for_settings
+    from kenning.retrieval.related import related as run
+
+    _check("location", location, (str, os.PathLike), "PATH:LINE, or a path with line=")
+    _check("line", line, (int, type(None)), "an integer or None")
+    _check("limit", limit, (int,), "an integer")
+    _check_text(path_filter=path_filter, language=language, kind=kind)
+    _check("refresh", refresh, (bool,), "True or False")
+    _check("calls", calls, (bool,), "True or False")
+    _check_common(settings)
+    settings = settings or load_settings()
+    found = run(os.fspath(location), _roots(paths, settings), settings=settings, line=line,
+                limit=limit, path_filter=path_filter, language=language, kind=kind,
+                refresh=refresh, freshness=for_settings(settings, sync_embed_limit=None),
+                with_calls=calls)
+    return RelatedResult.from_dict(found)
 
 
 def index(path: PathLike = ".", *, full: bool = False,

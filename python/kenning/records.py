@@ -18,6 +18,20 @@ class SourceFile:
 
 
 @dataclass(frozen=True, slots=True)
+class Member:
+    """A declaration inside a chunk other than the chunk's own: a method of a class small
+    enough to be one chunk, a function nested in another."""
+
+    name: str  # as calls name it: ``evict``
+    symbol: str  # qualified: ``LruCache.evict``
+    kind: str
+    start_line: int  # 1-based, inclusive
+    end_line: int
+    start_byte: int  # half-open
+    end_byte: int
+
+
+@dataclass(frozen=True, slots=True)
 class Chunk:
     """A syntax-aware piece of one file; lines are 1-based and inclusive, bytes half-open."""
 
@@ -32,3 +46,6 @@ class Chunk:
     signature: str | None  # the declaration's first line(s), e.g. "def send(self, request):"
     text: str
     generated: bool = False  # the file's first lines say a tool wrote it (chunking.generated)
+    # (name, line) of each call it makes, sorted (chunking.calls); a name once per line
+    calls: tuple[tuple[str, int], ...] = ()
+    members: tuple[Member, ...] = ()  # the declarations inside it, in file order

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from kenning.chunking.calls import calls_in, declarations_in
 from kenning.chunking.cutter import Cutter
 from kenning.chunking.generated import says_generated
 from kenning.chunking.languages import LANGUAGES
@@ -55,6 +56,9 @@ def chunk_file(
     ``max_tokens`` must leave room for one character: ranges are split down to characters.
     """
     cutter = Cutter(data, max_tokens, count_tokens)
+    calls: list[tuple[int, str]] = []
+    declared: list[tuple[int, int, str, str]] = []
+    methods = True
     if language == "markdown":
         pieces = markdown(cutter)
     elif language in LANGUAGES and data.strip():
@@ -66,12 +70,18 @@ def chunk_file(
             if other is not None and (root is None or error_fraction(other) < error_fraction(root)):
                 grammar, root = "cpp", other
         pieces = []
+        chunker = SyntaxChunker(cutter, LANGUAGES[grammar])
         if root is not None and error_fraction(root) <= MAX_ERROR_FRACTION:
             # A pathologically deep tree (a 30,000-term expression) gets line windows too.
             with contextlib.suppress(RecursionError):
-                pieces = SyntaxChunker(cutter, LANGUAGES[grammar]).run(root)
+                pieces = chunker.run(root)
         if not pieces:
             pieces = windows(cutter)
+        if root is not None:
+            calls = calls_in(grammar, root, data)
+            with contextlib.suppress(RecursionError):
+                declared = declarations_in(grammar, root, chunker)
+            methods = LANGUAGES[grammar].methods
     else:
         pieces = windows(cutter)
-    return cutter.chunks(pieces, path, language, says_generated(data))
+    return cutter.chunks(pieces, path, language, says_generated(data), calls, declared, methods)

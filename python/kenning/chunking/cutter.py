@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from kenning.chunking.calls import Declared, calls_between, members_between
 from kenning.records import Chunk
 
 # A declaration longer than this is split even when its tokens fit (large-context models).
@@ -335,7 +336,10 @@ class Cutter:
 
     # -- output -----------------------------------------------------------------------------
     def chunks(self, pieces: Sequence[Piece], path: str, language: str | None,
-               generated: bool = False) -> list[Chunk]:
+               generated: bool = False, calls: Sequence[tuple[int, str]] = (),
+               declared: Sequence[Declared] = (), methods: bool = True) -> list[Chunk]:
+        """The records of ``pieces``; ``calls`` and ``declared`` (``chunking.calls``) give
+        each the calls made within it and the declarations inside it."""
         out = []
         for piece in pieces:
             start, end = self._trim(piece.start, piece.end)
@@ -354,6 +358,9 @@ class Cutter:
                     signature=piece.signature,
                     text=self.text(start, end),
                     generated=generated,
+                    calls=calls_between(calls, start, end, self),
+                    members=members_between(declared, start, end, piece.symbol, self,
+                                            methods),
                 )
             )
         return out

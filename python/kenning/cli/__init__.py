@@ -22,6 +22,8 @@ import click
 COMMANDS: dict[str, tuple[str, str]] = {
     "index": ("kenning.cli.index_cmd:index", "Index the project at PATH (default: here)."),
     "search": ("kenning.cli.search_cmd:search", "Find code by meaning, words or symbol."),
+    "related": ("kenning.cli.related_cmd:related",
+                "Find the code most like the declaration at PATH:LINE."),
     "status": ("kenning.cli.status_cmd:status",
                "What a project's index holds, and whether it is healthy."),
     "remove-index": ("kenning.cli.status_cmd:remove_index",

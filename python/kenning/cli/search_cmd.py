@@ -9,29 +9,45 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
 
+def result_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The filters, limit and output options that `kenning search` and `kenning related`
+    share."""
+    options = [
+        click.option("-p", "--path-filter", help="Only files under this path or matching this "
+                     "glob (relative to the project root)."),
+        click.option("--lang", "language", help="Only this language (python, rust, markdown, "
+                     "...; extensions such as py, rs, ts work too)."),
+        click.option("--kind", help="code (the implementation), docs, test, example, generated, "
+                     "completion, or a declaration kind (function, class, method, ...)."),
+        click.option("-n", "--limit", type=click.IntRange(min=1), default=None,
+                     help="How many results (default: search.limit, 10; at most 200)."),
+        click.option("--project", "projects", multiple=True,
+                     help="A project root or configured id; repeat to search several at once."),
+        click.option("--no-refresh", is_flag=True,
+                     help="Search the last snapshot without refreshing."),
+        click.option("--max-snippet-lines", type=click.IntRange(min=0), default=12,
+                     show_default=True, help="Lines of each snippet to show (0: none)."),
+        click.option("--json-output", is_flag=True,
+                     help="Print the result JSON for machines."),
+        click.option("--calls", is_flag=True, help="Show the callers and callees of each "
+                     "result (by name, within the project)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @click.command()
 @click.argument("query")
 @click.argument("path", required=False, type=click.Path(path_type=Path))
-@click.option("-p", "--path-filter", help="Only files under this path or matching this glob "
-              "(relative to the project root).")
-@click.option("--lang", "language", help="Only this language (python, rust, markdown, ...; "
-              "extensions such as py, rs, ts work too).")
-@click.option("--kind", help="code (the implementation), docs, test, example, generated, "
-              "completion, or a declaration kind (function, class, method, ...).")
-@click.option("-n", "--limit", type=click.IntRange(min=1), default=None,
-              help="How many results (default: search.limit, 10; at most 200).")
-@click.option("--project", "projects", multiple=True,
-              help="A project root or configured id; repeat to search several at once.")
-@click.option("--no-refresh", is_flag=True, help="Search the last snapshot without refreshing.")
-@click.option("--max-snippet-lines", type=click.IntRange(min=0), default=12, show_default=True,
-              help="Lines of each snippet to show (0: none).")
-@click.option("--json-output", is_flag=True, help="Print the search-result JSON for machines.")
+@result_options
 @click.option("--backend", type=click.Choice(["local", "shared", "both"]),
               help="Where to search (default: search.backend): the indexes here, the shared "
               "index, or this checkout here and every other project from the shared index.")
@@ -39,7 +55,7 @@ import click
               help="Index even a home folder, / or a large folder without a project marker.")
 def search(query: str, path: Path | None, path_filter: str | None, language: str | None,
            kind: str | None, limit: int | None, projects: tuple[str, ...], no_refresh: bool,
-           max_snippet_lines: int, json_output: bool, backend: str | None,
+           max_snippet_lines: int, json_output: bool, calls: bool, backend: str | None,
            force_root: bool) -> None:
     """Find code by meaning, words or symbol.
 
@@ -68,7 +84,8 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
                             limit=limit or settings["search.limit"], path_filter=path_filter,
                             language=language, kind=kind, refresh=not no_refresh,
                             progress=progress, shared_projects=shared_ids,
-                            prefer=here if inside is not None and not targets else None)
+                            prefer=here if inside is not None and not targets else None,
+                            calls=calls)
     finally:
         if progress is not None:
             progress.clear()
@@ -80,7 +97,7 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
         click.echo(json.dumps(result, ensure_ascii=False))
     else:
         several = len(refs) > 1 or settings["search.backend"] != "local"
-        _print(result, max_snippet_lines, several=several, query=query,
+        print_results(result, max_snippet_lines, several=several, query=query,
                relative_to=(inside, here) if inside is not None and not several else None)
 
 
@@ -174,7 +191,7 @@ def query_words(query: str) -> re.Pattern[str] | None:
                       re.IGNORECASE)
 
 
-def _print(result: dict[str, Any], max_lines: int, *, several: bool, query: str = "",
+def print_results(result: dict[str, Any], max_lines: int, *, several: bool, query: str = "",
            relative_to: tuple[Path, Path] | None = None) -> None:
     """Results for people. Repository text (paths, symbols, snippets, warnings quoting them)
     is shown as plain text, never read as rich markup, with control characters spelled out.
@@ -213,9 +230,37 @@ def _print(result: dict[str, Any], max_lines: int, *, several: bool, query: str 
         if hit.get("weak"):
             line.append("  (weak match)", "yellow")
         out.print(line)
+        _print_links(out, hit, where, relative_to)
         if max_lines:
             _print_snippet(out, hit, max_lines, words)
         out.print()
+
+
+LINK_LABELS = {"callers": "called by", "callees": "calls"}
+
+
+def _print_links(out: Any, hit: dict[str, Any], where: str,
+                 relative_to: tuple[Path, Path] | None) -> None:
+    """A line each for the callers and callees a result carries (``--calls``)."""
+    from rich.text import Text
+
+    from kenning.display import visible
+
+    for key, label in LINK_LABELS.items():
+        if key not in hit:
+            continue
+        line = Text(f"  {label}: ", "dim")
+        if not hit[key]:
+            line.append("none found", "dim")
+        for i, link in enumerate(hit[key]):
+            path = link["path"]
+            if relative_to is not None:
+                path = os.path.relpath(relative_to[0] / path, relative_to[1])
+            line.append_text(Text.assemble(
+                *([(", ", "dim")] if i else []), (visible(link["symbol"] or "?"), "magenta"),
+                " ", (f"{visible(where + path)}:{link['start_line']}-{link['end_line']}",
+                      "cyan")))
+        out.print(line)
 
 
 def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int,

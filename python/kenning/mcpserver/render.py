@@ -30,12 +30,30 @@ class Rendered:
     structured: dict[str, Any]
 
 
+LINK_LABELS = {"callers": "called by", "callees": "calls"}
+
+
 def _escaped(item: dict[str, Any]) -> dict[str, Any]:
-    """``item`` with its path and symbol as ``escape_label`` makes them, for the JSON."""
+    """``item`` with its path and symbol (and those of its callers and callees) as
+    ``escape_label`` makes them, for the JSON."""
     out = {**item, "path": escape_label(str(item["path"]))}
     if item.get("symbol"):
         out["symbol"] = escape_label(str(item["symbol"]))
+    for key in LINK_LABELS:
+        if key in item:
+            out[key] = [_escaped(link) for link in item[key]]
     return out
+
+
+def _links(hit: dict[str, Any]) -> str:
+    """The lines that list a hit's callers and callees, when it carries them."""
+    lines = []
+    for key, label in LINK_LABELS.items():
+        if key in hit:
+            found = [f"{clean_label(str(link.get('symbol') or '?'), 120)} "
+                     f"{clean_label(_origin(link))} (id {link['id']})" for link in hit[key]]
+            lines.append(f"{label}: {'; '.join(found) or 'none found'}")
+    return "".join("\n" + line for line in lines)
 
 
 def _warnings(result: dict[str, Any]) -> list[str]:
@@ -59,12 +77,18 @@ def _location(hit: dict[str, Any], rank: int, show_project: bool) -> str:
 
 def search_result(result: dict[str, Any], *, detail: str, max_tokens: int,
                   show_project: bool) -> Rendered:
-    """A capped ``search_result``: wrapped snippets, then locations only, then nothing."""
+    """A capped ``search_result`` (or ``related_result``): wrapped snippets, then locations
+    only, then nothing."""
     hits: list[dict[str, Any]] = result["results"]
     nonce = new_nonce(str(h.get("content") or "") for h in hits)
     count = len(hits)
-    query = clean_label(json.dumps(result["query"]), 400)
-    head = [f'{count} result{"" if count == 1 else "s"} for {query}']
+    if "subject" in result:
+        subject = result["subject"]
+        about = (f"related to {clean_label(str(subject['symbol'] or subject['kind']), 120)} at "
+                 f"{clean_label(_origin(subject))} (id {subject['id']})")
+    else:
+        about = f"for {clean_label(json.dumps(result['query']), 400)}"
+    head = [f'{count} result{"" if count == 1 else "s"} {about}']
     head += [f"warning: {clean_label(w, 400)}" for w in result.get("warnings") or []]
     if hits and all(h.get("weak") for h in hits):
         head.append("Nothing relevant found: no result contains the names the query asks for, "
@@ -80,7 +104,7 @@ def search_result(result: dict[str, Any], *, detail: str, max_tokens: int,
     as_locations = dropped = 0
     snippets = detail == "snippets"
     for rank, hit in enumerate(hits, 1):
-        text = _location(hit, rank, show_project)
+        text = _location(hit, rank, show_project) + _links(hit)
         entry = {**_escaped(hit), "content": None}
         downgraded = False
         if snippets and hit.get("content") is not None:
@@ -107,6 +131,8 @@ def search_result(result: dict[str, Any], *, detail: str, max_tokens: int,
         shown.append(entry)
     structured = {**result, "results": shown, "warnings": _warnings(result), "detail": detail,
                   "nonce": nonce, "max_tokens": max_tokens}
+    if "subject" in result:
+        structured["subject"] = _escaped(result["subject"])
     notice = _left_out(as_locations, dropped, max_tokens)
     if notice:
         structured["left_out"] = {"as_locations": as_locations, "dropped": dropped,

@@ -50,17 +50,17 @@ class Service:
 
     def search(self, query: str, *, path_filter: str | None = None, limit: int = 10,
                kind: str | None = None, language: str | None = None,
-               project: str | None = None) -> dict[str, Any]:
+               project: str | None = None, calls: bool = False) -> dict[str, Any]:
         """A search whose refreshes and query wait for the embedder at most search.timeout
         seconds in all; past it the answer comes from words and symbols, with a warning."""
         from kenning.embedding import deadline
 
         with deadline.within(self.settings["search.timeout"]):
             return self._search(query, path_filter=path_filter, limit=limit, kind=kind,
-                                language=language, project=project)
+                                language=language, project=project, calls=calls)
 
     def _search(self, query: str, *, path_filter: str | None, limit: int, kind: str | None,
-                language: str | None, project: str | None) -> dict[str, Any]:
+                language: str | None, project: str | None, calls: bool) -> dict[str, Any]:
         from kenning.retrieval import search
         from kenning.retrieval.filters import Filters, normalize_path_filter
 
@@ -92,11 +92,31 @@ class Service:
         refs = [served.ref for served in targets if served.ref is not None]
         result = search(query, refs, settings=self.settings, limit=limit,
                         path_filter=path_filter, language=language, kind=kind,
-                        embedder=self.embedder, freshness=self.freshness)
+                        embedder=self.embedder, freshness=self.freshness, calls=calls)
         for root in result["vectors_deferred"]:  # computed here, on a worker thread
             self.start_job(next(s for s in targets if s.ref and str(s.ref.root) == root),
                            full=False)
         result["warnings"] = warnings + list(result.get("warnings") or [])
+        return result
+
+    def related(self, location: str, *, path_filter: str | None = None, limit: int = 10,
+                kind: str | None = None, language: str | None = None,
+                project: str | None = None, calls: bool = False) -> dict[str, Any]:
+        """``related`` over the served projects: the one whose root holds the location."""
+        from kenning.embedding import deadline
+        from kenning.retrieval.related import related
+
+        targets = [served for served in self.registry.select(project) if served.ref]
+        if not targets:
+            raise UsageError("None of the served projects is available.")
+        with deadline.within(self.settings["search.timeout"]):
+            result = related(location, [served.ref for served in targets if served.ref],
+                             settings=self.settings, limit=limit, path_filter=path_filter,
+                             language=language, kind=kind, embedder=self.embedder,
+                             freshness=self.freshness, with_calls=calls)
+        for root in result["vectors_deferred"]:  # computed here, on a worker thread
+            self.start_job(next(s for s in targets if s.ref and str(s.ref.root) == root),
+                           full=False)
         return result
 
     def _published_only(self, project: str) -> bool:

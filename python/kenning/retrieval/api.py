@@ -26,6 +26,7 @@ from kenning.errors import (
 )
 from kenning.freshness import Freshness, failed_refresh, for_settings
 from kenning.retrieval import dense, lexical, symbols
+from kenning.retrieval.calls import linked as call_links
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.projects import ProjectRef, resolve_projects
@@ -81,6 +82,7 @@ class _Context:
     warnings: list[str] = field(default_factory=list)
     embedder_down: bool = False  # the query could not be embedded
     prefer: Path | None = None  # a folder inside a project whose results come first
+    calls: bool = False  # each result carries its callers and callees
 
 
 def _refresh(ref: ProjectRef, ctx: _Context) -> None:
@@ -178,7 +180,7 @@ def _search_snapshot(index: Index, ctx: _Context,
                                                     limit=max(SYMBOL_DEPTH, depth), keep=keep)
             lead_with_reexports(ctx.query, rankings, *readers)
             if hits is not None:
-                rankings["dense"] = _dense_ranking(snap, hits, max(DENSE_DEPTH, depth), keep,
+                rankings["dense"] = dense_ranking(snap, hits, max(DENSE_DEPTH, depth), keep,
                                                    cosine)
             return rankings
 
@@ -195,25 +197,38 @@ def _search_snapshot(index: Index, ctx: _Context,
             ranked_cands += _after(ranked_cands, _folder_first(deeper, ctx.prefer, index.root),
                                    ctx.limit)
         weak = _weak(snap, ctx, vector, ranked_cands, cosine)
-        reader = SnippetReader(index.root, snap.file_states({c.path for c in ranked_cands}),
-                               int(ctx.settings["index.max_file_size"]))
-        results = []
-        for c in ranked_cands:
-            content, stale = (reader.read(c.path, c.start_byte, c.end_byte) if c.window is None
-                              else reader.read_window(c.path, (c.start_byte, c.end_byte,
-                                                               c.start_line, c.end_line),
-                                                      c.window, c.symbol))
-            results.append({
-                "id": snap.chunk_id(index.project_id, c.id), "project": index.project_id,
-                "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
-                "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
-                "symbol": c.symbol, "score": round(c.score, 6), "content": content,
-                "stale": stale, "weak": c.id in weak,
-                "_read_bytes": reader.read_cost(c.path)})
+        results = hit_records(index, snap, ranked_cands, ctx.settings, weak, calls=ctx.calls)
         return results, snap.revision
 
 
-def _dense_ranking(snap: Snapshot, hits: list[tuple[int, float]], depth: int,
+def hit_records(index: Index, snap: Snapshot, cands: list[Candidate], settings: Settings,
+                weak: Collection[int] = frozenset(), *,
+                calls: bool = False) -> list[dict[str, Any]]:
+    """The results of ranked candidates, their snippets read from the work tree; with
+    ``calls`` each carries the callers and callees of its declaration."""
+    reader = SnippetReader(index.root, snap.file_states({c.path for c in cands}),
+                           int(settings["index.max_file_size"]))
+    results = []
+    for c in cands:
+        content, stale = (reader.read(c.path, c.start_byte, c.end_byte) if c.window is None
+                          else reader.read_window(c.path, (c.start_byte, c.end_byte,
+                                                           c.start_line, c.end_line),
+                                                  c.window, c.symbol))
+        results.append({
+            "id": snap.chunk_id(index.project_id, c.id), "project": index.project_id,
+            "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
+            "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
+            "symbol": c.symbol, "score": round(c.score, 6), "content": content,
+            "stale": stale, "weak": c.id in weak,
+            "_read_bytes": reader.read_cost(c.path)})
+    if calls:
+        links = call_links(snap, index.project_id, [(c.id, c.symbol) for c in cands])
+        for c, result in zip(cands, results, strict=True):
+            result.update(links[c.id])
+    return results
+
+
+def dense_ranking(snap: Snapshot, hits: list[tuple[int, float]], depth: int,
                    keep: ChunkFilter | None, cosine: dict[int, float]) -> list[tuple[int, float]]:
     """The vector branch's ``depth`` best chunks, from the scan's ``(vector id, cosine)``
     list (a vector may be shared by several chunks, or by none that ``keep`` keeps); their
@@ -394,7 +409,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
            progress: Callable[[dict[str, Any]], None] | None = None,
            freshness: Freshness | None = None,
            shared_projects: Sequence[str] | None = None,
-           prefer: Path | None = None) -> dict[str, Any]:
+           prefer: Path | None = None, calls: bool = False) -> dict[str, Any]:
     """Hybrid search over one or more projects: the search-result JSON of the README ("The
     search result JSON"), plus ``vectors_deferred``.
 
@@ -410,7 +425,8 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
     warning, and its root is listed in ``vectors_deferred``: the caller computes them in the
     background (the CLI starts a `kenning index`, the MCP server a worker thread). Results
     under ``prefer``, a folder inside a project searched, come first (the CLI's working
-    directory)."""
+    directory). With ``calls`` each result of a local index carries the ``callers`` and
+    ``callees`` of its declaration (``retrieval.calls``), a few each."""
     from kenning import usage_log
 
     started = time.perf_counter()
@@ -431,7 +447,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
             ctx = _Context(parsed, filters, limit, settings, emb, None,
                            dense.relevance_floor(str(emb.model)), frozenset(branches), progress,
                            freshness or for_settings(settings),
-                           shared_projects=shared_projects, prefer=prefer)
+                           shared_projects=shared_projects, prefer=prefer, calls=calls)
             if (settings["search.backend"] != "shared" and refresh
                     and any(_words_only(_open(ref, ctx)) for ref in refs)):
                 # a first index needs the dims; with the server down and dims unknown, the
@@ -450,6 +466,9 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
             if capped:
                 ctx.warnings.append(f"At most {MAX_LIMIT} results are returned per search; "
                                     "narrow the query or the filters to see others.")
+            if calls and settings["search.backend"] != "local":
+                ctx.warnings.append("Callers and callees come from the indexes here only: "
+                                    "results from the shared index carry none.")
             result = _run(refs, ctx, refresh=refresh)
     except KenningError as exc:
         usage_log.record("error", command="search", error=exc.code, message=exc.message)

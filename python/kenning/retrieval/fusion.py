@@ -15,12 +15,16 @@ def branch_weights(query: Query) -> dict[str, float]:
     return {"dense": 1.5, "lexical": 1.0, "symbol": 2.0 if query.identifier_like else 0.75}
 
 
-def fuse(rankings: Mapping[str, Sequence[tuple[int, float]]], query: Query) -> dict[int, float]:
-    """chunk id -> fused score, from each branch's best-first ``(chunk id, score)`` list.
+def fuse(rankings: Mapping[str, Sequence[tuple[int, float]]], query: Query | None = None, *,
+         weights: Mapping[str, float] | None = None) -> dict[int, float]:
+    """chunk id -> fused score, from each branch's best-first ``(chunk id, score)`` list;
+    the branches weigh as ``weights`` say, else as ``branch_weights(query)`` does.
 
     Only the ranks count: fusing the branches' min-max-normalised scores instead, alone or on
     top of the ranks, scored lower (benchmarks/README.md)."""
-    weights = branch_weights(query)
+    if weights is None:
+        assert query is not None, "fuse needs a query or the weights of its branches"
+        weights = branch_weights(query)
     fused: dict[int, float] = {}
     for branch, ranked in rankings.items():
         weight = weights.get(branch, 1.0)

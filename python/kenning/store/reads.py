@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -52,6 +52,48 @@ class FileChunk(NamedTuple):
 
 
 _CHUNK_COLUMNS = ", ".join(ChunkRow._fields)
+
+
+class DeclarationRow(NamedTuple):
+    """A declaration a link can name: a chunk's own (``member`` 0), or one inside the chunk
+    (``member`` 1: the member's lines, kind and symbol, no signature)."""
+
+    id: int  # the chunk's
+    path: str
+    start_line: int
+    end_line: int
+    language: str | None
+    kind: str
+    symbol: str | None
+    signature: str | None
+    member: int
+
+
+_DECLARATION_COLUMNS = ("c.id, c.path, c.start_line, c.end_line, c.language, c.kind, c.symbol, "
+                        "c.signature, 0")
+_MEMBER_COLUMNS = ("c.id, c.path, m.start_line, m.end_line, c.language, m.kind, m.symbol, "
+                   "NULL, 1")
+
+
+class Part(NamedTuple):
+    """One chunk of a declaration cut into several."""
+
+    id: int
+    start_line: int
+    end_line: int
+
+
+class MemberRow(NamedTuple):
+    """A declaration inside a chunk (a method of a class that is one chunk, a nested
+    function)."""
+
+    name: str
+    symbol: str
+    kind: str
+    start_line: int
+    end_line: int
+    start_byte: int
+    end_byte: int
 
 
 def _marks(values: Collection[object]) -> str:
@@ -176,6 +218,89 @@ class SnapshotReads:
             "SELECT c.id, min(p.start_byte) FROM chunks c JOIN chunks p ON p.path = c.path AND "
             f"p.symbol = c.symbol AND p.signature IS c.signature WHERE c.id IN ({_marks(ids)}) "
             "GROUP BY c.id", list(ids)).fetchall())
+
+    def declaration_parts(self, ids: Sequence[int]) -> dict[int, list[Part]]:
+        """Chunk id -> each chunk of its declaration in file order: the chunks of its file
+        with its symbol and signature, itself alone when it has no symbol."""
+        if not ids:
+            return {}
+        found: dict[int, list[Part]] = {}
+        for row in self._conn.execute(
+                "SELECT c.id, p.id, p.start_line, p.end_line FROM chunks c JOIN chunks p "
+                "ON p.path = c.path AND (p.id = c.id OR (p.symbol = c.symbol AND p.signature "
+                f"IS c.signature)) WHERE c.id IN ({_marks(ids)}) ORDER BY c.id, p.start_byte",
+                list(ids)):
+            found.setdefault(row[0], []).append(Part(*row[1:]))
+        return found
+
+    def called_names(self, ids: Sequence[int],
+                     lines: tuple[int, int] | None = None) -> set[str]:
+        """The names the chunks ``ids`` call (``chunking.calls``), on ``lines`` only (first
+        and last, inclusive) when given."""
+        if not ids:
+            return set()
+        sql = f"SELECT DISTINCT name FROM calls WHERE chunk IN ({_marks(ids)})"
+        args: list[object] = list(ids)
+        if lines is not None:
+            sql += " AND line BETWEEN ? AND ?"
+            args += list(lines)
+        return {row[0] for row in self._conn.execute(sql, args)}
+
+    def callers_counted(self, names: Collection[str]) -> dict[str, int]:
+        """Name -> how many chunks call it, for each of ``names`` that one calls."""
+        wanted = sorted(names)
+        if not wanted:
+            return {}
+        return dict(self._conn.execute(
+            f"SELECT name, count(DISTINCT chunk) FROM calls WHERE name IN ({_marks(wanted)}) "
+            "GROUP BY name", wanted).fetchall())
+
+    def members_of(self, ids: Sequence[int]) -> dict[int, list[MemberRow]]:
+        """Chunk id -> the declarations inside it besides its own, in file order."""
+        found: dict[int, list[MemberRow]] = {}
+        if not ids:
+            return found
+        for row in self._conn.execute(
+                "SELECT chunk, name, symbol, kind, start_line, end_line, start_byte, end_byte "
+                f"FROM members WHERE chunk IN ({_marks(ids)}) ORDER BY chunk, start_byte, "
+                "end_byte DESC", list(ids)):
+            found.setdefault(row[0], []).append(MemberRow(*row[1:]))
+        return found
+
+    def declaring(self, names: Collection[str], limit: int,
+                  keep: ChunkFilter | None = None) -> list[tuple[DeclarationRow, str]]:
+        """The declarations, at most ``limit`` of each sort (chunks, members), named one of
+        ``names`` (the last part of their symbol), with the name; among the chunks ``keep``
+        keeps."""
+        return (self._linked(_DECLARATION_COLUMNS, "c.name", "chunks c", names, limit, keep)
+                + self._linked(_MEMBER_COLUMNS, "m.name",
+                               "members m JOIN chunks c ON c.id = m.chunk", names, limit, keep))
+
+    def calling(self, names: Collection[str], limit: int,
+                keep: ChunkFilter | None = None) -> list[tuple[DeclarationRow, str, int]]:
+        """The chunks, at most ``limit`` calls, that call one of ``names``: each call's chunk,
+        the name called and the line; among the chunks ``keep`` keeps."""
+        return [(DeclarationRow(*row[:9]), row[9], row[10]) for row in self._linked(
+            f"{_DECLARATION_COLUMNS}, k.name", "k.name", "calls k JOIN chunks c ON c.id = "
+            "k.chunk", names, limit, keep, extra="k.line")]
+
+    def _linked(self, columns: str, name: str, source: str, names: Collection[str], limit: int,
+                keep: ChunkFilter | None, extra: str | None = None) -> list[Any]:
+        wanted = sorted(names)
+        if not wanted:
+            return []
+        clauses = [f"{name} IN ({_marks(wanted)})"]
+        args: list[object] = list(wanted)
+        if keep is not None:
+            condition_sql, params = condition(self._conn, keep)
+            clauses.append(condition_sql)
+            args += params
+        rows = self._conn.execute(
+            f"SELECT {columns}, {extra or name} FROM {source} WHERE {' AND '.join(clauses)} "
+            f"ORDER BY c.id LIMIT {int(limit)}", args)
+        if extra is None:
+            return [(DeclarationRow(*row[:9]), row[9]) for row in rows]
+        return list(rows)
 
     def chunks_of_vectors(self, vector_ids: Iterable[int],
                           keep: ChunkFilter | None = None) -> dict[int, list[int]]:

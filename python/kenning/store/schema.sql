@@ -47,11 +47,36 @@ CREATE TABLE IF NOT EXISTS chunks (
     symbol       TEXT,
     signature    TEXT,
     content_hash BLOB NOT NULL,     -- BLAKE3-128 of the chunk text (no path: see vectors)
-    generated    INTEGER NOT NULL DEFAULT 0  -- 1: its file's first lines say a tool wrote it
+    generated    INTEGER NOT NULL DEFAULT 0, -- 1: its file's first lines say a tool wrote it
+    name         TEXT               -- the last part of symbol ('send' of 'Client.send')
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS chunks_name ON chunks(name);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
 CREATE INDEX IF NOT EXISTS chunks_symbol ON chunks(symbol COLLATE NOCASE);
+
+-- The calls each chunk makes and the declarations inside it besides its own
+-- (kenning.chunking.calls): a declaration's callers are the declarations around the calls of
+-- its name, its callees the declarations of the names it calls.
+CREATE TABLE IF NOT EXISTS calls (
+    chunk INTEGER NOT NULL,  -- chunks.id
+    name  TEXT NOT NULL,     -- the name called: 'send' of 'self.client.send(x)'
+    line  INTEGER NOT NULL,  -- where, 1-based
+    PRIMARY KEY (chunk, name, line)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS calls_name ON calls(name);
+CREATE TABLE IF NOT EXISTS members (
+    chunk      INTEGER NOT NULL,  -- chunks.id
+    name       TEXT NOT NULL,     -- 'evict'
+    symbol     TEXT NOT NULL,     -- 'LruCache.evict'
+    kind       TEXT NOT NULL,
+    start_line INTEGER NOT NULL,  -- 1-based, inclusive
+    end_line   INTEGER NOT NULL,
+    start_byte INTEGER NOT NULL,  -- half-open
+    end_byte   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS members_chunk ON members(chunk);
+CREATE INDEX IF NOT EXISTS members_name ON members(name);
 
 -- One vector per distinct chunk text, embedded with the path of the first chunk that had it:
 -- renames, reverts, branch switches and duplicates cost nothing.

@@ -54,6 +54,12 @@ def fts_row(chunk: Chunk) -> tuple[str, str, str]:
     return " ".join(body), " ".join(symbol), " ".join(path_tokens(chunk.path))
 
 
+def declared_name(symbol: str | None) -> str | None:
+    """The name a chunk declares: the last part of its symbol (the chunker joins qualifiers
+    with dots), which calls name it by."""
+    return symbol.rpartition(".")[2] or None if symbol else None
+
+
 class IndexWriter:
     def __init__(self, index: Index) -> None:
         self.index = index
@@ -206,6 +212,9 @@ class IndexWriter:
                 marks = ",".join("?" * len(part))
                 self.conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN "
                                   f"(SELECT id FROM chunks WHERE path IN ({marks}))", part)
+                for table in ("calls", "members"):
+                    self.conn.execute(f"DELETE FROM {table} WHERE chunk IN "
+                                      f"(SELECT id FROM chunks WHERE path IN ({marks}))", part)
                 self.conn.execute(f"DELETE FROM chunks WHERE path IN ({marks})", part)
             self.conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in removed])
             self.conn.executemany(
@@ -216,13 +225,20 @@ class IndexWriter:
             for chunk, content_hash in chunks:
                 cursor = self.conn.execute(
                     "INSERT INTO chunks(generation, path, start_byte, end_byte, start_line, "
-                    "end_line, language, kind, symbol, signature, content_hash, generated) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "end_line, language, kind, symbol, signature, content_hash, generated, name) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (generation, chunk.path, chunk.start_byte, chunk.end_byte, chunk.start_line,
                      chunk.end_line, chunk.language, chunk.kind, chunk.symbol, chunk.signature,
-                     content_hash, int(chunk.generated)))
+                     content_hash, int(chunk.generated), declared_name(chunk.symbol)))
                 self.conn.execute("INSERT INTO chunks_fts(rowid, body, symbol, path) "
                                   "VALUES (?, ?, ?, ?)", (cursor.lastrowid, *fts_row(chunk)))
+                self.conn.executemany("INSERT INTO calls(chunk, name, line) VALUES (?, ?, ?)",
+                                      [(cursor.lastrowid, *call) for call in chunk.calls])
+                self.conn.executemany(
+                    "INSERT INTO members(chunk, name, symbol, kind, start_line, end_line, "
+                    "start_byte, end_byte) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(cursor.lastrowid, m.name, m.symbol, m.kind, m.start_line, m.end_line,
+                      m.start_byte, m.end_byte) for m in chunk.members])
             self.conn.executemany("DELETE FROM clusters WHERE cluster = ?",
                                   [(c,) for c in removed_clusters])
             self.conn.executemany("INSERT OR REPLACE INTO clusters(cluster, digest) VALUES (?, ?)",
