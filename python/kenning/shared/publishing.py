@@ -98,6 +98,7 @@ class PublishResult:
     skipped: list[str] = field(default_factory=list)  # changed on disk since the snapshot
     resend_all: str | None = None  # why every file is sent again (None: only what changed)
     vectors_stored: int = 0  # vectors stored by content (``vector_cache``)
+    collection: str = ""  # the chunks collection (its companions add _manifest and _vectors)
     seconds: float = 0.0
 
     @property
@@ -343,7 +344,8 @@ def publish(root: Path, settings: Settings, *, dry_run: bool = False,
             raise IndexError_(f"The index of {index.root} is not complete, so it cannot be "
                               "published.", hint=f"Run `kenning index {index.root}` first.")
         result = PublishResult(index.project_id, str(index.root), engine.uri, dry_run=dry_run,
-                               snapshot_generation=snap.generation, revision=snap.revision)
+                               snapshot_generation=snap.generation, revision=snap.revision,
+                               collection=engine.chunks)
         run = _Publish(engine, snap, index.root, index.project_id, result,
                        progress or (lambda event: None), int(settings["index.max_file_size"]))
         run.go(dry_run)
