@@ -243,12 +243,23 @@ def _unused_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.mark.parametrize("engine", ["silent", "unreachable"])
+@pytest.fixture
+def refusing_uri(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A server that refuses every token, as an authenticating Milvus does."""
+    from milvus_auth_server import refusing_server
+
+    monkeypatch.setenv("MILVUS_TOKEN", "reader:wrong")
+    with refusing_server() as server:
+        yield server.uri
+
+
+@pytest.mark.parametrize("engine", ["silent", "unreachable", "refusing"])
 def test_an_engine_that_does_not_answer_costs_one_warning(
         engine: str, request: pytest.FixtureRequest, repo: Path,
         monkeypatch: pytest.MonkeyPatch, model: Any):
-    uri = (request.getfixturevalue("silent_server") if engine == "silent"
-           else f"http://127.0.0.1:{_unused_port()}")
+    uri = (f"http://127.0.0.1:{_unused_port()}" if engine == "unreachable"
+           else request.getfixturevalue(f"{engine}_server" if engine == "silent"
+                                        else "refusing_uri"))
     make_repo(repo, _files())
     settings = config.load({"shared.uri": uri, "shared.timeout": "1"})
     events: list[dict[str, Any]] = []
@@ -258,6 +269,9 @@ def test_an_engine_that_does_not_answer_costs_one_warning(
     assert len(done.warnings) == 1 and uri in done.warnings[0]
     assert "embedded here" in done.warnings[0]
     assert [e["message"] for e in events if e["type"] == "warning"] == done.warnings
+    if engine == "refusing":  # the engine's access control, said as such; never the token
+        assert "refused the token in $MILVUS_TOKEN" in done.warnings[0]
+        assert "wrong" not in done.warnings[0]
 
 
 def test_index_from_shared_on_the_command_line(published: Path, tmp_path: Path,
@@ -289,3 +303,45 @@ def test_the_vector_payload_round_trips():
     data = vector_cache.payload(bits[0], int8[0], scales[0])
     assert key.open(key.seal(data), len(data)) == data
     assert key.open(key.seal(data), len(data) + 1) is None
+
+
+def test_a_publish_killed_midway_is_finished_by_the_next(
+        shared: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: Any):
+    import os
+    import subprocess
+    import sys
+
+    from kenning.shared.engine import release_all
+    from kenning.store import make_descriptor
+
+    root = make_repo(tmp_path / "origin", _files())
+    _home(monkeypatch, tmp_path, "ci")
+    settings = config.load()
+    assert refresh(root, settings, embedder=model).status == "complete"
+    texts = len(_rows(root, settings))
+    release_all()  # an embedded engine's file is for one process at a time
+    killed = subprocess.run([sys.executable, "-m", "kenning", "publish", str(root)],
+                            env={**os.environ, "KENNING_TEST_KILL_AT": "chunks-sent"},
+                            capture_output=True, text=True, timeout=240)
+    assert killed.returncode == -9, killed.stderr
+    again = publish(root, settings, embedder=model)
+    assert again.vectors_stored == texts  # the cut run's files are sent again, vectors too
+    with Engine(settings, make_descriptor(model)) as engine:
+        stored = engine.query(engine.vectors, 'id != ""', ["id"], "counting")
+    assert len(stored) == texts  # the same rows, written twice
+    clone = tmp_path / "clone"
+    shutil.copytree(root, clone)
+    _home(monkeypatch, tmp_path, "teammate")
+    done = refresh(clone, config.load(), embedder=model)
+    assert done.vectors_fetched == texts and done.vectors_embedded == 0
+
+
+def test_a_small_refresh_does_not_ask_the_shared_index(silent_server: str, repo: Path,
+                                                       model: Any):
+    """An edit followed by a search stays local: under SHARED_FETCH_MIN missing vectors the
+    engine (here one that never answers) is not asked."""
+    assert refresh(repo, config.load(), embedder=model).vectors_embedded < SHARED_FETCH_MIN
+    (repo / "app" / "db.py").write_text(FILES["app/db.py"].replace("WAL", "DELETE"))
+    settings = config.load({"shared.uri": silent_server, "shared.timeout": "30"})
+    done = refresh(repo, settings, embedder=model)
+    assert done.vectors_embedded >= 1 and done.warnings == [] and done.vectors_fetched == 0
