@@ -12,10 +12,12 @@ descriptor::
 so a row can only be named, and its vector only read, by whoever has the path and the text:
 rows hold no text, path, project or content hash, and a token that can read the whole
 collection gets opaque ids and sealed bytes. A client asks by exact ids (``get``), never by a
-filter, a range or a vector search. The vector is the publisher's rows as its index stores them
-(sign bits, int8 row and scale), so a fetched row is the row local embedding of that text
-stores. Models whose bits are mean-centred per index (``needs_centering``) are left out: their
-bits depend on the index that made them.
+filter, a range or a vector search. The vector is the publisher's row as its index stores it
+(sign bits, int8 row and scale), byte for byte: the row local embedding of the same files
+stores (the local embedder's output can move by an int8 step with the batch a text falls in,
+so a text embedded among other files may differ by that much). Models whose bits are
+mean-centred per index (``needs_centering``) are left out: their bits depend on the index that
+made them.
 
 ``fetch`` bounds the wait: the engine is asked from a worker thread, and an answer that takes
 longer than ``shared.timeout`` ends the fetch with one warning (the rest is embedded locally).
