@@ -420,7 +420,7 @@ class _Publish:
             self.emit({"type": "publishing", "done": files_done, "total": len(sending),
                        "chunks": result.chunks_sent})
         if store_all and by_content is not None:
-            self._store_all(by_content, plan.digests, dry_run, classes)
+            self._store_all(by_content, plan.digests, dry_run, classes, claim)
         result.vectors_stored = by_content.stored if by_content is not None else 0
         crash_point("chunks-sent")
         skipped = set(result.skipped)
@@ -470,13 +470,15 @@ class _Publish:
 
 
     def _store_all(self, by_content: _ByContent, digests: dict[str, bytes], dry_run: bool,
-                   classes: bool) -> None:
+                   classes: bool, claim: _Claim) -> None:
         """The vectors by content of every file (of a project published before they were
         stored), files that changed on disk since the snapshot left out."""
         for part in _batches(sorted(digests), PATHS_PER_QUERY):
             _chunk_rows(self.snap, self.root, self.project, part, digests, [],
                         self.max_file_size, classes, by_content)
             by_content.flush(self.engine, dry_run)
+            if not dry_run:
+                claim.renew()
 
 
 @dataclass
