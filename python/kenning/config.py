@@ -117,6 +117,15 @@ def _shared_uri(value: Any) -> str:
     raise ValueError("expected an http(s):// Milvus server or a local file ending in .db")
 
 
+def _group(value: Any) -> str:
+    """An access group: part of a Milvus collection name (letters, digits, underscores)."""
+    text = _text(value).strip()
+    if text and not (len(text) <= 64 and text.isascii()
+                     and all(c.isalnum() or c == "_" for c in text)):
+        raise ValueError("expected up to 64 letters, digits or underscores")
+    return text
+
+
 def _optional(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """Unset by an empty value (or "none" from the command line)."""
     def optional(value: Any) -> Any:
@@ -188,6 +197,15 @@ KEYS: dict[str, Key] = {
             "the shared index: an http(s):// Milvus server, or a local .db file for a trial"),
         Key("shared.token_env", "MILVUS_TOKEN", _name,
             "env variable holding the shared index's token (user:password or an API key)"),
+        Key("shared.group", "", _group,
+            "access group: its own collections in the shared index (kenning_<group>_<model>...)"
+            ", which the engine's users and roles grant; empty for the default ones"),
+        Key("shared.vectors", True, _bool,
+            "ask the shared index for the vectors of new chunks (by content) before embedding "
+            "them"),
+        Key("shared.timeout", 10.0, _seconds(0, zero=False),
+            "seconds to wait for each answer of the shared index; past it, an index embeds "
+            "locally"),
         Key("mcp.max_tokens", 8000, _integer(MIN_MCP_TOKENS),
             "estimated tokens at most in one MCP tool result"),
         Key("mcp.refresh_interval", 1.0, _seconds(0, zero=True),

@@ -9,7 +9,8 @@
    is rewritten for those clusters alone, so an edit costs work in proportion to its folders.
 3. Changed files are re-chunked; each chunk is keyed by a hash of its text, and only hashes
    without a vector are embedded, so renames, reverts, branch switches and duplicates cost no
-   embedding at all.
+   embedding at all. With a shared index configured, the vectors it holds for those texts are
+   fetched first (``shared.vector_cache``), in a bounded wait, and only the rest is embedded.
 4. Files, chunks and the lexical table commit first as a new generation (status 'partial' while
    vectors are missing), then vectors arrive in batches, each committed on its own. A killed or
    failed run leaves the last commit intact and the next run resumes where it stopped.
@@ -45,6 +46,9 @@ Progress = Callable[[dict[str, Any]], None]
 # Vectors no chunk uses are kept (switching back to a branch or reverting costs nothing) until
 # there are at least this many and at least as many as live ones; then they are reclaimed.
 COMPACT_MIN_DEAD = 10_000
+# Below this many missing vectors, embedding them costs less than asking the shared index (for
+# milvus-lite, starting its engine): an edit followed by a search stays local.
+SHARED_FETCH_MIN = 32
 
 
 @dataclass
@@ -67,12 +71,14 @@ class RefreshResult:
     chunks_added: int = 0
     chunks_removed: int = 0
     vectors_embedded: int = 0
+    vectors_fetched: int = 0  # from the shared index, by content, instead of embedded
     vectors_missing: int = 0
     vectors_dropped: int = 0  # no longer used by any chunk, reclaimed by a compaction
     graph_rows_added: int = 0  # rows added to the approximate-search graph (all, on a rebuild)
     repaired: list[str] = field(default_factory=list)  # damage found and rebuilt (``full``)
     vectors_kept: int = 0  # intact vectors carried over by that rebuild
     timings: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def content_changed(self) -> bool:
@@ -80,7 +86,8 @@ class RefreshResult:
 
     @property
     def nothing_changed(self) -> bool:
-        return not self.busy and not self.content_changed and not self.vectors_embedded
+        return not self.busy and not self.content_changed and not (
+            self.vectors_embedded or self.vectors_fetched)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "nothing_changed": self.nothing_changed}
@@ -89,7 +96,8 @@ class RefreshResult:
 def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
             full: bool = False, wait: bool = False, embed: bool = True,
             embed_limit: int | None = None, graph: bool = True,
-            progress: Progress | None = None, index: Index | None = None) -> RefreshResult:
+            progress: Progress | None = None, index: Index | None = None,
+            from_shared: bool | None = None) -> RefreshResult:
     """Update the index of the project at ``root``; ``busy=True`` if another process holds it.
 
     ``full`` re-hashes and re-chunks every file (vectors are still reused by content hash),
@@ -99,10 +107,17 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
     left). ``index``: the index of ``root``, already open. ``graph=False`` leaves the
     approximate-search graph as it is (search keeps to the exact scan until a refresh with the
     graph catches up): for callers that must answer fast, as syncing rewrites the graph file
-    and a rebuild after a compaction takes minutes on millions of vectors.
+    and a rebuild after a compaction takes minutes on millions of vectors. ``from_shared``:
+    fetch the vectors the shared index has for the chunks to embed (None: when ``shared.uri``
+    is set, ``shared.vectors`` is on and at least ``SHARED_FETCH_MIN`` are missing; True:
+    always, and a missing ``shared.uri`` is a ConfigError; False: never).
     """
     started = time.perf_counter()
     root = _existing_dir(root)
+    if from_shared:
+        from kenning.shared.engine import configured_uri
+
+        configured_uri(settings)  # said before any work
     with ExitStack() as stack:
         embedder = stack.enter_context(borrowed(settings, embedder))
         try:
@@ -138,7 +153,7 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
                 tracker(event)
                 emit(event)
 
-            _Refresh(index, writer, settings, embedder, result, track).run(
+            _Refresh(index, writer, settings, embedder, result, track, from_shared).run(
                 full=full, embed=embed, embed_limit=embed_limit, graph=graph)
         except KenningError as exc:  # kept for status and search: nobody may see it otherwise
             index.record_failure(exc, "index")
@@ -194,8 +209,10 @@ def chunk_source(embedder: Embedder, file: SourceFile, data: bytes) -> list[Chun
 
 class _Refresh:
     def __init__(self, index: Index, writer: IndexWriter, settings: Settings, embedder: Embedder,
-                 result: RefreshResult, emit: Progress) -> None:
+                 result: RefreshResult, emit: Progress, from_shared: bool | None = None
+                 ) -> None:
         self.index, self.writer, self.settings = index, writer, settings
+        self.from_shared = from_shared
         self.max_file_size = int(settings["index.max_file_size"])
         self.embedder, self.result, self.emit = embedder, result, emit
         self.texts: dict[bytes, str] = {}  # content hash -> embedding text, for this run's chunks
@@ -242,7 +259,7 @@ class _Refresh:
             self.lap("graph")
         final = writer.latest()
         if final is not None:
-            if result.content_changed or result.vectors_embedded:
+            if result.content_changed or result.vectors_embedded or result.vectors_fetched:
                 elapsed = round(time.perf_counter() - self.started, 4)
                 writer.finish({**self.timings, "total": elapsed})
                 final = writer.latest() or final
@@ -341,6 +358,8 @@ class _Refresh:
         todo = [m.content_hash for m in embedding_order(missing, self.writer.files())
                 if m.content_hash in texts]
         self.lap("embed_prepare")
+        if todo and self.asks_shared(len(todo)):
+            todo = self.fetch_shared(todo, texts)
         batch = max(1, int(self.settings["embedder.batch_size"])) * max(
             1, int(self.settings["embedder.concurrency"]))
         needs_centering = bool(getattr(self.embedder, "needs_centering", False))
@@ -360,6 +379,44 @@ class _Refresh:
             self.result.vectors_embedded += len(hashes)
             self.lap("store_vectors")
             self.emit({"type": "embedding", "done": start + len(hashes), "total": len(todo)})
+
+    def asks_shared(self, missing: int) -> bool:
+        if self.from_shared is not None:
+            return self.from_shared
+        return bool(self.settings["shared.uri"] and self.settings["shared.vectors"]
+                    and missing >= SHARED_FETCH_MIN)
+
+    def warn(self, message: str) -> None:
+        self.result.warnings.append(message)
+        self.emit({"type": "warning", "message": message})
+
+    def fetch_shared(self, todo: list[bytes], texts: dict[bytes, str]) -> list[bytes]:
+        """Store the vectors the shared index holds for the texts of ``todo``; returns the
+        hashes left to embed. A failing or slow engine costs one warning and at most
+        ``shared.timeout`` seconds per answer."""
+        from kenning.shared import vector_cache
+
+        if getattr(self.embedder, "needs_centering", False):
+            if self.from_shared:  # asked for: say why nothing was fetched
+                self.warn(f"The vectors of {self.index.descriptor['model']} are centred per "
+                          "index, so none are taken from the shared index; all are embedded "
+                          "here.")
+            return todo
+        self.emit({"type": "fetching", "total": len(todo)})
+        found, warning = vector_cache.fetch(self.settings, self.index.descriptor,
+                                            [texts[h] for h in todo])
+        if warning:
+            self.warn(warning)
+        hits = sorted(found)
+        dims = int(self.index.descriptor["dims"])
+        for start in range(0, len(hits), vector_cache.GET_IDS):
+            part = hits[start:start + vector_cache.GET_IDS]
+            self.writer.add_rows([todo[i] for i in part],
+                                 vector_cache.rows_of([found[i] for i in part], dims))
+        self.result.vectors_fetched = len(hits)
+        self.emit({"type": "fetched", "vectors": len(hits), "total": len(todo)})
+        self.lap("fetch")
+        return [h for i, h in enumerate(todo) if i not in found]
 
     def load_texts(self, missing: Iterable[MissingVector]) -> dict[bytes, str]:
         """Embedding texts for missing hashes: this run's chunks, else re-read from the files

@@ -26,8 +26,11 @@ from kenning.display import visible
               help="Re-read and re-chunk every file (vectors are still reused by content).")
 @click.option("--force-root", is_flag=True,
               help="Index even a home folder, / or a large folder without a project marker.")
+@click.option("--from-shared", is_flag=True,
+              help="Take the vectors the shared index holds for these chunks, however few are "
+              "missing (by default only for 32 or more, when shared.uri is set).")
 def index(path: Path, json_output: bool, quiet: bool, dry_run: bool, wait: bool,
-          full: bool, force_root: bool) -> None:
+          full: bool, force_root: bool, from_shared: bool) -> None:
     """Index the project at PATH (default: here).
 
     PATH is lifted to the root of its git work tree. Only what changed since the last run is
@@ -44,8 +47,13 @@ def index(path: Path, json_output: bool, quiet: bool, dry_run: bool, wait: bool,
         _print_dry_run(report, json_output, quiet)
         return
     with _Reporter(json_output, quiet) as reporter:
-        result = indexer.refresh(root, settings, full=full, wait=wait, progress=reporter)
-    if json_output or quiet:
+        result = indexer.refresh(root, settings, full=full, wait=wait, progress=reporter,
+                                 from_shared=True if from_shared else None)
+    if json_output:
+        return
+    for warning in result.warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    if quiet:
         return
     if result.repaired:
         click.echo(f"The index was damaged ({'; '.join(result.repaired)}); it was rebuilt, "
@@ -68,7 +76,9 @@ def _summary(result: Any) -> str:
              f"changed, {result.files_removed} removed)",
              f"  chunks  {result.chunks} ({result.chunks_added} new, {result.chunks_removed} "
              "dropped)",
-             f"  vectors {result.vectors_embedded} embedded"]
+             f"  vectors {result.vectors_embedded} embedded"
+             + (f", {result.vectors_fetched} from the shared index" if result.vectors_fetched
+                else "")]
     if result.vectors_missing:
         lines.append(f"  {result.vectors_missing} chunks still lack a vector; "
                      "run `kenning index` again to finish.")
@@ -78,6 +88,12 @@ def _summary(result: Any) -> str:
 def _echo_json(event: dict[str, Any]) -> None:
     click.echo(json.dumps(event, default=str))
     sys.stdout.flush()
+
+
+def _fetch_line(event: dict[str, Any]) -> str:
+    if event["type"] == "fetching":
+        return f"asking the shared index for {event['total']} vectors"
+    return f"{event['vectors']} of {event['total']} vectors from the shared index"
 
 
 class _LogLines:
@@ -99,6 +115,8 @@ class _LogLines:
             self._line("another process is indexing this project; waiting for it")
         elif kind == "scan":
             self._line(f"{event['files']} files to check")
+        elif kind in ("fetching", "fetched"):
+            self._line(_fetch_line(event))
         elif kind in ("chunking", "embedding"):
             if kind != self.phase:
                 self.phase, self.phase_started, self.last = kind, now, now
@@ -161,6 +179,8 @@ class _Reporter:
             self.bar.console.print("Another process is indexing this project; waiting for it.")
         elif kind == "scan":
             self.bar.console.print(f"{event['files']} files to check.")
+        elif kind in ("fetching", "fetched"):
+            self.bar.console.print(_fetch_line(event) + ".")
         elif kind == "chunking":
             self._update("files", event["done"], event["total"], "files")
             self.bar.update(self.tasks["files"], description=f"files ({event['chunks']} chunks)")

@@ -52,13 +52,16 @@ def summary(r: dict[str, Any]) -> str:
             f"{'Dry run: ' if r['dry_run'] else ''}{r['project']} -> {r['uri']}"
             + ("" if r["dry_run"] else f", generation {r['generation']}")
             + f" ({r['seconds']:.1f}s):")
+    stored = (f"  vectors {verb.lower()} {r['vectors_stored']} by content, collections "
+              f"{r['collection']}{{,_manifest,_vectors}}")
     if r["nothing_changed"]:
-        return head
+        return "\n".join([head, stored] if r["vectors_stored"] else [head])
     lines = [head,
              f"  files   {r['files_added']} added, {r['files_changed']} changed, "
              f"{r['files_removed']} removed",
              f"  chunks  {verb.lower()} {r['chunks_sent']} ({r['bytes_sent'] / 1e6:.1f} MB), "
-             f"{'would delete' if r['dry_run'] else 'deleted'} {r['rows_deleted']} stale rows"]
+             f"{'would delete' if r['dry_run'] else 'deleted'} {r['rows_deleted']} stale rows",
+             stored]
     if r.get("resend_all"):
         lines.append(f"  all     {r['resend_all']}")
     if r["skipped"]:

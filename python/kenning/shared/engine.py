@@ -1,10 +1,12 @@
 """The connection to the shared index's engine (Milvus) and the two collections it holds.
 
-One pair of collections per embedding descriptor (a different model never mixes):
+Collections per embedding descriptor (a different model never mixes) and access group
+(``shared.group``: ``kenning_<group>_<slug>``, granted by the engine's users and roles):
 ``kenning_<slug>`` holds one row per published chunk (sign bits, the int8 rescoring row, the
-chunk's text and metadata, kenning's own code tokens for the engine's BM25), and
+chunk's text and metadata, kenning's own code tokens for the engine's BM25),
 ``kenning_<slug>_manifest`` the published manifest of each project (its clusters and files with
-their digests, and one head row with the published generation).
+their digests, and one head row with the published generation), and ``kenning_<slug>_vectors``
+the vectors by content (``kenning.shared.vector_cache``).
 
 ``shared.uri`` is an ``http(s)://`` server (Standalone or Distributed), or a local ``.db`` file,
 which pymilvus serves with milvus-lite: one process at a time (a process keeps the file until
@@ -33,7 +35,6 @@ from kenning.errors import ConfigError, SharedAuthError, SharedIndexError
 if TYPE_CHECKING:
     from kenning.config import Settings
 
-TIMEOUT = 10.0  # seconds per engine call; a server that does not answer is reported, not waited on
 # VARCHAR limits (bytes): Milvus caps a VARCHAR at 65,535.
 TEXT_MAX = 65_535
 PATH_MAX = 4_096
@@ -61,10 +62,12 @@ def require_pymilvus() -> Any:
     return pymilvus
 
 
-def collection_name(descriptor: dict[str, Any]) -> str:
-    """``kenning_<model>_<dims>_<hash>``: Milvus names allow letters, digits and underscores."""
+def collection_name(descriptor: dict[str, Any], group: str = "") -> str:
+    """``kenning_[<group>_]<model>_<dims>_<hash>``: Milvus names allow letters, digits and
+    underscores (``shared.group`` is checked to hold only those)."""
     slug = project.descriptor_slug(descriptor)
-    return "kenning_" + "".join(c if c.isalnum() else "_" for c in slug)
+    return "kenning_" + (f"{group}_" if group else "") + "".join(
+        c if c.isalnum() else "_" for c in slug)
 
 
 def row_key(*parts: object) -> str:
@@ -161,8 +164,11 @@ class Engine:
         self.token = os.environ.get(token_env, "") if token_env else ""
         self.token_env = token_env
         self.descriptor = descriptor
-        self.chunks = collection_name(descriptor)
+        self.chunks = collection_name(descriptor, str(settings["shared.group"]))
         self.manifest = self.chunks + "_manifest"
+        self.vectors = self.chunks + "_vectors"
+        # seconds: a server that does not answer is reported, not waited on
+        self.timeout = float(settings["shared.timeout"])
         self.dims = int(descriptor["dims"])
         self._client: Any = None
 
@@ -214,7 +220,7 @@ class Engine:
                         with self.calls("connecting"):
                             self._client = pymilvus.MilvusClient(uri=self.uri,
                                                                  token=self.token,
-                                                                 timeout=TIMEOUT)
+                                                                 timeout=self.timeout)
                     except OSError as exc:  # milvus-lite's file or lock in a folder it cannot use
                         raise _lite_error(Path(self.uri), exc) from None
                     _clients[key] = self._client

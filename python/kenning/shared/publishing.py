@@ -10,6 +10,11 @@ interruption harmless:
 3. rows of the old versions of changed and removed files are deleted, in a few large calls;
 4. the manifest is updated last: files, clusters, then the head row with the new generation.
 
+With step 2, each sent chunk's vector is stored by content (``vector_cache``) for the first path
+that holds its text, the one a fresh local index embeds it from; the first publish of a project
+published before vectors were stored by content stores those of every file
+(``vectors_by_content`` in the head says it was done).
+
 A publish killed anywhere leaves marked files, which the next publish treats as changed (or
 removed), so it converges. Result ids name a row by the local index's token and the chunk's
 ordinal in it, so when the local index was built anew (its token is not the published one) every
@@ -38,9 +43,11 @@ from typing import TYPE_CHECKING, Any
 from kenning import kernels, safe_read
 from kenning.chunking.generated import says_generated
 from kenning.config import Settings
+from kenning.embedding import document_text
 from kenning.errors import IndexError_, SharedBusy
 from kenning.retrieval.classes import chunk_class
 from kenning.retrieval.lexical import COLUMN_WEIGHTS
+from kenning.shared import vector_cache
 from kenning.shared.engine import (
     CLASS_FIELD,
     MANIFEST_DIM,
@@ -96,6 +103,8 @@ class PublishResult:
     rows_deleted: int = 0
     skipped: list[str] = field(default_factory=list)  # changed on disk since the snapshot
     resend_all: str | None = None  # why every file is sent again (None: only what changed)
+    vectors_stored: int = 0  # vectors stored by content (``vector_cache``)
+    collection: str = ""  # the chunks collection (its companions add _manifest and _vectors)
     seconds: float = 0.0
 
     @property
@@ -127,9 +136,10 @@ def _read_verified(root: Path, path: str, digest: bytes, limit: int) -> bytes | 
 
 def _chunk_rows(snap: Any, root: Path, project: str, paths: Sequence[str],
                 digests: dict[str, bytes], skipped: list[str], max_file_size: int,
-                classes: bool) -> list[dict[str, Any]]:
+                classes: bool, by_content: _ByContent | None = None) -> list[dict[str, Any]]:
     """The engine rows of the chunks of ``paths``, vectors from the snapshot (and each chunk's
-    class where the collection has the field)."""
+    class where the collection has the field); ``by_content`` collects their vectors by
+    content."""
     rows: list[dict[str, Any]] = []
     texts: dict[str, bytes | None] = {}
     for (ordinal, generation, path, start_byte, end_byte, start_line, end_line, language, kind,
@@ -142,6 +152,9 @@ def _chunk_rows(snap: Any, root: Path, project: str, paths: Sequence[str],
         data = texts[path]
         if data is None:
             continue
+        text = data[start_byte:end_byte].decode("utf-8", "replace")
+        if by_content is not None:
+            by_content.add(path, text, content_hash, snap, vector_id)
         rescore = base64.b64encode(snap.int8[vector_id].tobytes()
                                    + snap.scales[vector_id:vector_id + 1].tobytes()).decode()
         words = " ".join([body_words, *[symbol_words] * SYMBOL_REPEAT,
@@ -155,12 +168,35 @@ def _chunk_rows(snap: Any, root: Path, project: str, paths: Sequence[str],
             "signature": _clip(signature or "", PATH_MAX),
             "symbol_words": [w[:256] for w in dict.fromkeys(symbol_words.split())][
                 :SYMBOL_WORDS_MAX],
-            "text": _clip(data[start_byte:end_byte].decode("utf-8", "replace"), TEXT_MAX),
+            "text": _clip(text, TEXT_MAX),
             "words": _clip(words, TEXT_MAX), "bits": snap.bits[vector_id].tobytes(),
             "rescore": rescore})
         if classes:
             rows[-1][CLASS_FIELD] = chunk_class(path, language, symbol, says_generated(data))
     return rows
+
+
+class _ByContent:
+    """The vectors of one publish by content: for each chunk text, the first path that holds
+    it (paths come in order), as a fresh local index embeds it."""
+
+    def __init__(self) -> None:
+        self.seen: set[bytes] = set()
+        self.entries: list[tuple[str, bytes]] = []  # (embedding text, payload)
+        self.stored = 0
+
+    def add(self, path: str, text: str, content_hash: bytes, snap: Any, vector_id: int) -> None:
+        if content_hash in self.seen or kernels.hash_many([text])[0] != content_hash:
+            return  # a later path of the same text, or a text the decoding changed
+        self.seen.add(content_hash)
+        self.entries.append((document_text(path, text), vector_cache.payload(
+            snap.bits[vector_id], snap.int8[vector_id], snap.scales[vector_id])))
+
+    def flush(self, engine: Engine, dry_run: bool) -> None:
+        if self.entries and not dry_run:
+            vector_cache.put(engine, self.entries)
+        self.stored += len(self.entries)
+        self.entries = []
 
 
 def _row_bytes(row: dict[str, Any]) -> int:
@@ -307,7 +343,8 @@ def publish(root: Path, settings: Settings, *, dry_run: bool = False,
             raise IndexError_(f"The index of {index.root} is not complete, so it cannot be "
                               "published.", hint=f"Run `kenning index {index.root}` first.")
         result = PublishResult(index.project_id, str(index.root), engine.uri, dry_run=dry_run,
-                               snapshot_generation=snap.generation, revision=snap.revision)
+                               snapshot_generation=snap.generation, revision=snap.revision,
+                               collection=engine.chunks)
         run = _Publish(engine, snap, index.root, index.project_id, result,
                        progress or (lambda event: None), int(settings["index.max_file_size"]))
         run.go(dry_run)
@@ -346,8 +383,16 @@ class _Publish:
         result.files_removed = len(plan.removed)
         self.emit({"type": "publish_diff", "added": len(plan.added),
                    "changed": len(plan.changed), "removed": len(plan.removed)})
-        sending = [*plan.added, *plan.changed]
+        sending = sorted([*plan.added, *plan.changed])  # in order: see _ByContent
         classes = engine.classes if engine.exists() else engine.create_with_classes
+        # centred bits depend on the index that made them: such models share no vectors
+        by_content = _ByContent() if self.snap.center is None else None
+        if by_content is not None and not dry_run:
+            vector_cache.ensure(engine)
+        # a project published before vectors were stored by content: all of them, once
+        store_all = (by_content is not None and not before.get("vectors_by_content")
+                     and len(sending) < len(plan.digests))
+        in_loop = None if store_all else by_content
         if result.resend_all and not dry_run:
             claim.mark_resending()
         if not dry_run:  # 1. mark: a publish killed from here on leaves these files to redo
@@ -358,7 +403,9 @@ class _Publish:
         files_done = 0
         for part in _batches(sending, PATHS_PER_QUERY):  # 2. upsert the chunks
             rows = _chunk_rows(self.snap, self.root, project, part, plan.digests,
-                               result.skipped, self.max_file_size, classes)
+                               result.skipped, self.max_file_size, classes, in_loop)
+            if in_loop is not None:
+                in_loop.flush(engine, dry_run)
             for i in range(0, len(rows), UPSERT_ROWS):
                 batch = rows[i:i + UPSERT_ROWS]
                 if not dry_run:
@@ -370,6 +417,9 @@ class _Publish:
             files_done += len(part)
             self.emit({"type": "publishing", "done": files_done, "total": len(sending),
                        "chunks": result.chunks_sent})
+        if store_all and by_content is not None:
+            self._store_all(by_content, plan.digests, dry_run, classes, claim)
+        result.vectors_stored = by_content.stored if by_content is not None else 0
         crash_point("chunks-sent")
         skipped = set(result.skipped)
         stale: list[str] = []  # 3. the rows of old versions
@@ -411,8 +461,21 @@ class _Publish:
             "index_token": self.snap.token,
             "branch": self.snap.branch, "files": len(plan.digests), "chunks": self.snap.chunks,
             "published_at": time.time(), "root": str(self.root),
+            "vectors_by_content": by_content is not None,
             "center": (base64.b64encode(center.astype("<f4").tobytes()).decode()
                        if center is not None else None)})
+
+
+    def _store_all(self, by_content: _ByContent, digests: dict[str, bytes], dry_run: bool,
+                   classes: bool, claim: _Claim) -> None:
+        """The vectors by content of every file (of a project published before they were
+        stored), files that changed on disk since the snapshot left out."""
+        for part in _batches(sorted(digests), PATHS_PER_QUERY):
+            _chunk_rows(self.snap, self.root, self.project, part, digests, [],
+                        self.max_file_size, classes, by_content)
+            by_content.flush(self.engine, dry_run)
+            if not dry_run:
+                claim.renew()
 
 
 @dataclass
