@@ -26,7 +26,7 @@ from kenning.errors import (
     UsageError,
 )
 from kenning.freshness import Freshness, failed_refresh, for_settings
-from kenning.retrieval import dense, lexical, symbols
+from kenning.retrieval import dense, lexical, symbols, tracebacks
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.projects import ProjectRef, resolve_projects
@@ -164,6 +164,7 @@ def _search_snapshot(index: Index, ctx: _Context,
                 if vector is not None and "dense" in ctx.branches else None)
         cosine: dict[int, float] = {}
         readers = _chunk_readers(index, snap, ctx)
+        frames = _frame_ranking(index, snap, ctx, keep)
         hits = scan.result() if scan is not None else None
 
         def retrieved(depth: int) -> dict[str, list[tuple[int, float]]]:
@@ -176,6 +177,8 @@ def _search_snapshot(index: Index, ctx: _Context,
                 rankings["symbol"] = symbols.search(snap, ctx.query,
                                                     limit=max(SYMBOL_DEPTH, depth), keep=keep)
             lead_with_reexports(ctx.query, rankings, *readers)
+            if frames:
+                rankings["traceback"] = frames
             if hits is not None:
                 rankings["dense"] = _dense_ranking(snap, hits, max(DENSE_DEPTH, depth), keep,
                                                    cosine)
@@ -193,7 +196,7 @@ def _search_snapshot(index: Index, ctx: _Context,
                              ctx.limit)
             ranked_cands += _after(ranked_cands, _folder_first(deeper, ctx.prefer, index.root),
                                    ctx.limit)
-        weak = _weak(snap, ctx, vector, ranked_cands, cosine)
+        weak = _weak(snap, ctx, vector, ranked_cands, cosine) - {cid for cid, _ in frames}
         reader = SnippetReader(index.root, snap.file_states({c.path for c in ranked_cands}),
                                int(ctx.settings["index.max_file_size"]))
         results = []
@@ -210,6 +213,28 @@ def _search_snapshot(index: Index, ctx: _Context,
                 "stale": stale, "weak": c.id in weak,
                 "_read_bytes": reader.read_cost(c.path)})
         return results, snap.revision
+
+
+def _frame_ranking(index: Index, snap: Snapshot, ctx: _Context,
+                   keep: ChunkFilter | None) -> list[tuple[int, float]]:
+    """The traceback branch: the chunks holding the lines of the query's stack trace frames
+    that are in this project, innermost first; a warning when none is."""
+    trace = ctx.query.trace
+    if trace is None:
+        return []
+    found = tracebacks.located(trace, snap.file_states().keys())
+    ids = tracebacks.frame_chunks(found, snap.file_chunks(sorted({path for _, path in found})))
+    if keep is not None:
+        kept = snap.kept_chunks(ids, keep)
+        ids = [cid for cid in ids if cid in kept]
+    if not ids:
+        count = len(trace.frames)
+        ctx.warnings.append(
+            f"No frame of the stack trace in the query is in {index.root} ({count} frame"
+            f"{'' if count == 1 else 's'} read, none at an indexed file and line"
+            f"{' the filters keep' if keep is not None and found else ''}); results come "
+            "from its message and words.")
+    return [(cid, float(len(ids) - rank)) for rank, cid in enumerate(ids)]
 
 
 def _dense_ranking(snap: Snapshot, hits: list[tuple[int, float]], depth: int,
@@ -238,10 +263,10 @@ def _ranked(snap: Snapshot, ctx: _Context, vector: np.ndarray | None,
         floor = ctx.floor
         missing = [cid for cid in fused if cid not in cosine]
         cosine.update(dense.cosines(snap, vector, missing))
-        symbol_hits = {cid for cid, _ in rankings.get("symbol", ())}
+        named = {cid for branch in ("symbol", "traceback") for cid, _ in rankings.get(branch, ())}
         # chunks with no vector yet (a partial index) are judged by the other branches
         fused = {cid: s for cid, s in fused.items()
-                 if cid in symbol_hits or cosine.get(cid, floor) >= floor}
+                 if cid in named or cosine.get(cid, floor) >= floor}
     phrases = phrase_match(ctx.query)
     if phrases is not None:  # a quoted phrase is said by every result, where any chunk says it
         saying = snap.fts_among(phrases, list(fused))

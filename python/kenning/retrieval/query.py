@@ -16,6 +16,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from kenning.errors import UsageError
+from kenning.retrieval import tracebacks
+from kenning.retrieval.tracebacks import Trace
 from kenning.tokens import code_tokens, split_identifier
 
 # Words that carry no meaning for code search; dropped from the lexical query only.
@@ -64,6 +66,8 @@ _USAGE = re.compile(r"\bhow (?:do (?:i|you|we) |to |can (?:i|you) )use\b|\busage
 # project's name and keep four words or more without it: NDCG@10 0.793 -> 0.841 (11 gained, 5
 # lost); leaving the name out of the lexical terms too gained no more (0.830).
 NAMELESS_MIN_WORDS = 4
+# A query holds at most this many characters: room for a bug report with its stack trace.
+MAX_QUERY_CHARS = 8000
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,10 @@ class Query:
     question: bool  # "how/where/what ...": asks about a mechanism rather than one function
     # the tokens of each phrase the query quotes ("retry the request"): results must say it
     phrases: tuple[tuple[str, ...], ...] = ()
+    # a traceback the query holds: its frames lead the ranking, and the phrases its error
+    # messages say (between their variable parts) lead the lexical branch
+    trace: Trace | None = None
+    message_phrases: tuple[tuple[str, ...], ...] = ()
 
     @property
     def symbol_names(self) -> tuple[str, ...]:
@@ -119,9 +127,14 @@ def analyze(text: str, project_names: Collection[str] = ()) -> Query:
     text = without_lone_surrogates(text).strip()
     if not text:
         raise UsageError("The query is empty.", hint="Describe what you are looking for.")
-    if len(text) > 2000:
-        raise UsageError("The query is longer than 2000 characters.",
-                         hint="Shorten it to the words that matter.")
+    if len(text) > MAX_QUERY_CHARS:
+        raise UsageError(f"The query is longer than {MAX_QUERY_CHARS:,} characters.",
+                         hint="Shorten it to the words that matter, and a traceback to its "
+                              "frames and error line.")
+    trace = tracebacks.parse(text)
+    full = text
+    if trace is not None:  # its words are those of the report and the error lines
+        text = tracebacks.without_frames(text, trace).strip() or text
     words = text.split()
     identifiers = [m.group(0).strip("#.:") for w in words
                    if (m := _IDENT.fullmatch(w.strip("()`'\",;:?!")))]
@@ -143,8 +156,12 @@ def analyze(text: str, project_names: Collection[str] = ()) -> Query:
     phrases = tuple(dict.fromkeys(tuple(tokens) for quoted in _QUOTED.findall(text)
                                   if len(quoted.split()) > 1
                                   and (tokens := _phrase_tokens(quoted))))
-    return Query(text, without_names(text, project_names), tuple(terms),
-                 tuple(dict.fromkeys(identifiers)), identifier_like, asks, question, phrases)
+    messages = () if trace is None else tuple(dict.fromkeys(
+        tuple(tokens) for part in tracebacks.message_parts(trace.messages)
+        if len(tokens := _phrase_tokens(part)) > 1))
+    return Query(full, without_names(full, project_names), tuple(terms),
+                 tuple(dict.fromkeys(identifiers)), identifier_like, asks, question, phrases,
+                 trace, messages)
 
 
 # A phrase in double quotes, as a search box takes it. A single quoted word ("utf-8", "pager")

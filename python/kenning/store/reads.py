@@ -97,6 +97,15 @@ class SnapshotReads:
         return self._conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN "
                                   f"({_marks(ids)})", list(ids)).fetchall()
 
+    def kept_chunks(self, ids: Sequence[int], keep: ChunkFilter) -> set[int]:
+        """The chunks among ``ids`` that ``keep`` keeps."""
+        if not ids:
+            return set()
+        where, params = condition(self._conn, keep)
+        return {row[0] for row in self._conn.execute(
+            f"SELECT c.id FROM chunks c WHERE c.id IN ({_marks(ids)}) AND {where}",
+            [*ids, *params])}
+
     def chunk_row(self, chunk_id: int) -> tuple[ChunkRow, int] | None:
         """The row of chunk ``chunk_id`` and the generation that made it; None if absent."""
         row = self._conn.execute(f"SELECT {_CHUNK_COLUMNS}, generation FROM chunks WHERE id = ?",
