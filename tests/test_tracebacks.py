@@ -253,3 +253,20 @@ def test_a_traceback_with_no_frame_in_the_project_warns(indexed: Indexed) -> Non
     assert "1 frame read" in found.warnings[0]
     assert found.results  # searched by its message and words all the same
     assert found.results[0].path == "src/auth/passwords.py"
+
+
+def test_a_frame_in_an_installed_package_is_in_the_project_that_is_that_package() -> None:
+    text = ('Traceback (most recent call last):\n'
+            '  File "/home/u/app/main.py", line 3, in <module>\n'
+            '  File "/home/u/.venv/lib/python3.12/site-packages/requests/sessions.py", line 589, '
+            'in request\n'
+            '  File "/usr/lib/python3.12/json/decoder.py", line 355, in raw_decode\n'
+            'json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n')
+    trace = parse(text)
+    assert trace is not None
+    requests = Locator(["src/requests/sessions.py", "src/requests/models.py", "decoder.py"])
+    assert [requests.locate(f) for f in trace.frames] == [None, "src/requests/sessions.py", None]
+    cpython = Locator(["Lib/json/decoder.py", "Lib/json/__init__.py"])
+    assert [cpython.locate(f) for f in trace.frames] == ["Lib/json/decoder.py", None, None]
+    app = Locator(["main.py", "app/util.py"])
+    assert [app.locate(f) for f in trace.frames] == [None, None, "main.py"]

@@ -15,7 +15,7 @@ import numpy as np
 
 from kenning import project
 from kenning.config import Settings
-from kenning.embedding import Embedder, WordsOnly, borrowed, deadline, dimensioned
+from kenning.embedding import Embedder, WordsOnly, borrowed, deadline, dimensioned, long_queries
 from kenning.errors import (
     EmbedderError,
     IndexDamaged,
@@ -507,13 +507,14 @@ def _names_in_common(refs: Sequence[ProjectRef]) -> frozenset[str]:
 
 
 def _embed_query(ctx: _Context) -> None:
-    """The query's vector; while the embedder is known to be down (it failed moments ago) it
+    """The query's vector (of a query longer than the model's window, the mean of its parts':
+    ``long_queries``); while the embedder is known to be down (it failed moments ago) it
     is not asked again, so a degraded search does not wait on connection retries each time."""
     try:
         down = ctx.freshness.down_error()
         if down is not None:
             raise down
-        vector = ctx.embedder.embed_query(ctx.query.embedded)
+        vector = long_queries.embed(ctx.embedder, ctx.query.embedded)
         ctx.query_vector = np.ascontiguousarray(vector, np.float32)
     except EmbedderError as exc:
         ctx.freshness.embedder_failed(exc)

@@ -73,7 +73,7 @@ MAX_QUERY_CHARS = 8000
 @dataclass(frozen=True)
 class Query:
     text: str
-    embedded: str  # what the model embeds: ``text`` without the project's name
+    embedded: str  # what the model embeds: ``text`` without the project's name (and frames)
     terms: tuple[str, ...]  # lexical terms, lower-case, no stop words, de-duplicated
     identifiers: tuple[str, ...]  # identifier-like words as typed (case kept)
     identifier_like: bool  # the query as a whole is an identifier (or a few)
@@ -109,6 +109,8 @@ def without_names(text: str, names: Collection[str]) -> str:
     keys = {name_key(name) for name in names} - {""}
     words = text.split()
     kept = [word for word in words if name_key(word) not in keys]
+    if len(kept) == len(words):  # its lines kept: a long query is embedded in parts by line
+        return text
     return " ".join(kept) if len(kept) >= NAMELESS_MIN_WORDS else text
 
 
@@ -133,7 +135,9 @@ def analyze(text: str, project_names: Collection[str] = ()) -> Query:
                               "frames and error line.")
     trace = tracebacks.parse(text)
     full = text
-    if trace is not None:  # its words are those of the report and the error lines
+    # a traceback's words, and what the model embeds, are those of the report and its error
+    # lines: its frames are paths and numbers (the traceback branch reads them)
+    if trace is not None:
         text = tracebacks.without_frames(text, trace).strip() or text
     words = text.split()
     identifiers = [m.group(0).strip("#.:") for w in words
@@ -159,7 +163,7 @@ def analyze(text: str, project_names: Collection[str] = ()) -> Query:
     messages = () if trace is None else tuple(dict.fromkeys(
         tuple(tokens) for part in tracebacks.message_parts(trace.messages)
         if len(tokens := _phrase_tokens(part)) > 1))
-    return Query(full, without_names(full, project_names), tuple(terms),
+    return Query(full, without_names(text, project_names), tuple(terms),
                  tuple(dict.fromkeys(identifiers)), identifier_like, asks, question, phrases,
                  trace, messages)
 

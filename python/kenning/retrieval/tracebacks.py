@@ -10,7 +10,9 @@ path, else the indexed path that the frame's path ends with (a path from another
 ``/home/ci/build/proj/src/a.py`` is ``src/a.py``), else the one indexed path that ends with the
 frame's relative path (``src/x.rs`` of a crate in a workspace), and a Java frame by its package
 path and file name. Frames of the standard library, installed packages and toolchains are
-outside the project and ignored.
+outside the project and ignored, unless the project is that package: a frame at
+``.../site-packages/requests/sessions.py`` is in a checkout of requests that has one
+``requests/sessions.py``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ class Frame:
     function: str | None
     language: str
     outside: bool  # in a standard library, an installed package or a toolchain
+    # the path within that package (``requests/sessions.py`` of ``.../site-packages/...``):
+    # where the project searched is that package, the frame is in it all the same
+    within: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +87,9 @@ _OUTSIDE = re.compile(
     r"|^/usr/(?:include|lib|lib64|libexec)/|^/lib(?:64)?/|/compiler-rt/|/llvm-project/")
 _OUTSIDE_JAVA = ("java.", "javax.", "jdk.", "sun.", "com.sun.", "kotlin.", "kotlinx.", "scala.",
                  "org.junit.", "junit.", "org.gradle.", "org.apache.maven.", "worker.org.gradle.")
+# Where an installed package's own paths start in an outside path.
+_PACKAGE_ROOT = re.compile(r"^.*/(?:site-packages|dist-packages|node_modules|lib/python\d[\d.]*"
+                           r"|pkg/mod/[^/]+@[^/]+|registry/src/[^/]+/[^/]+|rustc/[0-9a-f]+)/")
 _SCHEME = re.compile(r"^(?:webpack|file|https?)://(?:[^/]*@)?(?:[^/]*)?(?=/)|^webpack://")
 
 
@@ -100,7 +108,12 @@ def _frame(path: str, line: str, func: str | None, language: str,
     if number < 1:
         return None
     norm = _normalised(path)
-    return Frame(norm, number, func or None, language, outside or bool(_OUTSIDE.search(norm)))
+    if not (outside or _OUTSIDE.search(norm)):
+        return Frame(norm, number, func or None, language, False)
+    within = _PACKAGE_ROOT.sub("", norm) if _PACKAGE_ROOT.match(norm) else None
+    if language == "java":  # a class of a library: its package path
+        within = norm
+    return Frame(norm, number, func or None, language, True, within)
 
 
 def _java(match: re.Match[str]) -> Frame | None:
@@ -208,7 +221,7 @@ class Locator:
     def locate(self, frame: Frame) -> str | None:
         """The indexed path ``frame`` names, or None (outside, not indexed, or ambiguous)."""
         if frame.outside:
-            return None
+            return self._package_file(frame.within)
         if frame.path in self.paths:
             return frame.path
         parts = _parts(frame.path)
@@ -226,6 +239,15 @@ class Locator:
         if frame.language == "java" and len(same_name) == 1:
             return same_name[0]  # a class whose folders do not follow its package
         return None
+
+    def _package_file(self, within: str | None) -> str | None:
+        """The one indexed path that ends with ``within``, a path inside an installed package
+        of two parts or more (``requests/sessions.py``): the project is that package."""
+        parts = _parts(within or "")
+        if len(parts) < 2:
+            return None
+        found = [p for p in self.by_name.get(parts[-1], []) if _parts(p)[-len(parts):] == parts]
+        return found[0] if len(found) == 1 else None
 
 
 def located(trace: Trace, paths: Collection[str]) -> list[tuple[Frame, str]]:
