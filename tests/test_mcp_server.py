@@ -452,6 +452,20 @@ def test_edits_make_old_ids_stale(alpha: Client, world: World) -> None:
         assert "Search again" in body["hint"]
 
 
+def test_get_chunk_refuses_lines_changed_since_their_hash(alpha: Client, world: World) -> None:
+    found = alpha.ok("code_search", query="parse_header")
+    hit = found.structured_content["results"][0]
+    assert re.fullmatch(r"[0-9a-f]{12}", hit["content_hash"])
+    assert hit["changed_since_index"] is False and "revision" in hit
+    assert f"hash {hit['content_hash']}" in found.content[0].text
+    alpha.ok("code_get_chunk", id=hit["id"], expect_hash=hit["content_hash"])
+    target = world.alpha / "src/parse.py"
+    with edited(alpha, target, target.read_text().replace("Split an HTTP", "Split one HTTP")):
+        body = alpha.error("code_get_chunk", id=hit["id"], expect_hash=hit["content_hash"])
+        assert body["error"] == "stale" and "changed since the search" in body["message"]
+        assert "Search again" in body["hint"]
+
+
 def test_concurrent_searches_serialise_their_refreshes(alpha: Client, world: World) -> None:
     generation = alpha.ok("code_index_status").structured_content["projects"][0]["generation"]
     with edited(alpha, world.alpha / "src/extra.py",

@@ -31,6 +31,7 @@ from kenning.errors import (  # noqa: E402 - after the switch above; a module wi
     SharedBusy,
     SharedIndexError,
     StaleChunkId,
+    StaleContent,
     UsageError,
 )
 
@@ -70,6 +71,7 @@ __all__ = [
     "SharedBusy",
     "SharedIndexError",
     "StaleChunkId",
+    "StaleContent",
     "Status",
     "UsageError",
     "__version__",

@@ -53,7 +53,12 @@ class Hit(_Typed):
     Lines are 1-based and inclusive, bytes half-open, ``path`` relative to the project root;
     ``stale`` means the file changed after it was indexed; ``weak`` that it matches the query
     poorly (the query names an identifier no chunk contains, or it is under the model's
-    relevance floor); ``id`` is for ``get_chunk``."""
+    relevance floor); ``id`` is for ``get_chunk``. Where it comes from: ``revision``, the commit
+    the work tree has checked out (None outside git); ``changed_since_index``, whether the
+    file's size or mtime differs from the indexed ones, as a refresh compares them;
+    ``content_hash``, a short hash of the lines as read of the declaration ``id`` names (the
+    result's lines, save where a result joins short neighbours), which
+    ``get_chunk(expect_hash=...)`` checks (None for a result of the shared index)."""
 
     TYPE: ClassVar[str] = "hit"
     id: str
@@ -69,6 +74,9 @@ class Hit(_Typed):
     content: str
     stale: bool
     weak: bool
+    revision: str | None
+    changed_since_index: bool
+    content_hash: str | None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)  # a result in the JSON carries no "type"
@@ -251,20 +259,24 @@ def index(path: PathLike = ".", *, full: bool = False,
 
 def get_chunk(chunk_id: str, paths: PathLike | Sequence[PathLike] = ".", *,
               scope: Scope = "declaration", context_lines: int = 0,
-              settings: Settings | None = None) -> Chunk:
+              expect_hash: str | None = None, settings: Settings | None = None) -> Chunk:
     """The code a hit's ``id`` names, read from the work tree; ``paths`` are the projects the
-    search covered. ``StaleChunkId`` when the index has moved past the id: search again."""
+    search covered. ``StaleChunkId`` when the index has moved past the id: search again.
+    ``expect_hash`` (the hit's ``content_hash``) refuses, with ``StaleContent``, lines that
+    changed since that search."""
     from kenning.errors import UsageError
     from kenning.retrieval import get_chunk as read
 
     _check("chunk_id", chunk_id, (str,), "a string")
     _check("context_lines", context_lines, (int,), "an integer")
+    _check_text(expect_hash=expect_hash)
     if scope not in ("declaration", "chunk"):
         raise UsageError(f"scope must be 'declaration' or 'chunk', not {scope!r}.")
     _check_common(settings)
     settings = settings or load_settings()
     return Chunk.from_dict(read(chunk_id, _roots(paths, settings), settings=settings,
-                                scope=scope, context_lines=context_lines))
+                                scope=scope, context_lines=context_lines,
+                                expect_hash=expect_hash))
 
 
 def status(path: PathLike = ".", *, settings: Settings | None = None) -> Status:

@@ -49,6 +49,7 @@ def _location(hit: dict[str, Any], rank: int, show_project: bool) -> str:
         where = f"[{clean_label(hit['project'])}] {where}"
     label = clean_label(" ".join(str(x) for x in (hit.get("kind"), hit.get("symbol")) if x), 120)
     parts = [f"{rank}. {where}", label, f"score {hit['score']:.3g}", f"id {hit['id']}",
+             f"hash {hit['content_hash']}" if hit.get("content_hash") else "",
              "file changed since indexing" if hit.get("stale") else "",
              "weak match" if hit.get("weak") else ""]
     return " · ".join(p for p in parts if p)
@@ -63,6 +64,9 @@ def search_result(result: dict[str, Any], *, detail: str, max_tokens: int,
     query = clean_label(json.dumps(result["query"]), 400)
     head = [f'{count} result{"" if count == 1 else "s"} for {query}']
     head += [f"warning: {clean_label(w, 400)}" for w in result.get("warnings") or []]
+    revisions = {h.get("revision") for h in hits} - {None}
+    if len(revisions) == 1:
+        head.append(f"From the work tree at commit {clean_label(str(revisions.pop()), 40)}.")
     if hits and all(h.get("weak") for h in hits):
         head.append("Nothing relevant found: no result contains the names the query asks for, "
                     "or all are below the relevance floor; these are the nearest matches.")

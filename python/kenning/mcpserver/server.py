@@ -185,9 +185,13 @@ def build_server(service: Service) -> MCPServer:
             = "declaration",
         context_lines: Annotated[int, Field(ge=0, le=200, description=(
             "Lines of the file to add above and below."))] = 0,
+        expect_hash: Annotated[str | None, Field(description=(
+            "The result's content_hash from code_search: refused with error \"stale\" when "
+            "those lines changed since."))] = None,
     ) -> CallToolResult:
         return _guarded("code_get_chunk", lambda: render.chunk(
-            service.get_chunk(id, scope=scope, context_lines=context_lines),
+            service.get_chunk(id, scope=scope, context_lines=context_lines,
+                              expect_hash=expect_hash),
             max_tokens=max_tokens()))
 
     def code_index_status(project: ProjectArg = None) -> CallToolResult:

@@ -110,17 +110,19 @@ class Service:
         return replace(self.settings, values={**self.settings.values,
                                               "search.backend": "shared"})
 
-    def get_chunk(self, chunk_id: str, *, scope: str = "declaration",
-                  context_lines: int = 0) -> dict[str, Any]:
+    def get_chunk(self, chunk_id: str, *, scope: str = "declaration", context_lines: int = 0,
+                  expect_hash: str | None = None) -> dict[str, Any]:
         from kenning.retrieval import get_chunk
 
         wanted = ChunkId.parse(chunk_id)
         if self._published_only(wanted.project):  # a result of the shared index
             return get_chunk(str(wanted), [], settings=self._shared_settings(),
-                             embedder=self.embedder, scope=scope, context_lines=context_lines)
+                             embedder=self.embedder, scope=scope, context_lines=context_lines,
+                             expect_hash=expect_hash)
         served = self.registry.select(wanted.project)
         return get_chunk(str(wanted), [p.ref for p in served if p.ref],
-                         settings=self.settings, scope=scope, context_lines=context_lines)
+                         settings=self.settings, scope=scope, context_lines=context_lines,
+                         expect_hash=expect_hash)
 
     def find_repositories(self, query: str, *, limit: int = 10) -> dict[str, Any]:
         """Served projects ranked by their best hit for ``query``."""

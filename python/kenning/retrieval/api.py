@@ -23,6 +23,7 @@ from kenning.errors import (
     IndexMissing,
     KenningError,
     StaleChunkId,
+    StaleContent,
     UsageError,
 )
 from kenning.freshness import Freshness, failed_refresh, for_settings
@@ -199,6 +200,8 @@ def _search_snapshot(index: Index, ctx: _Context,
         weak = _weak(snap, ctx, vector, ranked_cands, cosine) - {cid for cid, _ in frames}
         reader = SnippetReader(index.root, snap.file_states({c.path for c in ranked_cands}),
                                int(ctx.settings["index.max_file_size"]))
+        revision = project.head_commit(index.root)
+        hashed = _hashed_spans(snap, ranked_cands)
         results = []
         for c in ranked_cands:
             content, stale = (reader.read(c.path, c.start_byte, c.end_byte) if c.window is None
@@ -210,9 +213,20 @@ def _search_snapshot(index: Index, ctx: _Context,
                 "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
                 "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
                 "symbol": c.symbol, "score": round(c.score, 6), "content": content,
-                "stale": stale, "weak": c.id in weak,
+                "stale": stale, "weak": c.id in weak, "revision": revision,
+                "changed_since_index": reader.changed(c.path),
+                "content_hash": reader.digest(c.path, *hashed[c.id]),
                 "_read_bytes": reader.read_cost(c.path)})
         return results, snap.revision
+
+
+def _hashed_spans(snap: Snapshot, cands: list[Candidate]) -> dict[int, tuple[int, int]]:
+    """Chunk id -> the bytes a result's ``content_hash`` covers: the declaration its id names,
+    which ``get_chunk`` checks the hash against (the result's own lines, save where a result
+    joins overlapping chunks or short neighbours)."""
+    whole = units(snap, cands, (snap.token, snap.generation))
+    own = {row[0]: (row[4], row[5]) for row in snap.chunk_rows([c.id for c in cands])}
+    return {c.id: whole[c.id].span[:2] if c.id in whole else own[c.id] for c in cands}
 
 
 def _frame_ranking(index: Index, snap: Snapshot, ctx: _Context,
@@ -494,6 +508,10 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
     saved = usage_log.tokens_saved(results)
     for r in results:
         del r["_read_bytes"]
+        # a result of the shared index: no work tree here to vouch for
+        r.setdefault("revision", None)
+        r.setdefault("changed_since_index", bool(r["stale"]))
+        r.setdefault("content_hash", None)
     usage_log.record("search", ms=round((time.perf_counter() - started) * 1000, 2),
                      results=len(results), tokens_not_read=saved,
                      degraded="dense" in ctx.branches and ctx.query_vector is None)
@@ -641,14 +659,15 @@ def _check_current(wanted: ChunkId, snap: Snapshot, created: int | None) -> None
 
 def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
               settings: Settings, embedder: Embedder | None = None, scope: str = "declaration",
-              context_lines: int = 0) -> dict[str, Any]:
+              context_lines: int = 0, expect_hash: str | None = None) -> dict[str, Any]:
     """The code a search result's id names; StaleChunkId if the index moved past it.
 
     ``scope`` "declaration" (the default) gives the whole declaration the chunk is part of (a
     function cut into several chunks comes whole), "chunk" the chunk alone. ``context_lines``
     adds that many lines of the file above and below: the region around it. A local index is
     found from ``settings`` alone; ``embedder`` names the collection of a project only in the
-    shared index."""
+    shared index. ``expect_hash``, the ``content_hash`` of the search result that gave the id,
+    has the lines it showed checked first: StaleContent when they changed since."""
     from kenning.store import Index
 
     if scope not in SCOPES:
@@ -671,12 +690,16 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
             assert row is not None  # refused above
             found = candidate_of(row[0])
             own = (found.start_byte, found.end_byte, found.start_line, found.end_line)
-            unit = units(snap, [found]).get(found.id) if scope != "chunk" else None
+            whole = units(snap, [found]).get(found.id)
+            reader = SnippetReader(index.root, snap.file_states({found.path}),
+                                   int(settings["index.max_file_size"]))
+            if expect_hash is not None:  # the hash of a result: the lines of its declaration
+                _check_hash(reader, found.path, whole.span if whole else own, expect_hash,
+                            str(wanted))
+            unit = whole if scope != "chunk" else None
             if unit is not None:
                 found.start_byte, found.end_byte, found.start_line, found.end_line = unit.span
                 found.kind, found.symbol = unit.kind, unit.symbol
-            reader = SnippetReader(index.root, snap.file_states({found.path}),
-                                   int(settings["index.max_file_size"]))
             if context_lines:
                 reader.widen(found, context_lines)
             content, stale = reader.read(found.path, found.start_byte, found.end_byte)
@@ -690,9 +713,23 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
                     "scope": scope, "content": content, "stale": stale,
                     "revision": snap.revision, "note": note}
     if settings["search.backend"] != "local" and settings["shared.uri"]:
+        if expect_hash is not None:
+            raise UsageError("expect_hash checks the lines of a project checked out here; "
+                             f"{project_id} is read from the shared index.",
+                             hint="Leave expect_hash out for a published project's chunks.")
         return _get_shared_chunk(wanted, settings, embedder, scope, context_lines)
     raise UsageError(f"No project {project_id!r} among the searched projects.",
                      hint="Pass the project's root or configure it.")
+
+
+def _check_hash(reader: SnippetReader, path: str, span: tuple[int, int, int, int],
+                expected: str, chunk_id: str) -> None:
+    """StaleContent unless the lines ``span`` (start and end byte, start and end line) of
+    ``path`` hash to ``expected`` now."""
+    if reader.digest(path, span[0], span[1]) != expected.strip().lower():
+        raise StaleContent(f"The lines of chunk {chunk_id} ({path}:{span[2]}-{span[3]}) "
+                           "changed since the search that gave their hash.",
+                           hint="Search again for current lines and ids.")
 
 
 def _within_budget(reader: SnippetReader, found: Candidate,
