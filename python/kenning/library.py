@@ -58,7 +58,8 @@ class Hit(_Typed):
     file's size or mtime differs from the indexed ones, as a refresh compares them;
     ``content_hash``, a short hash of the lines as read of the declaration ``id`` names (the
     result's lines, save where a result joins short neighbours), which
-    ``get_chunk(expect_hash=...)`` checks (None for a result of the shared index)."""
+    ``get_chunk(expect_hash=...)`` checks (None for a result of the shared index). ``lines``:
+    with a token budget, the ranges ``[first, last]`` its ``content`` holds (None without)."""
 
     TYPE: ClassVar[str] = "hit"
     id: str
@@ -77,6 +78,7 @@ class Hit(_Typed):
     revision: str | None
     changed_since_index: bool
     content_hash: str | None
+    lines: list[list[int]] | None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)  # a result in the JSON carries no "type"
@@ -86,7 +88,8 @@ class Hit(_Typed):
 class SearchResult(_Typed):
     """The ranked hits of one search, best first, and what the caller should know
     (``warnings``: a refresh that failed, an embedder that is down, an index still being
-    built). ``revision`` is the git HEAD of the indexed snapshot (None across projects)."""
+    built). ``revision`` is the git HEAD of the indexed snapshot (None across projects).
+    ``budget`` is ``{"tokens", "used"}`` of a search with a token budget, else None."""
 
     TYPE: ClassVar[str] = "search_result"
     query: str
@@ -96,19 +99,20 @@ class SearchResult(_Typed):
     # roots of projects whose new chunks were too many to embed before answering (none from
     # kenning.search, which embeds them all first)
     vectors_deferred: tuple[str, ...]
+    budget: dict[str, int] | None
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.TYPE, "query": self.query,
                 "results": [hit.to_dict() for hit in self.results],
                 "warnings": list(self.warnings), "revision": self.revision,
-                "vectors_deferred": list(self.vectors_deferred)}
+                "vectors_deferred": list(self.vectors_deferred), "budget": self.budget}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SearchResult:
         checked = cls._checked(data)
         return cls(checked["query"], tuple(Hit.from_dict(hit) for hit in checked["results"]),
                    tuple(checked["warnings"]), checked["revision"],
-                   tuple(checked["vectors_deferred"]))
+                   tuple(checked["vectors_deferred"]), checked["budget"])
 
 
 @dataclass(frozen=True)
@@ -216,7 +220,7 @@ def _roots(paths: PathLike | Sequence[PathLike], settings: Settings) -> list[Any
 
 def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int = 10,
            path_filter: str | None = None, language: str | None = None,
-           kind: str | None = None, refresh: bool = True,
+           kind: str | None = None, refresh: bool = True, budget_tokens: int | None = None,
            settings: Settings | None = None) -> SearchResult:
     """Search one project, or several at once (their hits merged by score).
 
@@ -225,7 +229,10 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     (``code``, ``docs``, ``test``, ``example``, ``generated``, ``completion``) or declaration
     kind (``function``, ``class``, ...). With ``refresh`` the index is brought up to date
     first: one stat pass when nothing changed, and the whole first index (embedding included)
-    for a project never indexed."""
+    for a project never indexed. ``budget_tokens`` packs the results as the line ranges that
+    best cover the query within that many tokens (at most 100,000; estimated at three
+    characters a token): the heads of the top declarations, then their best windows, no line
+    twice, in rank order; the result's ``budget`` says how many were used."""
     from kenning.freshness import for_settings
     from kenning.retrieval import search as run
 
@@ -233,12 +240,14 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     _check("limit", limit, (int,), "an integer")
     _check_text(path_filter=path_filter, language=language, kind=kind)
     _check("refresh", refresh, (bool,), "True or False")
+    _check("budget_tokens", budget_tokens, (int, type(None)), "an integer or None")
     _check_common(settings)
     settings = settings or load_settings()
     # no background worker here to leave a backlog of vectors to: they are embedded first
     found = run(query, _roots(paths, settings), settings=settings, limit=limit,
                 path_filter=path_filter, language=language, kind=kind, refresh=refresh,
-                freshness=for_settings(settings, sync_embed_limit=None))
+                freshness=for_settings(settings, sync_embed_limit=None),
+                budget_tokens=budget_tokens)
     return SearchResult.from_dict(found)
 
 

@@ -31,6 +31,10 @@ import click
 @click.option("--no-refresh", is_flag=True, help="Search the last snapshot without refreshing.")
 @click.option("--max-snippet-lines", type=click.IntRange(min=0), default=12, show_default=True,
               help="Lines of each snippet to show (0: none).")
+@click.option("--budget-tokens", type=int, default=None,
+              help="Pack the results as the line ranges that best cover the query within about "
+              "N tokens (3 characters each; at most 100,000): the heads of the top "
+              "declarations, then their best windows, no line twice.")
 @click.option("--json-output", is_flag=True, help="Print the search-result JSON for machines.")
 @click.option("--backend", type=click.Choice(["local", "shared", "both"]),
               help="Where to search (default: search.backend): the indexes here, the shared "
@@ -39,8 +43,8 @@ import click
               help="Index even a home folder, / or a large folder without a project marker.")
 def search(query: str, path: Path | None, path_filter: str | None, language: str | None,
            kind: str | None, limit: int | None, projects: tuple[str, ...], no_refresh: bool,
-           max_snippet_lines: int, json_output: bool, backend: str | None,
-           force_root: bool) -> None:
+           max_snippet_lines: int, budget_tokens: int | None, json_output: bool,
+           backend: str | None, force_root: bool) -> None:
     """Find code by meaning, words or symbol.
 
     `kenning search "how are retries handled"`, `kenning search parse_header`. The index is
@@ -68,7 +72,8 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
                             limit=limit or settings["search.limit"], path_filter=path_filter,
                             language=language, kind=kind, refresh=not no_refresh,
                             progress=progress, shared_projects=shared_ids,
-                            prefer=here if inside is not None and not targets else None)
+                            prefer=here if inside is not None and not targets else None,
+                            budget_tokens=budget_tokens)
     finally:
         if progress is not None:
             progress.clear()
@@ -80,7 +85,9 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
         click.echo(json.dumps(result, ensure_ascii=False))
     else:
         several = len(refs) > 1 or settings["search.backend"] != "local"
-        _print(result, max_snippet_lines, several=several, query=query,
+        # a budget's ranges are shown whole: the budget chose them
+        _print(result, max_snippet_lines if budget_tokens is None else sys.maxsize,
+               several=several, query=query,
                relative_to=(inside, here) if inside is not None and not several else None)
 
 
@@ -190,6 +197,10 @@ def _print(result: dict[str, Any], max_lines: int, *, several: bool, query: str 
     words = query_words(query) if out.color_system is not None and not out.no_color else None
     for warning in result["warnings"]:
         err.print(Text.assemble(("Warning:", "yellow"), " ", visible(warning, multiline=True)))
+    if result.get("budget"):
+        from kenning.retrieval.budget import described
+
+        err.print(Text(described(result["budget"], len(result["results"])), "dim"))
     if not result["results"]:
         err.print("No relevant results.")
         return

@@ -13,6 +13,7 @@ from typing import Any
 
 from kenning.mcpserver.budget import Budget, head_lines
 from kenning.mcpserver.untrusted import clean_label, escape_label, new_nonce, wrap
+from kenning.retrieval.budget import described
 
 # Kept free in every budget for the sentence that says what was left out.
 NOTICE_TOKENS = 80
@@ -65,6 +66,8 @@ def search_result(result: dict[str, Any], *, detail: str, max_tokens: int,
     head = [f'{count} result{"" if count == 1 else "s"} for {query}']
     head += [f"warning: {clean_label(w, 400)}" for w in result.get("warnings") or []]
     revisions = {h.get("revision") for h in hits} - {None}
+    if result.get("budget"):
+        head.append(described(result["budget"], len(hits)))
     if len(revisions) == 1:
         head.append(f"From the work tree at commit {clean_label(str(revisions.pop()), 40)}.")
     if hits and all(h.get("weak") for h in hits):

@@ -25,6 +25,7 @@ from kenning.mcpserver.service import (
     progress_message,
     reindex_report,
 )
+from kenning.retrieval.budget import MAX_BUDGET_TOKENS
 from kenning.retrieval.filters import KINDS, LANGUAGES
 
 log = logging.getLogger("kenning.mcp")
@@ -171,10 +172,15 @@ def build_server(service: Service) -> MCPServer:
         project: SearchProjectArg = None,
         detail: Annotated[Literal["snippets", "locations"], Field(
             description='"locations" returns paths and lines only.')] = "snippets",
+        budget_tokens: Annotated[int | None, Field(
+            ge=1, le=MAX_BUDGET_TOKENS,
+            description="Pack the results as the line ranges that best cover the query within "
+                        "about this many tokens (3 characters each): the heads of the top "
+                        "declarations, then their best windows, no line twice.")] = None,
     ) -> CallToolResult:
         return _guarded("code_search", lambda: render.search_result(
             service.search(query, path_filter=path_filter, limit=limit, kind=kind,
-                           language=language, project=project),
+                           language=language, project=project, budget_tokens=budget_tokens),
             detail=detail, max_tokens=max_tokens(), show_project=many))
 
     def code_get_chunk(

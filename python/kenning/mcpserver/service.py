@@ -50,17 +50,19 @@ class Service:
 
     def search(self, query: str, *, path_filter: str | None = None, limit: int = 10,
                kind: str | None = None, language: str | None = None,
-               project: str | None = None) -> dict[str, Any]:
+               project: str | None = None, budget_tokens: int | None = None) -> dict[str, Any]:
         """A search whose refreshes and query wait for the embedder at most search.timeout
         seconds in all; past it the answer comes from words and symbols, with a warning."""
         from kenning.embedding import deadline
 
         with deadline.within(self.settings["search.timeout"]):
             return self._search(query, path_filter=path_filter, limit=limit, kind=kind,
-                                language=language, project=project)
+                                language=language, project=project,
+                                budget_tokens=budget_tokens)
 
     def _search(self, query: str, *, path_filter: str | None, limit: int, kind: str | None,
-                language: str | None, project: str | None) -> dict[str, Any]:
+                language: str | None, project: str | None,
+                budget_tokens: int | None) -> dict[str, Any]:
         from kenning.retrieval import search
         from kenning.retrieval.filters import Filters, normalize_path_filter
 
@@ -76,7 +78,7 @@ class Service:
             return search(query, [], settings=self._shared_settings(), limit=limit,
                           path_filter=path_filter, language=language, kind=kind, refresh=False,
                           embedder=self.embedder, freshness=self.freshness,
-                          shared_projects=[project])
+                          shared_projects=[project], budget_tokens=budget_tokens)
         targets = self.registry.select(project)
         warnings: list[str] = []
         if project is None:
@@ -92,7 +94,8 @@ class Service:
         refs = [served.ref for served in targets if served.ref is not None]
         result = search(query, refs, settings=self.settings, limit=limit,
                         path_filter=path_filter, language=language, kind=kind,
-                        embedder=self.embedder, freshness=self.freshness)
+                        embedder=self.embedder, freshness=self.freshness,
+                        budget_tokens=budget_tokens)
         for root in result["vectors_deferred"]:  # computed here, on a worker thread
             self.start_job(next(s for s in targets if s.ref and str(s.ref.root) == root),
                            full=False)

@@ -27,7 +27,7 @@ from kenning.errors import (
     UsageError,
 )
 from kenning.freshness import Freshness, failed_refresh, for_settings
-from kenning.retrieval import dense, lexical, symbols, tracebacks
+from kenning.retrieval import budget, dense, lexical, symbols, tracebacks
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.projects import ProjectRef, resolve_projects
@@ -83,6 +83,7 @@ class _Context:
     warnings: list[str] = field(default_factory=list)
     embedder_down: bool = False  # the query could not be embedded
     prefer: Path | None = None  # a folder inside a project whose results come first
+    budget_tokens: int | None = None  # the results packed as line ranges within this many
 
 
 def _refresh(ref: ProjectRef, ctx: _Context) -> None:
@@ -217,7 +218,20 @@ def _search_snapshot(index: Index, ctx: _Context,
                 "changed_since_index": reader.changed(c.path),
                 "content_hash": reader.digest(c.path, *hashed[c.id]),
                 "_read_bytes": reader.read_cost(c.path)})
+            if ctx.budget_tokens is not None:
+                results[-1]["_offer"] = _offer(reader, c)
         return results, snap.revision
+
+
+def _offer(reader: SnippetReader, cand: Candidate) -> budget.Lines | None:
+    """What a result offers a token budget: its head and its window (None when its file
+    cannot be read)."""
+    text, _ = reader.read(cand.path, cand.start_byte, cand.end_byte)
+    if not text and cand.end_byte > cand.start_byte:
+        return None
+    window = ((cand.window[2], cand.window[3]) if cand.window is not None
+              else (cand.start_line, cand.end_line))
+    return budget.offer(text, cand.start_line, cand.end_line, window, cand.symbol)
 
 
 def _hashed_spans(snap: Snapshot, cands: list[Candidate]) -> dict[int, tuple[int, int]]:
@@ -434,7 +448,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
            progress: Callable[[dict[str, Any]], None] | None = None,
            freshness: Freshness | None = None,
            shared_projects: Sequence[str] | None = None,
-           prefer: Path | None = None) -> dict[str, Any]:
+           prefer: Path | None = None, budget_tokens: int | None = None) -> dict[str, Any]:
     """Hybrid search over one or more projects; the DESIGN.md search-result JSON, plus
     ``vectors_deferred``.
 
@@ -450,13 +464,17 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
     warning, and its root is listed in ``vectors_deferred``: the caller computes them in the
     background (the CLI starts a `kenning index`, the MCP server a worker thread). Results
     under ``prefer``, a folder inside a project searched, come first (the CLI's working
-    directory)."""
+    directory). With ``budget_tokens`` the results are packed as line ranges within that many
+    tokens (``budget``): each keeps the lines it was given as ``content`` and ``lines``, and
+    ``budget`` reports ``{"tokens", "used"}``."""
     from kenning import usage_log
 
     started = time.perf_counter()
     try:
         if limit < 1:
             raise UsageError(f"The limit must be at least 1, got {limit}.")
+        if budget_tokens is not None:
+            budget.check(budget_tokens)
         capped = limit > MAX_LIMIT
         limit = min(limit, MAX_LIMIT)
         refs = list(projects) if projects else resolve_projects(settings)
@@ -471,7 +489,8 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
             ctx = _Context(parsed, filters, limit, settings, emb, None,
                            dense.relevance_floor(str(emb.model)), frozenset(branches), progress,
                            freshness or for_settings(settings),
-                           shared_projects=shared_projects, prefer=prefer)
+                           shared_projects=shared_projects, prefer=prefer,
+                           budget_tokens=budget_tokens)
             if (settings["search.backend"] != "shared" and refresh
                     and any(_words_only(_open(ref, ctx)) for ref in refs)):
                 # a first index needs the dims; with the server down and dims unknown, the
@@ -504,6 +523,11 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
                                       f"for {root}; `kenning index {root}` resumes once it "
                                       "answers.")
     result["vectors_deferred"] = deferred
+    result["budget"] = None
+    if budget_tokens is not None:
+        offers = [r.pop("_offer", None) for r in result["results"]]
+        result["results"], used = budget.pack(result["results"], offers, budget_tokens)
+        result["budget"] = {"tokens": budget_tokens, "used": used}
     results = result["results"]
     saved = usage_log.tokens_saved(results)
     for r in results:
@@ -512,6 +536,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
         r.setdefault("revision", None)
         r.setdefault("changed_since_index", bool(r["stale"]))
         r.setdefault("content_hash", None)
+        r.setdefault("lines", None)
     usage_log.record("search", ms=round((time.perf_counter() - started) * 1000, 2),
                      results=len(results), tokens_not_read=saved,
                      degraded="dense" in ctx.branches and ctx.query_vector is None)

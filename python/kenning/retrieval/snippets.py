@@ -98,7 +98,7 @@ def content_hash(data: bytes) -> str:
 
 # Lines above a declaration's name that are not its signature: decorators, attributes,
 # comments, the end of a doc comment.
-_NOT_SIGNATURE = ("@", "#", "//", "/*", "*", '"""', "\'\'\'", "--")
+NOT_SIGNATURE = ("@", "#", "//", "/*", "*", '"""', "\'\'\'", "--")
 SIGNATURE_LINES = 20  # how far into a declaration its signature line is looked for
 
 
@@ -111,7 +111,7 @@ def signature_line(data: bytes, span: tuple[int, int, int, int],
     name = QUALIFIER.split(symbol)[-1]
     above = data[span[0]:window[0]].decode("utf-8", "replace").splitlines()
     for offset, line in enumerate(above[:SIGNATURE_LINES]):
-        if name in line and not line.strip().startswith(_NOT_SIGNATURE):
+        if name in line and not line.strip().startswith(NOT_SIGNATURE):
             return span[2] + offset, line
     return None
 
