@@ -3,6 +3,7 @@ changed since it was indexed, and a hash of its lines, which get_chunk checks.""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -78,3 +79,23 @@ def test_a_hash_that_is_no_string_is_refused(repo: Path) -> None:
     hit = kenning.search("cache eviction", repo).results[0]
     with pytest.raises(kenning.UsageError, match="expect_hash must be a string"):
         kenning.get_chunk(hit.id, repo, expect_hash=123)  # type: ignore[arg-type]
+
+
+def test_kenning_get_reads_the_id_and_checks_its_hash(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from index_helpers import kenning_cli
+
+    hit = kenning.search("parse an HTTP header line", repo).results[0]
+    code, out, err = kenning_cli(capsys, "get", hit.id, str(repo), "--expect-hash",
+                                 hit.content_hash or "")
+    assert code == 0, err
+    assert out.splitlines()[0].startswith(f"src/http/headers.py:{hit.start_line}-")
+    assert "def parse_header(line: str)" in out
+    code, out, err = kenning_cli(capsys, "get", hit.id, str(repo), "--json-output")
+    assert code == 0 and json.loads(out)["symbol"] == "parse_header"
+    headers = repo / "src/http/headers.py"
+    headers.write_text(headers.read_text().replace("value.strip()", "value"))
+    code, out, err = kenning_cli(capsys, "get", hit.id, str(repo), "--expect-hash",
+                                 hit.content_hash or "")
+    assert code == 2 and out == ""
+    assert "changed since the search that gave their hash" in err

@@ -22,6 +22,7 @@ import click
 COMMANDS: dict[str, tuple[str, str]] = {
     "index": ("kenning.cli.index_cmd:index", "Index the project at PATH (default: here)."),
     "search": ("kenning.cli.search_cmd:search", "Find code by meaning, words or symbol."),
+    "get": ("kenning.cli.get_cmd:get", "Print the code of a search result's id."),
     "status": ("kenning.cli.status_cmd:status",
                "What a project's index holds, and whether it is healthy."),
     "remove-index": ("kenning.cli.status_cmd:remove_index",
