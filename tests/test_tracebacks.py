@@ -3,10 +3,12 @@ files, and a traceback query on a real index, whose frames' declarations come fi
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from kenning.retrieval.query import analyze
 from kenning.retrieval.tracebacks import Locator, parse
-from search_fixtures import Indexed
+from search_fixtures import Indexed, write_repo
 
 pytest_plugins = ["search_fixtures"]  # fixtures: indexed (the repository, indexed once)
 
@@ -270,3 +272,33 @@ def test_a_frame_in_an_installed_package_is_in_the_project_that_is_that_package(
     assert [cpython.locate(f) for f in trace.frames] == ["Lib/json/decoder.py", None, None]
     app = Locator(["main.py", "app/util.py"])
     assert [app.locate(f) for f in trace.frames] == [None, None, "main.py"]
+
+
+BILLING = {
+    "billing/charge.py": '''def charge(card, amount):
+    if amount <= 0:
+        raise ValueError(f"amount must be positive, got {amount}")
+    return card.debit(amount)
+''',
+    "billing/refund.py": '''def refund_positive_amount(card, amount):
+    """Refund a positive amount: the amount must be a positive number, a positive amount
+    must be at most what was charged, and the amount must be known; a positive amount under
+    one cent is refused, as the amount must be a positive number of cents."""
+    if amount > card.charged:
+        raise ValueError("too much")
+    return card.credit(amount)
+''',
+}
+
+
+def test_the_error_message_leads_the_words(tmp_path: Path, local_model: None) -> None:
+    import kenning
+
+    root = write_repo(tmp_path / "billing", BILLING)
+    text = ('Traceback (most recent call last):\n'
+            '  File "/srv/pay/.venv/lib/python3.12/site-packages/shop/pay.py", line 9, in pay\n'
+            'ValueError: amount must be positive, got -5\n')
+    assert analyze(text).message_phrases == (("amount", "must", "be", "positive"),)
+    found = kenning.search(text, root)
+    assert [hit.symbol for hit in found.results][:1] == ["charge"]
+    assert "No frame of the stack trace" in found.warnings[0]

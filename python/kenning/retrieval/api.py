@@ -181,6 +181,9 @@ def _search_snapshot(index: Index, ctx: _Context,
             lead_with_reexports(ctx.query, rankings, *readers)
             if frames:
                 rankings["traceback"] = frames
+            if ctx.query.message_phrases and "lexical" in ctx.branches:
+                rankings["message"] = lexical.message_search(
+                    snap, ctx.query, limit=max(LEXICAL_DEPTH, depth), keep=keep)
             if hits is not None:
                 rankings["dense"] = _dense_ranking(snap, hits, max(DENSE_DEPTH, depth), keep,
                                                    cosine)
@@ -291,7 +294,8 @@ def _ranked(snap: Snapshot, ctx: _Context, vector: np.ndarray | None,
         floor = ctx.floor
         missing = [cid for cid in fused if cid not in cosine]
         cosine.update(dense.cosines(snap, vector, missing))
-        named = {cid for branch in ("symbol", "traceback") for cid, _ in rankings.get(branch, ())}
+        named = {cid for branch in ("symbol", "traceback", "message")
+                 for cid, _ in rankings.get(branch, ())}
         # chunks with no vector yet (a partial index) are judged by the other branches
         fused = {cid: s for cid, s in fused.items()
                  if cid in named or cosine.get(cid, floor) >= floor}

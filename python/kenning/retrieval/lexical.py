@@ -111,14 +111,19 @@ def search(snap: Snapshot, query: Query, *, limit: int,
     phrases = phrase_match(query)
     if phrases is not None:  # the quoted phrases, scored with the other words
         match = phrases if match is None else f"({phrases}) AND ({match})"
+    if match is None:
+        return []
     # FTS5's bm25() is lower-is-better; negate so every branch ranks higher-is-better
-    ranked = ([] if match is None else
-              [(chunk_id, -score) for chunk_id, score in snap.fts_top(match, COLUMN_WEIGHTS,
-                                                                      limit, keep)])
-    if query.message_phrases:  # the chunks that say a traceback's message lead
-        said = " OR ".join('"' + " ".join(tokens) + '"' for tokens in query.message_phrases)
-        saying = [(chunk_id, -score)
-                  for chunk_id, score in snap.fts_top(said, COLUMN_WEIGHTS, limit, keep)]
-        first = {chunk_id for chunk_id, _ in saying}
-        ranked = (saying + [hit for hit in ranked if hit[0] not in first])[:limit]
-    return ranked
+    return [(chunk_id, -score)
+            for chunk_id, score in snap.fts_top(match, COLUMN_WEIGHTS, limit, keep)]
+
+
+def message_search(snap: Snapshot, query: Query, *, limit: int,
+                   keep: ChunkFilter | None = None) -> list[tuple[int, float]]:
+    """The message branch: ``(chunk id, bm25 score)`` of the chunks that say a phrase of the
+    error messages of a traceback in the query (the code that raised it), best first."""
+    if not query.message_phrases:
+        return []
+    said = " OR ".join('"' + " ".join(tokens) + '"' for tokens in query.message_phrases)
+    return [(chunk_id, -score)
+            for chunk_id, score in snap.fts_top(said, COLUMN_WEIGHTS, limit, keep)]
