@@ -242,6 +242,22 @@ def test_a_traceback_frame_outside_the_filters_is_left_out(indexed: Indexed) -> 
     found = kenning.search(BUG, indexed.root, path_filter="tests")
     assert found.results and all(hit.path.startswith("tests/") for hit in found.results)
     assert found.results[0].symbol == "test_retry_policy_backoff_grows"
+    assert found.warnings == ()
+    elsewhere = kenning.search(BUG, indexed.root, path_filter="web")
+    assert len(elsewhere.warnings) == 1 and "none at an indexed file and line the filters keep" \
+        in elsewhere.warnings[0]
+
+
+def test_a_traceback_warns_only_when_no_project_searched_holds_a_frame(
+        indexed: Indexed) -> None:
+    import kenning
+
+    both = kenning.search(BUG, [indexed.root, indexed.other])
+    assert both.warnings == ()
+    assert (both.results[0].path, both.results[0].symbol) == ("src/http/retry.py",
+                                                              "call_with_retries")
+    other = kenning.search(BUG, indexed.other)
+    assert len(other.warnings) == 1 and str(indexed.other) in other.warnings[0]
 
 
 def test_a_traceback_with_no_frame_in_the_project_warns(indexed: Indexed) -> None:

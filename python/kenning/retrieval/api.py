@@ -83,6 +83,7 @@ class _Context:
     warnings: list[str] = field(default_factory=list)
     embedder_down: bool = False  # the query could not be embedded
     prefer: Path | None = None  # a folder inside a project whose results come first
+    framed: list[Path] = field(default_factory=list)  # roots holding a frame of its traceback
     budget_tokens: int | None = None  # the results packed as line ranges within this many
 
 
@@ -237,6 +238,15 @@ def _offer(reader: SnippetReader, cand: Candidate) -> budget.Lines | None:
     return budget.offer(text, cand.start_line, cand.end_line, window, cand.symbol)
 
 
+def _offer_of_content(result: dict[str, Any]) -> budget.Lines | None:
+    """What a result of the shared index offers a token budget: its content, where that holds
+    every line of its span (else None: it gets no line)."""
+    text, first, last = result["content"], result["start_line"], result["end_line"]
+    if len(text.splitlines()) != last - first + 1:
+        return None
+    return budget.offer(text, first, last, (first, last), result["symbol"])
+
+
 def _hashed_spans(snap: Snapshot, cands: list[Candidate]) -> dict[int, tuple[int, int]]:
     """Chunk id -> the bytes a result's ``content_hash`` covers: the declaration its id names,
     which ``get_chunk`` checks the hash against (the result's own lines, save where a result
@@ -249,7 +259,8 @@ def _hashed_spans(snap: Snapshot, cands: list[Candidate]) -> dict[int, tuple[int
 def _frame_ranking(index: Index, snap: Snapshot, ctx: _Context,
                    keep: ChunkFilter | None) -> list[tuple[int, float]]:
     """The traceback branch: the chunks holding the lines of the query's stack trace frames
-    that are in this project, innermost first; a warning when none is."""
+    that are in this project, innermost first (the project's root noted in ``ctx.framed``
+    when there are some)."""
     trace = ctx.query.trace
     if trace is None:
         return []
@@ -258,14 +269,24 @@ def _frame_ranking(index: Index, snap: Snapshot, ctx: _Context,
     if keep is not None:
         kept = snap.kept_chunks(ids, keep)
         ids = [cid for cid in ids if cid in kept]
-    if not ids:
-        count = len(trace.frames)
-        ctx.warnings.append(
-            f"No frame of the stack trace in the query is in {index.root} ({count} frame"
-            f"{'' if count == 1 else 's'} read, none at an indexed file and line"
-            f"{' the filters keep' if keep is not None and found else ''}); results come "
-            "from its message and words.")
+    if ids:
+        ctx.framed.append(index.root)
     return [(cid, float(len(ids) - rank)) for rank, cid in enumerate(ids)]
+
+
+def _no_frame_warning(refs: list[ProjectRef], ctx: _Context) -> None:
+    """The warning of a traceback none of whose frames is in a project searched."""
+    trace = ctx.query.trace
+    if trace is None or ctx.framed:
+        return
+    count = len(trace.frames)
+    where = str(refs[0].root) if len(refs) == 1 else f"the {len(refs)} projects searched"
+    filtered = (" the filters keep" if (ctx.filters.path_filter, ctx.filters.language,
+                                         ctx.filters.kind) != (None, None, None) else "")
+    ctx.warnings.append(
+        f"No frame of the stack trace in the query is in {where} ({count} frame"
+        f"{'' if count == 1 else 's'} read, none at an indexed file and line{filtered}); "
+        "results come from its message and words.")
 
 
 def _dense_ranking(snap: Snapshot, hits: list[tuple[int, float]], depth: int,
@@ -529,7 +550,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
     result["vectors_deferred"] = deferred
     result["budget"] = None
     if budget_tokens is not None:
-        offers = [r.pop("_offer", None) for r in result["results"]]
+        offers = [r.pop("_offer", None) or _offer_of_content(r) for r in result["results"]]
         result["results"], used = budget.pack(result["results"], offers, budget_tokens)
         result["budget"] = {"tokens": budget_tokens, "used": used}
     results = result["results"]
@@ -585,7 +606,9 @@ def _search_each(refs: list[ProjectRef],
     """The results of each project; with several, one that cannot be searched (no index, a
     refused root) is skipped with a warning, unless none can be."""
     if len(refs) == 1:
-        return [_search_project(refs[0], ctx)]
+        found = [_search_project(refs[0], ctx)]
+        _no_frame_warning(refs, ctx)
+        return found
 
     def one(ref: ProjectRef) -> tuple[list[dict[str, Any]], str | None] | None:
         if ref.root not in ctx.skipped:
@@ -602,6 +625,7 @@ def _search_each(refs: list[ProjectRef],
             ctx.warnings.append(f"Project {ref.id} skipped: {ctx.skipped[ref.root].message}")
     if not any(part is not None for part in parts):
         raise ctx.skipped[refs[0].root]
+    _no_frame_warning(refs, ctx)
     return [part for part in parts if part is not None]
 
 

@@ -20,6 +20,10 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kenning.store.reads import FileChunk
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,10 +43,6 @@ class Trace:
     frames: tuple[Frame, ...]  # innermost first, each (path, line) once
     messages: tuple[str, ...]  # the error lines' messages ("bad thing" of "ValueError: bad thing")
     frame_lines: frozenset[int]  # the numbers (0-based) of the query's lines that are frames
-
-    @property
-    def project_frames(self) -> tuple[Frame, ...]:
-        return tuple(f for f in self.frames if not f.outside)
 
 
 # -- the frame of each format -------------------------------------------------------------
@@ -258,8 +258,7 @@ def located(trace: Trace, paths: Collection[str]) -> list[tuple[Frame, str]]:
 
 
 def frame_chunks(frames: Sequence[tuple[Frame, str]],
-                 file_chunks: dict[str, list[tuple[int, int, int, int, int, str, str | None,
-                                                   str | None]]]) -> list[int]:
+                 file_chunks: dict[str, list[FileChunk]]) -> list[int]:
     """The ids of the chunks that hold each frame's line, innermost frame first, each once:
     of the chunks of its file that span the line, the smallest that declares something (the
     function the frame is in), else the smallest."""
