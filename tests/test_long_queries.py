@@ -4,8 +4,9 @@ searched by their mean: the words past the window count."""
 from __future__ import annotations
 
 import numpy as np
+from embed_server import EmbedServer
 from kenning import config
-from kenning.embedding import long_queries, make_embedder
+from kenning.embedding import borrowed, long_queries, make_embedder
 from search_fixtures import Indexed
 
 pytest_plugins = ["search_fixtures"]  # fixtures: indexed (the repository, indexed once)
@@ -51,3 +52,23 @@ def test_the_words_past_the_window_find_their_code(indexed: Indexed) -> None:
     whole = long_queries.embed(embedder, BOILERPLATE + "\n" + WANTED)
     wanted = np.asarray(embedder.embed_query(WANTED), np.float32)
     assert float(whole @ wanted) > float(cut @ wanted) + 0.1
+
+
+def test_a_remote_model_gets_parts_within_its_own_window(embed_server: EmbedServer) -> None:
+    """An Ollama server's model: the parts fit what kenning may send it (its cautious count),
+    one request each, and their mean is the query's vector."""
+    with borrowed(config.load(embed_server.settings("ollama"))) as embedder:
+        text = BOILERPLATE + "\n" + WANTED
+        parts = long_queries.parts(embedder, text)
+        assert len(parts) >= 2
+        assert all(embedder.count_tokens(part) <= embedder.max_tokens for part in parts)
+        embed_server.reset()
+        vector = long_queries.embed(embedder, text)
+        sent = [body["input"] for body in embed_server.bodies("/api/embed")]
+        prefix = embedder.profile.query_prefix  # type: ignore[attr-defined]
+        assert [item for batch in sent
+                for item in (batch if isinstance(batch, list) else [batch])] == [
+            prefix + part for part in parts]
+        each = np.stack([embedder.embed_query(part) for part in parts])
+    mean = each.mean(axis=0)
+    assert np.allclose(vector, mean / np.linalg.norm(mean), atol=1e-5)
