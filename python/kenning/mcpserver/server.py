@@ -157,7 +157,8 @@ def build_server(service: Service) -> MCPServer:
 
     def code_search(
         query: Annotated[str, Field(description="What you are looking for, in plain words or "
-                                                "as an identifier.")],
+                                                "as an identifier; or a bug report with its "
+                                                "stack trace, whose frames' code comes first.")],
         path_filter: Annotated[str | None, Field(
             description="Only paths matching this glob or prefix, relative to the project "
                         "root.")] = None,
