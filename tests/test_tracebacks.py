@@ -105,10 +105,27 @@ def test_pytest_short_frames() -> None:
 def test_java_and_kotlin_frames_with_caused_by() -> None:
     trace = parse(JAVA)
     assert trace is not None
+    # the root cause's frames first, then the exception's, each innermost first
     assert [(f.path, f.line, f.outside) for f in trace.frames] == [
-        ("com/acme/queue/Worker.java", 42, False), ("com/acme/queue/Pool.java", 17, False),
-        ("java/lang/Thread.java", 833, True), ("com/acme/net/Channel.kt", 88, False)]
+        ("com/acme/net/Channel.kt", 88, False), ("com/acme/queue/Worker.java", 42, False),
+        ("com/acme/queue/Pool.java", 17, False), ("java/lang/Thread.java", 833, True)]
     assert trace.messages == ("queue is closed", "broken pipe")
+    logged = "\tat com.acme.queue.Worker.take(Worker.java:42) ~[app.jar:1.4.2]\n"
+    assert _frames(logged) == [("com/acme/queue/Worker.java", 42, False)]
+
+
+def test_chained_python_exceptions_put_the_one_reported_first() -> None:
+    text = ('Traceback (most recent call last):\n'
+            '  File "src/a.py", line 3, in load\n'
+            '  File "src/b.py", line 9, in read\n'
+            "KeyError: 'name'\n\n"
+            'During handling of the above exception, another exception occurred:\n\n'
+            'Traceback (most recent call last):\n'
+            '  File "src/c.py", line 20, in main\n'
+            '  File "src/d.py", line 5, in fail\n'
+            'RuntimeError: config broken\n')
+    assert _frames(text) == [("src/d.py", 5, False), ("src/c.py", 20, False),
+                             ("src/b.py", 9, False), ("src/a.py", 3, False)]
 
 
 def test_go_panic_and_goroutine_dump() -> None:
@@ -143,8 +160,15 @@ def test_javascript_v8_and_firefox_stacks() -> None:
     trace = parse(NODE)
     assert trace is not None
     assert trace.messages == ("Cannot read properties of undefined (reading 'id')",)
-    assert _frames(FIREFOX) == [("/static/js/components/list.js", 14, False),
-                                ("/static/js/main.js", 3, False)]
+    assert _frames(FIREFOX) == [("static/js/components/list.js", 14, False),
+                                ("static/js/main.js", 3, False)]
+    bundled = ("    at render (webpack:///./src/ui/list.tsx:14:9)\n"
+               "    at file:///home/dev/app/src/main.mjs:3:1\n")
+    assert _frames(bundled) == [("src/ui/list.tsx", 14, False),
+                                ("/home/dev/app/src/main.mjs", 3, False)]
+    # a served path is relative to a folder of the project
+    assert Locator(["public/static/js/main.js"]).locate(parse(FIREFOX).frames[1]) == \
+        "public/static/js/main.js"  # type: ignore[union-attr]
 
 
 def test_sanitizer_report() -> None:

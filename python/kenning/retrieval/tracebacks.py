@@ -67,6 +67,8 @@ _SANITIZER = re.compile(r"^\s*#\d+ 0x[0-9a-fA-F]+ in (?P<func>.+?) "
 _HEADER = re.compile(r"^\s*(?:Traceback \(most recent call last\):|stack backtrace:"
                      r"|goroutine \d+ \[[^\]]*\]:|During handling of the above exception"
                      r"|The above exception was the direct cause|\.\.\. \d+ more$)")
+# The headers of a Python traceback, which start a trace of their own.
+_CHAINED = ("Traceback", "During handling", "The above exception")
 # The error line of each format: what was raised or panicked, and its message.
 _ERROR = re.compile(r"^\s*(?:Caused by: |Exception in thread \"[^\"]*\" |Uncaught )?"
                     r"(?P<type>[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*"
@@ -90,13 +92,16 @@ _OUTSIDE_JAVA = ("java.", "javax.", "jdk.", "sun.", "com.sun.", "kotlin.", "kotl
 # Where an installed package's own paths start in an outside path.
 _PACKAGE_ROOT = re.compile(r"^.*/(?:site-packages|dist-packages|node_modules|lib/python\d[\d.]*"
                            r"|pkg/mod/[^/]+@[^/]+|registry/src/[^/]+/[^/]+|rustc/[0-9a-f]+)/")
-_SCHEME = re.compile(r"^(?:webpack|file|https?)://(?:[^/]*@)?(?:[^/]*)?(?=/)|^webpack://")
+# A URL's path (a bundle served over HTTP, a webpack source) is relative to some folder of the
+# project; a file URL's is the machine's own.
+_URL = re.compile(r"^(?:webpack|https?)://[^/]*/+")
+_FILE_URL = re.compile(r"^file://(?:localhost)?(?=/)")
 
 
 def _normalised(path: str) -> str:
     """``path`` with forward slashes and without a URL scheme and host or a leading ``./``."""
     path = path.strip().replace("\\", "/")
-    path = _SCHEME.sub("", path)
+    path = _FILE_URL.sub("", _URL.sub("", path))
     path = re.sub(r"^[A-Za-z]:(?=/)", "", path)  # a Windows drive
     path = re.sub(r"(?:^|(?<=/))\./", "", path)
     return re.sub(r"/{2,}", "/", path)
@@ -128,17 +133,23 @@ def parse(text: str) -> Trace | None:
     """The frames and error messages of the traces in ``text``; None when it has no frame."""
     lines = text.splitlines()
     # each block: the frames of one trace in the order the text has them, and whether that
-    # order is outermost first (Python's "most recent call last")
+    # order is outermost first (Python's "most recent call last"). An error line or a chained
+    # exception's header ends a block: the last block is the exception reported (Python) or
+    # the root cause (Java's last "Caused by"), and its frames come first. (A goroutine dump
+    # or a sanitizer report is one block, in its order: the failing goroutine or access first.)
     blocks: list[tuple[list[Frame], bool]] = []
     frame_lines: set[int] = set()
     messages: list[str] = []
+    ended = False  # the last block ended
 
     def add(frame: Frame | None, number: int, outermost_first: bool) -> None:
+        nonlocal ended
         frame_lines.add(number)
         if frame is None:
             return
-        if not blocks or blocks[-1][1] != outermost_first:
+        if ended or not blocks or blocks[-1][1] != outermost_first:
             blocks.append(([], outermost_first))
+            ended = False
         blocks[-1][0].append(frame)
 
     for number, line in enumerate(lines):
@@ -171,15 +182,21 @@ def parse(text: str) -> Trace | None:
             frame_lines.add(number - 1)
         elif m := _PYTEST.match(line):
             add(_frame(m["path"], m["line"], m["func"], "python"), number, True)
-        elif _HEADER.match(line):
+        elif m := _HEADER.match(line):
             frame_lines.add(number)
-        elif m := (_GO_PANIC.match(line) or _SANITIZER_ERROR.match(line)
-                   or _ERROR.match(line)):
+            ended = ended or m.group(0).lstrip().startswith(_CHAINED)
+        elif m := (_GO_PANIC.match(line) or _SANITIZER_ERROR.match(line)):
+            messages.append(m["msg"])
+        elif m := _ERROR.match(line):
             messages.append(m["msg"] or "")
+            ended = True
     frames: list[Frame] = []
     for found, outermost_first in reversed(blocks):  # the last trace is the one reported
         frames += reversed(found) if outermost_first else found
-    unique = list({(f.path, f.line): f for f in reversed(frames)}.values())[::-1]
+    first: dict[tuple[str, int], Frame] = {}
+    for frame in frames:
+        first.setdefault((frame.path, frame.line), frame)
+    unique = list(first.values())
     if not unique:
         return None
     frame_lines.discard(-1)
