@@ -18,6 +18,7 @@ from kenning import (
     SearchResult,
     Settings,
     StaleChunkId,
+    StaleContent,
     Status,
 )
 
@@ -39,6 +40,20 @@ def report(path: str) -> list[str]:
     lines.append(json.dumps(found.to_dict())[:60])
     again: SearchResult = SearchResult.from_dict(found.to_dict())
     lines.append(str(again.revision))
+    packed: SearchResult = kenning.search("retries", path, budget_tokens=500)
+    budget: dict[str, int] | None = packed.budget
+    ranges: list[list[int]] | None = packed.results[0].lines if packed.results else None
+    lines.append(f"{budget} {ranges}")
+    if found.results:
+        first: Hit = found.results[0]
+        state_of: tuple[str | None, bool, str | None] = (first.revision,
+                                                          first.changed_since_index,
+                                                          first.content_hash)
+        lines.append(str(state_of))
+        try:
+            kenning.get_chunk(first.id, path, expect_hash=first.content_hash)
+        except StaleContent as error:
+            lines.append(f"{error} ({error.hint})")
     try:
         best: Chunk = kenning.get_chunk(found.results[0].id, path, scope="chunk",
                                         context_lines=2)

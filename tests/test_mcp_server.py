@@ -275,7 +275,7 @@ def test_tools_are_listed_with_guidance(alpha: Client) -> None:
     assert "grep" in search.description and "Not for" in search.description
     assert set(search.input_schema["properties"]) == {
         "query", "path_filter", "limit", "kind", "language", "project", "detail",
-        "include_calls"}
+        "include_calls", "budget_tokens"}
     assert search.input_schema["properties"]["detail"]["enum"] == ["snippets", "locations"]
     assert tools["code_search"].annotations.read_only_hint is True
     assert tools["code_reindex"].annotations.read_only_hint is False
@@ -452,6 +452,32 @@ def test_edits_make_old_ids_stale(alpha: Client, world: World) -> None:
         body = alpha.error("code_get_chunk", id=hit["id"])
         assert body["error"] == "stale_chunk_id" and "no longer in the index" in body["message"]
         assert "Search again" in body["hint"]
+
+
+def test_get_chunk_refuses_lines_changed_since_their_hash(alpha: Client, world: World) -> None:
+    found = alpha.ok("code_search", query="parse_header")
+    hit = found.structured_content["results"][0]
+    assert re.fullmatch(r"[0-9a-f]{12}", hit["content_hash"])
+    assert hit["changed_since_index"] is False and "revision" in hit
+    assert f"hash {hit['content_hash']}" in found.content[0].text
+    alpha.ok("code_get_chunk", id=hit["id"], expect_hash=hit["content_hash"])
+    target = world.alpha / "src/parse.py"
+    with edited(alpha, target, target.read_text().replace("Split an HTTP", "Split one HTTP")):
+        body = alpha.error("code_get_chunk", id=hit["id"], expect_hash=hit["content_hash"])
+        assert body["error"] == "stale" and "changed since the search" in body["message"]
+        assert "Search again" in body["hint"]
+
+
+def test_search_packs_line_ranges_within_a_token_budget(alpha: Client) -> None:
+    found = alpha.ok("code_search", query="exponential backoff before a retry",
+                     budget_tokens=100)
+    body = found.structured_content
+    assert body["budget"]["tokens"] == 100 and 0 < body["budget"]["used"] <= 100
+    assert all(hit["lines"] for hit in body["results"])
+    assert "Token budget: " in found.content[0].text
+    for tokens in (0, 100_001):
+        refused = alpha.error("code_search", query="retry", budget_tokens=tokens)
+        assert refused["error"] == "bad_input" and "budget_tokens" in refused["message"]
 
 
 def test_concurrent_searches_serialise_their_refreshes(alpha: Client, world: World) -> None:

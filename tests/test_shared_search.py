@@ -252,6 +252,24 @@ def test_get_chunk_reads_a_project_only_in_the_shared_index(two: Any, model: Any
         around["note"])
 
 
+def test_a_budget_packs_results_of_the_shared_index_too(two: Any, model: Any):
+    from kenning.errors import UsageError
+    from kenning.retrieval.budget import context_tokens
+
+    here, _, uri = two
+    settings = _settings("shared", uri)
+    refs = [_ref(here, settings, model)]
+    out = search("turn a raw sensor reading into degrees", refs, settings=settings,
+                 embedder=model, budget_tokens=200)
+    assert out["results"][0]["path"] == "sensor/calibrate.py"
+    assert 0 < out["budget"]["used"] == sum(context_tokens(r["content"])
+                                            for r in out["results"]) <= 200
+    assert all(r["lines"] and r["content_hash"] is None for r in out["results"])
+    with pytest.raises(UsageError, match="expect_hash checks the lines of a project checked"):
+        get_chunk(out["results"][0]["id"], refs, settings=settings, embedder=model,
+                  expect_hash="0123456789ab")
+
+
 def test_a_shared_chunk_id_goes_stale_when_its_file_is_published_again(two: Any, model: Any,
                                                                        tmp_path: Path):
     here, _, uri = two

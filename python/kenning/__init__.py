@@ -32,6 +32,7 @@ from kenning.errors import (  # noqa: E402 - after the switch above; a module wi
     SharedBusy,
     SharedIndexError,
     StaleChunkId,
+    StaleContent,
     UsageError,
 )
 
@@ -84,6 +85,7 @@ __all__ = [
     "SharedBusy",
     "SharedIndexError",
     "StaleChunkId",
+    "StaleContent",
     "State",
     "Status",
     "UsageError",

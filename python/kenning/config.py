@@ -324,14 +324,15 @@ def _lookup(tree: Mapping[str, Any], key: str) -> Any:
 # The keys of KEYS by the type of their value, so that ``settings[key]`` is typed for a key
 # written out (a test checks that these cover KEYS and agree with each key's conversion).
 TextKey = Literal["embedder.backend", "embedder.api_key_env", "embedder.keep_alive",
-                  "index.vector_search", "search.backend", "shared.token_env"]
+                  "index.vector_search", "search.backend", "shared.token_env", "shared.group"]
 OptionalTextKey = Literal["embedder.model", "embedder.url", "embedder.query_prefix",
                           "embedder.document_prefix", "shared.uri"]
 IntKey = Literal["embedder.batch_size", "embedder.concurrency", "index.max_file_size",
                  "index.ann_threshold", "search.limit", "search.embed_limit", "mcp.max_tokens"]
 OptionalIntKey = Literal["embedder.dims"]
-SecondsKey = Literal["embedder.timeout", "search.timeout", "mcp.refresh_interval"]
-FlagKey = Literal["index.force_root", "search.refresh"]
+SecondsKey = Literal["embedder.timeout", "search.timeout", "mcp.refresh_interval",
+                     "shared.timeout"]
+FlagKey = Literal["index.force_root", "search.refresh", "shared.vectors"]
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ new class inherits its parent's code until it sets its own (documented in docs/m
 
     KenningError [error]
     ├── UsageError [bad_input]        a missing path, a filter outside the root, a bad id
-    │   └── StaleChunkId [stale_chunk_id]   a chunk id from another index generation
+    │   ├── StaleChunkId [stale_chunk_id]   a chunk id from another index generation
+    │   └── StaleContent [stale]      the lines a result showed changed since
     ├── ConfigError [bad_config]      an unknown key, a bad value, an unreadable config file
     ├── EmbedderError [embedder_failed]     the embedding backend failed
     │   ├── EmbedderUnavailable [embedder_unavailable]   server down, connection refused
@@ -55,6 +56,10 @@ class UsageError(KenningError):
 
 class StaleChunkId(UsageError):
     code = "stale_chunk_id"
+
+
+class StaleContent(UsageError):
+    code = "stale"
 
 
 class ConfigError(KenningError):

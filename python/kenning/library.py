@@ -89,7 +89,13 @@ class Hit(_Place):
     Lines are 1-based and inclusive, bytes half-open, ``path`` relative to the project root;
     ``stale`` means the file changed after it was indexed; ``weak`` that it matches the query
     poorly (the query names an identifier no chunk contains, or it is under the model's
-    relevance floor); ``id`` is for ``get_chunk``."""
+    relevance floor); ``id`` is for ``get_chunk``. Where it comes from: ``revision``, the commit
+    the work tree has checked out (None outside git); ``changed_since_index``, whether the
+    file's size or mtime differs from the indexed ones, as a refresh compares them;
+    ``content_hash``, a short hash of the lines as read of the declaration ``id`` names (the
+    result's lines, save where a result joins short neighbours), which
+    ``get_chunk(expect_hash=...)`` checks (None for a result of the shared index). ``lines``:
+    with a token budget, the ranges ``[first, last]`` its ``content`` holds (None without)."""
 
     TYPE: ClassVar[str] = "hit"
     kind: str
@@ -98,6 +104,10 @@ class Hit(_Place):
     content: str
     stale: bool
     weak: bool
+    revision: str | None
+    changed_since_index: bool
+    content_hash: str | None
+    lines: list[list[int]] | None
     # asked for with ``calls=True`` (None otherwise, and absent from the JSON): the
     # declarations that call this one and that it calls, best first, a few each
     callers: tuple[CallLink, ...] | None = None
@@ -126,7 +136,8 @@ class Hit(_Place):
 class SearchResult(_Typed):
     """The ranked hits of one search, best first, and what the caller should know
     (``warnings``: a refresh that failed, an embedder that is down, an index still being
-    built). ``revision`` is the git HEAD of the indexed snapshot (None across projects)."""
+    built). ``revision`` is the git HEAD of the indexed snapshot (None across projects).
+    ``budget`` is ``{"tokens", "used"}`` of a search with a token budget, else None."""
 
     TYPE: ClassVar[str] = "search_result"
     query: str
@@ -136,19 +147,20 @@ class SearchResult(_Typed):
     # roots of projects whose new chunks were too many to embed before answering (none from
     # kenning.search, which embeds them all first)
     vectors_deferred: tuple[str, ...]
+    budget: dict[str, int] | None
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.TYPE, "query": self.query,
                 "results": [hit.to_dict() for hit in self.results],
                 "warnings": list(self.warnings), "revision": self.revision,
-                "vectors_deferred": list(self.vectors_deferred)}
+                "vectors_deferred": list(self.vectors_deferred), "budget": self.budget}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SearchResult:
         checked = cls._checked(data)
         return cls(checked["query"], tuple(Hit.from_dict(hit) for hit in checked["results"]),
                    tuple(checked["warnings"]), checked["revision"],
-                   tuple(checked["vectors_deferred"]))
+                   tuple(checked["vectors_deferred"]), checked["budget"])
 
 
 @dataclass(frozen=True)
@@ -255,8 +267,9 @@ class IndexRun(_Typed):
     the snapshot it committed (``generation``, ``status`` "complete" or "partial",
     ``revision``, ``branch``), the counts and what changed, ``busy`` when another process was
     indexing it, ``nothing_changed`` when there was no work at all, the damage a ``full`` run
-    found and rebuilt (``repaired``, keeping ``vectors_kept`` intact vectors) and the seconds
-    each phase took (``timings``)."""
+    found and rebuilt (``repaired``, keeping ``vectors_kept`` intact vectors), the seconds
+    each phase took (``timings``) and ``warnings`` (a shared index that failed or did not
+    answer: its vectors were embedded here)."""
 
     TYPE: ClassVar[str] = "finished"
     root: str
@@ -275,17 +288,20 @@ class IndexRun(_Typed):
     chunks_added: int
     chunks_removed: int
     vectors_embedded: int
+    vectors_fetched: int  # from the shared index, by content, instead of embedded
     vectors_missing: int  # chunks still without a vector
     vectors_dropped: int  # no longer used by any chunk, reclaimed
     graph_rows_added: int  # rows added to the approximate-search graph
     repaired: tuple[str, ...]
     vectors_kept: int
     timings: Mapping[str, float]
+    warnings: tuple[str, ...]
     nothing_changed: bool
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.TYPE, **{f.name: getattr(self, f.name) for f in fields(self)},
-                "repaired": list(self.repaired), "timings": dict(self.timings)}
+                "repaired": list(self.repaired), "timings": dict(self.timings),
+                "warnings": list(self.warnings)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> IndexRun:
@@ -293,7 +309,8 @@ class IndexRun(_Typed):
         from types import MappingProxyType
 
         return cls(**{**checked, "repaired": tuple(checked["repaired"]),
-                      "timings": MappingProxyType(dict(checked["timings"]))})
+                      "timings": MappingProxyType(dict(checked["timings"])),
+                      "warnings": tuple(checked["warnings"])})
 
 
 @dataclass(frozen=True)
@@ -378,6 +395,7 @@ def _roots(paths: PathLike | Sequence[PathLike], settings: Settings) -> list[Any
 def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int = 10,
            path_filter: str | None = None, language: str | None = None,
            kind: str | None = None, refresh: bool = True, calls: bool = False,
+           budget_tokens: int | None = None,
            settings: Settings | None = None) -> SearchResult:
     """Search one project, or several at once (their hits merged by score).
 
@@ -387,7 +405,11 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     kind (``function``, ``class``, ...). With ``refresh`` the index is brought up to date
     first: one stat pass when nothing changed, and the whole first index (embedding included)
     for a project never indexed. With ``calls`` each hit carries its ``callers`` and
-    ``callees``: the declarations of the project that call it and that it calls, by name."""
+    ``callees``: the declarations of the project that call it and that it calls, by name.
+    ``budget_tokens`` packs the results as the line ranges that best cover the query within
+    that many tokens (at most 100,000; estimated at three characters a token): the heads of
+    the top declarations, then their best windows, no line twice, in rank order; the result's
+    ``budget`` says how many were used."""
     from kenning.freshness import for_settings
     from kenning.retrieval import search as run
 
@@ -396,12 +418,14 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     _check_text(path_filter=path_filter, language=language, kind=kind)
     _check("refresh", refresh, (bool,), "True or False")
     _check("calls", calls, (bool,), "True or False")
+    _check("budget_tokens", budget_tokens, (int, type(None)), "an integer or None")
     _check_common(settings)
     settings = settings or load_settings()
     # no background worker here to leave a backlog of vectors to: they are embedded first
     found = run(query, _roots(paths, settings), settings=settings, limit=limit,
                 path_filter=path_filter, language=language, kind=kind, refresh=refresh,
-                freshness=for_settings(settings, sync_embed_limit=None), calls=calls)
+                freshness=for_settings(settings, sync_embed_limit=None), calls=calls,
+                budget_tokens=budget_tokens)
     return SearchResult.from_dict(found)
 
 
@@ -452,20 +476,24 @@ def index(path: PathLike = ".", *, full: bool = False,
 
 def get_chunk(chunk_id: str, paths: PathLike | Sequence[PathLike] = ".", *,
               scope: Scope = "declaration", context_lines: int = 0,
-              settings: Settings | None = None) -> Chunk:
+              expect_hash: str | None = None, settings: Settings | None = None) -> Chunk:
     """The code a hit's ``id`` names, read from the work tree; ``paths`` are the projects the
-    search covered. ``StaleChunkId`` when the index has moved past the id: search again."""
+    search covered. ``StaleChunkId`` when the index has moved past the id: search again.
+    ``expect_hash`` (the hit's ``content_hash``) refuses, with ``StaleContent``, lines that
+    changed since that search."""
     from kenning.errors import UsageError
     from kenning.retrieval import get_chunk as read
 
     _check("chunk_id", chunk_id, (str,), "a string")
     _check("context_lines", context_lines, (int,), "an integer")
+    _check_text(expect_hash=expect_hash)
     if scope not in ("declaration", "chunk"):
         raise UsageError(f"scope must be 'declaration' or 'chunk', not {scope!r}.")
     _check_common(settings)
     settings = settings or load_settings()
     return Chunk.from_dict(read(chunk_id, _roots(paths, settings), settings=settings,
-                                scope=scope, context_lines=context_lines))
+                                scope=scope, context_lines=context_lines,
+                                expect_hash=expect_hash))
 
 
 def status(path: PathLike = ".", *, settings: Settings | None = None) -> Status:

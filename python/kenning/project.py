@@ -49,6 +49,19 @@ def git_dirs(root: Path) -> tuple[Path, Path] | None:
     return (git, git) if git.is_dir() else None
 
 
+def head_commit(root: Path) -> str | None:
+    """The commit the work tree at ``root`` has checked out, read from its git folder (no git
+    run) when that lies inside ``root``; None outside git, and for a linked worktree or a
+    submodule, whose git folder lies elsewhere."""
+    from kenning.indexer import git_state
+
+    dirs = git_dirs(root)
+    inside = root.resolve()
+    if dirs is None or not all(d.resolve().is_relative_to(inside) for d in dirs):
+        return None
+    return git_state(root)[0]
+
+
 def _git_remote(root: Path) -> str | None:
     """The ``origin`` URL from ``.git/config``, read directly so no git binary is needed."""
     dirs = git_dirs(root)

@@ -48,6 +48,10 @@ def result_options(command: Callable[..., None]) -> Callable[..., None]:
 @click.argument("query")
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @result_options
+@click.option("--budget-tokens", type=int, default=None,
+              help="Pack the results as the line ranges that best cover the query within about "
+              "N tokens (3 characters each; at most 100,000): the heads of the top "
+              "declarations, then their best windows, no line twice.")
 @click.option("--backend", type=click.Choice(["local", "shared", "both"]),
               help="Where to search (default: search.backend): the indexes here, the shared "
               "index, or this checkout here and every other project from the shared index.")
@@ -55,8 +59,8 @@ def result_options(command: Callable[..., None]) -> Callable[..., None]:
               help="Index even a home folder, / or a large folder without a project marker.")
 def search(query: str, path: Path | None, path_filter: str | None, language: str | None,
            kind: str | None, limit: int | None, projects: tuple[str, ...], no_refresh: bool,
-           max_snippet_lines: int, json_output: bool, calls: bool, backend: str | None,
-           force_root: bool) -> None:
+           max_snippet_lines: int, json_output: bool, calls: bool, budget_tokens: int | None,
+           backend: str | None, force_root: bool) -> None:
     """Find code by meaning, words or symbol.
 
     `kenning search "how are retries handled"`, `kenning search parse_header`. The index is
@@ -85,7 +89,7 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
                             language=language, kind=kind, refresh=not no_refresh,
                             progress=progress, shared_projects=shared_ids,
                             prefer=here if inside is not None and not targets else None,
-                            calls=calls)
+                            calls=calls, budget_tokens=budget_tokens)
     finally:
         if progress is not None:
             progress.clear()
@@ -97,7 +101,9 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
         click.echo(json.dumps(result, ensure_ascii=False))
     else:
         several = len(refs) > 1 or settings["search.backend"] != "local"
-        print_results(result, max_snippet_lines, several=several, query=query,
+        # a budget's ranges are shown whole: the budget chose them
+        print_results(result, max_snippet_lines if budget_tokens is None else sys.maxsize,
+                      several=several, query=query,
                relative_to=(inside, here) if inside is not None and not several else None)
 
 
@@ -207,6 +213,10 @@ def print_results(result: dict[str, Any], max_lines: int, *, several: bool, quer
     words = query_words(query) if out.color_system is not None and not out.no_color else None
     for warning in result["warnings"]:
         err.print(Text.assemble(("Warning:", "yellow"), " ", visible(warning, multiline=True)))
+    if result.get("budget"):
+        from kenning.retrieval.budget import described
+
+        err.print(Text(described(result["budget"], len(result["results"])), "dim"))
     if not result["results"]:
         err.print("No relevant results.")
         return

@@ -1,21 +1,12 @@
-"""A token budget for tool results, so one answer never floods an agent's context.
-
-Tokens are estimated, not counted: the agent's tokenizer is unknown, and code runs at about
-three to four characters per token in the common ones, so three characters per token errs on
-the side of a smaller result.
+"""A token budget for tool results, so one answer never floods an agent's context. Tokens are
+estimated as ``kenning.retrieval.budget`` (a search's own ``budget_tokens``) estimates them.
 """
 
 from __future__ import annotations
 
-import math
+from kenning.retrieval.budget import CHARS_PER_TOKEN, context_tokens
 
-CHARS_PER_TOKEN = 3
-
-
-def context_tokens(text: str) -> int:
-    """What ``text`` costs of an agent's context (not an embedder's count: see
-    ``embedding.remote.cautious_token_count``)."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
+__all__ = ["CHARS_PER_TOKEN", "Budget", "context_tokens", "head_lines"]
 
 
 class Budget:

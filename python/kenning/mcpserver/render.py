@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from kenning.mcpserver.budget import Budget, head_lines
 from kenning.mcpserver.untrusted import clean_label, escape_label, new_nonce, wrap
+from kenning.retrieval.budget import described
 
 if TYPE_CHECKING:
     from kenning.index_admin import Published
@@ -70,6 +71,7 @@ def _location(hit: dict[str, Any], rank: int, show_project: bool) -> str:
         where = f"[{clean_label(hit['project'])}] {where}"
     label = clean_label(" ".join(str(x) for x in (hit.get("kind"), hit.get("symbol")) if x), 120)
     parts = [f"{rank}. {where}", label, f"score {hit['score']:.3g}", f"id {hit['id']}",
+             f"hash {hit['content_hash']}" if hit.get("content_hash") else "",
              "file changed since indexing" if hit.get("stale") else "",
              "weak match" if hit.get("weak") else ""]
     return " · ".join(p for p in parts if p)
@@ -90,6 +92,11 @@ def search_result(result: dict[str, Any], *, detail: str, max_tokens: int,
         about = f"for {clean_label(json.dumps(result['query']), 400)}"
     head = [f'{count} result{"" if count == 1 else "s"} {about}']
     head += [f"warning: {clean_label(w, 400)}" for w in result.get("warnings") or []]
+    revisions = {h.get("revision") for h in hits} - {None}
+    if result.get("budget"):
+        head.append(described(result["budget"], len(hits)))
+    if len(revisions) == 1:
+        head.append(f"From the work tree at commit {clean_label(str(revisions.pop()), 40)}.")
     if hits and all(h.get("weak") for h in hits):
         head.append("Nothing relevant found: no result contains the names the query asks for, "
                     "or all are below the relevance floor; these are the nearest matches.")

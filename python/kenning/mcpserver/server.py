@@ -25,6 +25,7 @@ from kenning.mcpserver.service import (
     progress_message,
     reindex_report,
 )
+from kenning.retrieval.budget import MAX_BUDGET_TOKENS
 from kenning.retrieval.filters import KINDS, LANGUAGES
 
 log = logging.getLogger("kenning.mcp")
@@ -168,7 +169,8 @@ def build_server(service: Service) -> MCPServer:
 
     def code_search(
         query: Annotated[str, Field(description="What you are looking for, in plain words or "
-                                                "as an identifier.")],
+                                                "as an identifier; or a bug report with its "
+                                                "stack trace, whose frames' code comes first.")],
         path_filter: Annotated[str | None, Field(
             description="Only paths matching this glob or prefix, relative to the project "
                         "root.")] = None,
@@ -186,10 +188,16 @@ def build_server(service: Service) -> MCPServer:
         include_calls: Annotated[bool, Field(
             description="Also list each result's callers and callees (a few each, by name "
                         "within the project).")] = False,
+        budget_tokens: Annotated[int | None, Field(
+            ge=1, le=MAX_BUDGET_TOKENS,
+            description="Pack the results as the line ranges that best cover the query within "
+                        "about this many tokens (3 characters each): the heads of the top "
+                        "declarations, then their best windows, no line twice.")] = None,
     ) -> CallToolResult:
         return _guarded("code_search", lambda: render.search_result(
             service.search(query, path_filter=path_filter, limit=limit, kind=kind,
-                           language=language, project=project, calls=include_calls),
+                           language=language, project=project, calls=include_calls,
+                           budget_tokens=budget_tokens),
             detail=detail, max_tokens=max_tokens(), show_project=many))
 
     def code_related(
@@ -224,9 +232,13 @@ def build_server(service: Service) -> MCPServer:
             = "declaration",
         context_lines: Annotated[int, Field(ge=0, le=200, description=(
             "Lines of the file to add above and below."))] = 0,
+        expect_hash: Annotated[str | None, Field(description=(
+            "The result's content_hash from code_search: refused with error \"stale\" when "
+            "those lines changed since."))] = None,
     ) -> CallToolResult:
         return _guarded("code_get_chunk", lambda: render.chunk(
-            service.get_chunk(id, scope=scope, context_lines=context_lines),
+            service.get_chunk(id, scope=scope, context_lines=context_lines,
+                              expect_hash=expect_hash),
             max_tokens=max_tokens()))
 
     def code_index_status(project: ProjectArg = None) -> CallToolResult:

@@ -50,17 +50,20 @@ class Service:
 
     def search(self, query: str, *, path_filter: str | None = None, limit: int = 10,
                kind: str | None = None, language: str | None = None,
-               project: str | None = None, calls: bool = False) -> dict[str, Any]:
+               project: str | None = None, calls: bool = False,
+               budget_tokens: int | None = None) -> dict[str, Any]:
         """A search whose refreshes and query wait for the embedder at most search.timeout
         seconds in all; past it the answer comes from words and symbols, with a warning."""
         from kenning.embedding import deadline
 
         with deadline.within(self.settings["search.timeout"]):
             return self._search(query, path_filter=path_filter, limit=limit, kind=kind,
-                                language=language, project=project, calls=calls)
+                                language=language, project=project, calls=calls,
+                                budget_tokens=budget_tokens)
 
     def _search(self, query: str, *, path_filter: str | None, limit: int, kind: str | None,
-                language: str | None, project: str | None, calls: bool) -> dict[str, Any]:
+                language: str | None, project: str | None, calls: bool,
+                budget_tokens: int | None) -> dict[str, Any]:
         from kenning.retrieval import search
         from kenning.retrieval.filters import Filters, normalize_path_filter
 
@@ -76,7 +79,7 @@ class Service:
             return search(query, [], settings=self._shared_settings(), limit=limit,
                           path_filter=path_filter, language=language, kind=kind, refresh=False,
                           embedder=self.embedder, freshness=self.freshness,
-                          shared_projects=[project])
+                          shared_projects=[project], budget_tokens=budget_tokens)
         targets = self.registry.select(project)
         warnings: list[str] = []
         if project is None:
@@ -92,7 +95,8 @@ class Service:
         refs = [served.ref for served in targets if served.ref is not None]
         result = search(query, refs, settings=self.settings, limit=limit,
                         path_filter=path_filter, language=language, kind=kind,
-                        embedder=self.embedder, freshness=self.freshness, calls=calls)
+                        embedder=self.embedder, freshness=self.freshness, calls=calls,
+                        budget_tokens=budget_tokens)
         for root in result["vectors_deferred"]:  # computed here, on a worker thread
             self.start_job(next(s for s in targets if s.ref and str(s.ref.root) == root),
                            full=False)
@@ -130,17 +134,19 @@ class Service:
         return replace(self.settings, values={**self.settings.values,
                                               "search.backend": "shared"})
 
-    def get_chunk(self, chunk_id: str, *, scope: str = "declaration",
-                  context_lines: int = 0) -> dict[str, Any]:
+    def get_chunk(self, chunk_id: str, *, scope: str = "declaration", context_lines: int = 0,
+                  expect_hash: str | None = None) -> dict[str, Any]:
         from kenning.retrieval import get_chunk
 
         wanted = ChunkId.parse(chunk_id)
         if self._published_only(wanted.project):  # a result of the shared index
             return get_chunk(str(wanted), [], settings=self._shared_settings(),
-                             embedder=self.embedder, scope=scope, context_lines=context_lines)
+                             embedder=self.embedder, scope=scope, context_lines=context_lines,
+                             expect_hash=expect_hash)
         served = self.registry.select(wanted.project)
         return get_chunk(str(wanted), [p.ref for p in served if p.ref],
-                         settings=self.settings, scope=scope, context_lines=context_lines)
+                         settings=self.settings, scope=scope, context_lines=context_lines,
+                         expect_hash=expect_hash)
 
     def find_repositories(self, query: str, *, limit: int = 10) -> dict[str, Any]:
         """Served projects ranked by their best hit for ``query``."""

@@ -15,17 +15,18 @@ import numpy as np
 
 from kenning import project
 from kenning.config import Settings
-from kenning.embedding import Embedder, WordsOnly, borrowed, deadline, dimensioned
+from kenning.embedding import Embedder, WordsOnly, borrowed, deadline, dimensioned, long_queries
 from kenning.errors import (
     EmbedderError,
     IndexDamaged,
     IndexError_,
     IndexMissing,
     KenningError,
+    StaleContent,
     UsageError,
 )
 from kenning.freshness import Freshness, failed_refresh, for_settings
-from kenning.retrieval import dense, lexical, symbols
+from kenning.retrieval import budget, dense, lexical, symbols, tracebacks
 from kenning.retrieval.calls import linked as call_links
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
@@ -83,6 +84,8 @@ class _Context:
     embedder_down: bool = False  # the query could not be embedded
     prefer: Path | None = None  # a folder inside a project whose results come first
     calls: bool = False  # each result carries its callers and callees
+    framed: list[Path] = field(default_factory=list)  # roots holding a frame of its traceback
+    budget_tokens: int | None = None  # the results packed as line ranges within this many
 
 
 def _refresh(ref: ProjectRef, ctx: _Context) -> None:
@@ -167,6 +170,7 @@ def _search_snapshot(index: Index, ctx: _Context,
                 if vector is not None and "dense" in ctx.branches else None)
         cosine: dict[int, float] = {}
         readers = _chunk_readers(index, snap, ctx)
+        frames = _frame_ranking(index, snap, ctx, keep)
         hits = scan.result() if scan is not None else None
 
         def retrieved(depth: int) -> dict[str, list[tuple[int, float]]]:
@@ -179,6 +183,11 @@ def _search_snapshot(index: Index, ctx: _Context,
                 rankings["symbol"] = symbols.search(snap, ctx.query,
                                                     limit=max(SYMBOL_DEPTH, depth), keep=keep)
             lead_with_reexports(ctx.query, rankings, *readers)
+            if frames:
+                rankings["traceback"] = frames
+            if ctx.query.message_phrases and "lexical" in ctx.branches:
+                rankings["message"] = lexical.message_search(
+                    snap, ctx.query, limit=max(LEXICAL_DEPTH, depth), keep=keep)
             if hits is not None:
                 rankings["dense"] = dense_ranking(snap, hits, max(DENSE_DEPTH, depth), keep,
                                                    cosine)
@@ -196,18 +205,23 @@ def _search_snapshot(index: Index, ctx: _Context,
                              ctx.limit)
             ranked_cands += _after(ranked_cands, _folder_first(deeper, ctx.prefer, index.root),
                                    ctx.limit)
-        weak = _weak(snap, ctx, vector, ranked_cands, cosine)
-        results = hit_records(index, snap, ranked_cands, ctx.settings, weak, calls=ctx.calls)
+        weak = _weak(snap, ctx, vector, ranked_cands, cosine) - {cid for cid, _ in frames}
+        results = hit_records(index, snap, ranked_cands, ctx.settings, weak, calls=ctx.calls,
+                              offers=ctx.budget_tokens is not None)
         return results, snap.revision
 
 
 def hit_records(index: Index, snap: Snapshot, cands: list[Candidate], settings: Settings,
-                weak: Collection[int] = frozenset(), *,
-                calls: bool = False) -> list[dict[str, Any]]:
-    """The results of ranked candidates, their snippets read from the work tree; with
-    ``calls`` each carries the callers and callees of its declaration."""
+                weak: Collection[int] = frozenset(), *, calls: bool = False,
+                offers: bool = False) -> list[dict[str, Any]]:
+    """The results of ranked candidates, their snippets read from the work tree, with the
+    state they come from (the work tree's commit, whether the file changed since it was
+    indexed, the hash of the lines ``get_chunk`` checks); with ``calls`` each carries the
+    callers and callees of its declaration, with ``offers`` what it offers a token budget."""
     reader = SnippetReader(index.root, snap.file_states({c.path for c in cands}),
                            int(settings["index.max_file_size"]))
+    revision = project.head_commit(index.root)
+    hashed = _hashed_spans(snap, cands)
     results = []
     for c in cands:
         content, stale = (reader.read(c.path, c.start_byte, c.end_byte) if c.window is None
@@ -219,13 +233,80 @@ def hit_records(index: Index, snap: Snapshot, cands: list[Candidate], settings: 
             "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
             "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
             "symbol": c.symbol, "score": round(c.score, 6), "content": content,
-            "stale": stale, "weak": c.id in weak,
+            "stale": stale, "weak": c.id in weak, "revision": revision,
+            "changed_since_index": reader.changed(c.path),
+            "content_hash": reader.digest(c.path, *hashed[c.id]),
             "_read_bytes": reader.read_cost(c.path)})
+        if offers:
+            results[-1]["_offer"] = _offer(reader, c)
     if calls:
         links = call_links(snap, index.project_id, [(c.id, c.symbol) for c in cands])
         for c, result in zip(cands, results, strict=True):
             result.update(links[c.id])
     return results
+
+
+def _offer(reader: SnippetReader, cand: Candidate) -> budget.Lines | None:
+    """What a result offers a token budget: its head and its window (None when its file
+    cannot be read)."""
+    text, _ = reader.read(cand.path, cand.start_byte, cand.end_byte)
+    if not text and cand.end_byte > cand.start_byte:
+        return None
+    window = ((cand.window[2], cand.window[3]) if cand.window is not None
+              else (cand.start_line, cand.end_line))
+    return budget.offer(text, cand.start_line, cand.end_line, window, cand.symbol)
+
+
+def _offer_of_content(result: dict[str, Any]) -> budget.Lines | None:
+    """What a result of the shared index offers a token budget: its content, where that holds
+    every line of its span (else None: it gets no line)."""
+    text, first, last = result["content"], result["start_line"], result["end_line"]
+    if len(text.splitlines()) != last - first + 1:
+        return None
+    return budget.offer(text, first, last, (first, last), result["symbol"])
+
+
+def _hashed_spans(snap: Snapshot, cands: list[Candidate]) -> dict[int, tuple[int, int]]:
+    """Chunk id -> the bytes a result's ``content_hash`` covers: the declaration its id names,
+    which ``get_chunk`` checks the hash against (the result's own lines, save where a result
+    joins overlapping chunks or short neighbours)."""
+    whole = units(snap, cands, (snap.token, snap.generation))
+    own = {row.id: (row.start_byte, row.end_byte)
+           for row in snap.chunk_rows([c.id for c in cands])}
+    return {c.id: whole[c.id].span[:2] if c.id in whole else own[c.id] for c in cands}
+
+
+def _frame_ranking(index: Index, snap: Snapshot, ctx: _Context,
+                   keep: ChunkFilter | None) -> list[tuple[int, float]]:
+    """The traceback branch: the chunks holding the lines of the query's stack trace frames
+    that are in this project, innermost first (the project's root noted in ``ctx.framed``
+    when there are some)."""
+    trace = ctx.query.trace
+    if trace is None:
+        return []
+    found = tracebacks.located(trace, snap.file_states().keys())
+    ids = tracebacks.frame_chunks(found, snap.file_chunks(sorted({path for _, path in found})))
+    if keep is not None:
+        kept = snap.kept_chunks(ids, keep)
+        ids = [cid for cid in ids if cid in kept]
+    if ids:
+        ctx.framed.append(index.root)
+    return [(cid, float(len(ids) - rank)) for rank, cid in enumerate(ids)]
+
+
+def _no_frame_warning(refs: list[ProjectRef], ctx: _Context) -> None:
+    """The warning of a traceback none of whose frames is in a project searched."""
+    trace = ctx.query.trace
+    if trace is None or ctx.framed:
+        return
+    count = len(trace.frames)
+    where = str(refs[0].root) if len(refs) == 1 else f"the {len(refs)} projects searched"
+    filtered = (" the filters keep" if (ctx.filters.path_filter, ctx.filters.language,
+                                         ctx.filters.kind) != (None, None, None) else "")
+    ctx.warnings.append(
+        f"No frame of the stack trace in the query is in {where} ({count} frame"
+        f"{'' if count == 1 else 's'} read, none at an indexed file and line{filtered}); "
+        "results come from its message and words.")
 
 
 def dense_ranking(snap: Snapshot, hits: list[tuple[int, float]], depth: int,
@@ -254,10 +335,11 @@ def _ranked(snap: Snapshot, ctx: _Context, vector: np.ndarray | None,
         floor = ctx.floor
         missing = [cid for cid in fused if cid not in cosine]
         cosine.update(dense.cosines(snap, vector, missing))
-        symbol_hits = {cid for cid, _ in rankings.get("symbol", ())}
+        named = {cid for branch in ("symbol", "traceback", "message")
+                 for cid, _ in rankings.get(branch, ())}
         # chunks with no vector yet (a partial index) are judged by the other branches
         fused = {cid: s for cid, s in fused.items()
-                 if cid in symbol_hits or cosine.get(cid, floor) >= floor}
+                 if cid in named or cosine.get(cid, floor) >= floor}
     if ctx.query.phrases:  # a quoted phrase is said by every result, where any chunk says it
         saying = snap.saying(ctx.query.phrases, list(fused))
         if saying:
@@ -409,7 +491,8 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
            progress: Callable[[dict[str, Any]], None] | None = None,
            freshness: Freshness | None = None,
            shared_projects: Sequence[str] | None = None,
-           prefer: Path | None = None, calls: bool = False) -> dict[str, Any]:
+           prefer: Path | None = None, calls: bool = False,
+           budget_tokens: int | None = None) -> dict[str, Any]:
     """Hybrid search over one or more projects: the search-result JSON of the README ("The
     search result JSON"), plus ``vectors_deferred``.
 
@@ -426,13 +509,18 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
     background (the CLI starts a `kenning index`, the MCP server a worker thread). Results
     under ``prefer``, a folder inside a project searched, come first (the CLI's working
     directory). With ``calls`` each result of a local index carries the ``callers`` and
-    ``callees`` of its declaration (``retrieval.calls``), a few each."""
+    ``callees`` of its declaration (``retrieval.calls``), a few each. With ``budget_tokens``
+    the results are packed as line ranges within that many tokens (``budget``): each keeps
+    the lines it was given as ``content`` and ``lines``, and ``budget`` reports ``{"tokens",
+    "used"}``."""
     from kenning import usage_log
 
     started = time.perf_counter()
     try:
         if limit < 1:
             raise UsageError(f"The limit must be at least 1, got {limit}.")
+        if budget_tokens is not None:
+            budget.check(budget_tokens)
         capped = limit > MAX_LIMIT
         limit = min(limit, MAX_LIMIT)
         refs = list(projects) if projects else resolve_projects(settings)
@@ -447,7 +535,8 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
             ctx = _Context(parsed, filters, limit, settings, emb, None,
                            dense.relevance_floor(str(emb.model)), frozenset(branches), progress,
                            freshness or for_settings(settings),
-                           shared_projects=shared_projects, prefer=prefer, calls=calls)
+                           shared_projects=shared_projects, prefer=prefer, calls=calls,
+                           budget_tokens=budget_tokens)
             if (settings["search.backend"] != "shared" and refresh
                     and any(_words_only(_open(ref, ctx)) for ref in refs)):
                 # a first index needs the dims; with the server down and dims unknown, the
@@ -483,10 +572,20 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
                                       f"for {root}; `kenning index {root}` resumes once it "
                                       "answers.")
     result["vectors_deferred"] = deferred
+    result["budget"] = None
+    if budget_tokens is not None:
+        offers = [r.pop("_offer", None) or _offer_of_content(r) for r in result["results"]]
+        result["results"], used = budget.pack(result["results"], offers, budget_tokens)
+        result["budget"] = {"tokens": budget_tokens, "used": used}
     results = result["results"]
     saved = usage_log.tokens_saved(results)
     for r in results:
         del r["_read_bytes"]
+        # a result of the shared index: no work tree here to vouch for
+        r.setdefault("revision", None)
+        r.setdefault("changed_since_index", bool(r["stale"]))
+        r.setdefault("content_hash", None)
+        r.setdefault("lines", None)
     usage_log.record("search", ms=round((time.perf_counter() - started) * 1000, 2),
                      results=len(results), tokens_not_read=saved,
                      degraded="dense" in ctx.branches and ctx.query_vector is None)
@@ -500,13 +599,14 @@ def _names_in_common(refs: Sequence[ProjectRef]) -> frozenset[str]:
 
 
 def _embed_query(ctx: _Context) -> None:
-    """The query's vector; while the embedder is known to be down (it failed moments ago) it
+    """The query's vector (of a query longer than the model's window, the mean of its parts':
+    ``long_queries``); while the embedder is known to be down (it failed moments ago) it
     is not asked again, so a degraded search does not wait on connection retries each time."""
     try:
         down = ctx.freshness.down_error()
         if down is not None:
             raise down
-        vector = ctx.embedder.embed_query(ctx.query.embedded)
+        vector = long_queries.embed(ctx.embedder, ctx.query.embedded)
         ctx.query_vector = np.ascontiguousarray(vector, np.float32)
     except EmbedderError as exc:
         ctx.freshness.embedder_failed(exc)
@@ -530,7 +630,9 @@ def _search_each(refs: list[ProjectRef],
     """The results of each project; with several, one that cannot be searched (no index, a
     refused root) is skipped with a warning, unless none can be."""
     if len(refs) == 1:
-        return [_search_project(refs[0], ctx)]
+        found = [_search_project(refs[0], ctx)]
+        _no_frame_warning(refs, ctx)
+        return found
 
     def one(ref: ProjectRef) -> tuple[list[dict[str, Any]], str | None] | None:
         if ref.root not in ctx.skipped:
@@ -547,6 +649,7 @@ def _search_each(refs: list[ProjectRef],
             ctx.warnings.append(f"Project {ref.id} skipped: {ctx.skipped[ref.root].message}")
     if not any(part is not None for part in parts):
         raise ctx.skipped[refs[0].root]
+    _no_frame_warning(refs, ctx)
     return [part for part in parts if part is not None]
 
 
@@ -617,14 +720,15 @@ def _search_shared(refs: list[ProjectRef], ctx: _Context,
 
 def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
               settings: Settings, embedder: Embedder | None = None, scope: str = "declaration",
-              context_lines: int = 0) -> dict[str, Any]:
+              context_lines: int = 0, expect_hash: str | None = None) -> dict[str, Any]:
     """The code a search result's id names; StaleChunkId if the index moved past it.
 
     ``scope`` "declaration" (the default) gives the whole declaration the chunk is part of (a
     function cut into several chunks comes whole), "chunk" the chunk alone. ``context_lines``
     adds that many lines of the file above and below: the region around it. A local index is
     found from ``settings`` alone; ``embedder`` names the collection of a project only in the
-    shared index."""
+    shared index. ``expect_hash``, the ``content_hash`` of the search result that gave the id,
+    has the lines it showed checked first: StaleContent when they changed since."""
     from kenning.store import Index
 
     if scope not in SCOPES:
@@ -648,12 +752,16 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
             assert chunk is not None  # refused above
             found = candidate_of(chunk)
             own = (found.start_byte, found.end_byte, found.start_line, found.end_line)
-            unit = units(snap, [found]).get(found.id) if scope != "chunk" else None
+            whole = units(snap, [found]).get(found.id)
+            reader = SnippetReader(index.root, snap.file_states({found.path}),
+                                   int(settings["index.max_file_size"]))
+            if expect_hash is not None:  # the hash of a result: the lines of its declaration
+                _check_hash(reader, found.path, whole.span if whole else own, expect_hash,
+                            str(wanted))
+            unit = whole if scope != "chunk" else None
             if unit is not None:
                 found.start_byte, found.end_byte, found.start_line, found.end_line = unit.span
                 found.kind, found.symbol = unit.kind, unit.symbol
-            reader = SnippetReader(index.root, snap.file_states({found.path}),
-                                   int(settings["index.max_file_size"]))
             if context_lines:
                 reader.widen(found, context_lines)
             content, stale = reader.read(found.path, found.start_byte, found.end_byte)
@@ -667,9 +775,23 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
                     "scope": scope, "content": content, "stale": stale,
                     "revision": snap.revision, "note": note}
     if settings["search.backend"] != "local" and settings["shared.uri"]:
+        if expect_hash is not None:
+            raise UsageError("expect_hash checks the lines of a project checked out here; "
+                             f"{project_id} is read from the shared index.",
+                             hint="Leave expect_hash out for a published project's chunks.")
         return _get_shared_chunk(wanted, settings, embedder, scope, context_lines)
     raise UsageError(f"No project {project_id!r} among the searched projects.",
                      hint="Pass the project's root or configure it.")
+
+
+def _check_hash(reader: SnippetReader, path: str, span: tuple[int, int, int, int],
+                expected: str, chunk_id: str) -> None:
+    """StaleContent unless the lines ``span`` (start and end byte, start and end line) of
+    ``path`` hash to ``expected`` now."""
+    if reader.digest(path, span[0], span[1]) != expected.strip().lower():
+        raise StaleContent(f"The lines of chunk {chunk_id} ({path}:{span[2]}-{span[3]}) "
+                           "changed since the search that gave their hash.",
+                           hint="Search again for current lines and ids.")
 
 
 def _within_budget(reader: SnippetReader, found: Candidate,

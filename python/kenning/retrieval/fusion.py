@@ -8,11 +8,20 @@ from kenning.retrieval.query import Query
 
 K = 15  # lower than the usual 60: the head of each branch carries most of the evidence (dev set)
 
+# The declarations a query's stack trace passes through (innermost first) lead: the first frame
+# outvotes a chunk ranked first by every other branch, so each frame's declaration comes before
+# the chunks the words of the report find.
+TRACEBACK_WEIGHT = 6.0
+# The chunks that say a phrase of the trace's error message (where it was raised) come next:
+# ranked first by this branch, a chunk outvotes one ranked first by the vector branch alone.
+MESSAGE_WEIGHT = 3.0
+
 
 def branch_weights(query: Query) -> dict[str, float]:
     """Identifier-like queries weigh the symbol branch up. Dense leads lexical by 1.5 to 1,
     the best of the ratios tried (benchmarks/README.md)."""
-    return {"dense": 1.5, "lexical": 1.0, "symbol": 2.0 if query.identifier_like else 0.75}
+    return {"dense": 1.5, "lexical": 1.0, "symbol": 2.0 if query.identifier_like else 0.75,
+            "traceback": TRACEBACK_WEIGHT, "message": MESSAGE_WEIGHT}
 
 
 def fuse(rankings: Mapping[str, Sequence[tuple[int, float]]], query: Query | None = None, *,

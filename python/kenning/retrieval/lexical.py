@@ -20,3 +20,12 @@ def search(snap: Snapshot, query: Query, *, limit: int,
     """``(chunk id, bm25 score)`` best first (higher is better), at most ``limit``, among the
     chunks ``keep`` keeps; with quoted phrases, only chunks that say them."""
     return snap.lexical_top(query.terms, COLUMN_WEIGHTS, limit, keep, phrases=query.phrases)
+
+
+def message_search(snap: Snapshot, query: Query, *, limit: int,
+                   keep: ChunkFilter | None = None) -> list[tuple[int, float]]:
+    """The message branch: ``(chunk id, bm25 score)`` of the chunks that say a phrase of the
+    error messages of a traceback in the query (the code that raised it), best first."""
+    if not query.message_phrases:
+        return []
+    return snap.phrase_top(query.message_phrases, COLUMN_WEIGHTS, limit, keep)

@@ -16,6 +16,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from kenning.errors import UsageError
+from kenning.retrieval import tracebacks
+from kenning.retrieval.tracebacks import Trace
 from kenning.tokens import code_tokens, split_identifier
 
 # Words that carry no meaning for code search; dropped from the lexical query only.
@@ -62,12 +64,14 @@ _USAGE = re.compile(r"\bhow (?:do (?:i|you|we) |to |can (?:i|you) )use\b|\busage
 # The embedded query keeps the project's name unless this many words remain without it ("Rack
 # spec conformance validator" needs all four); the lexical terms keep it (benchmarks/README.md).
 NAMELESS_MIN_WORDS = 4
+# A query holds at most this many characters: room for a bug report with its stack trace.
+MAX_QUERY_CHARS = 8000
 
 
 @dataclass(frozen=True)
 class Query:
     text: str
-    embedded: str  # what the model embeds: ``text`` without the project's name
+    embedded: str  # what the model embeds: ``text`` without the project's name (and frames)
     terms: tuple[str, ...]  # lexical terms, lower-case, no stop words, de-duplicated
     identifiers: tuple[str, ...]  # identifier-like words as typed (case kept)
     identifier_like: bool  # the query as a whole is an identifier (or a few)
@@ -75,6 +79,10 @@ class Query:
     question: bool  # "how/where/what ...": asks about a mechanism rather than one function
     # the tokens of each phrase the query quotes ("retry the request"): results must say it
     phrases: tuple[tuple[str, ...], ...] = ()
+    # a traceback the query holds: its frames lead the ranking, and the phrases its error
+    # messages say (between their variable parts) lead the lexical branch
+    trace: Trace | None = None
+    message_phrases: tuple[tuple[str, ...], ...] = ()
 
     @property
     def symbol_names(self) -> tuple[str, ...]:
@@ -99,6 +107,8 @@ def without_names(text: str, names: Collection[str]) -> str:
     keys = {name_key(name) for name in names} - {""}
     words = text.split()
     kept = [word for word in words if name_key(word) not in keys]
+    if len(kept) == len(words):  # its lines kept: a long query is embedded in parts by line
+        return text
     return " ".join(kept) if len(kept) >= NAMELESS_MIN_WORDS else text
 
 
@@ -117,9 +127,16 @@ def analyze(text: str, project_names: Collection[str] = ()) -> Query:
     text = without_lone_surrogates(text).strip()
     if not text:
         raise UsageError("The query is empty.", hint="Describe what you are looking for.")
-    if len(text) > 2000:
-        raise UsageError("The query is longer than 2000 characters.",
-                         hint="Shorten it to the words that matter.")
+    if len(text) > MAX_QUERY_CHARS:
+        raise UsageError(f"The query is longer than {MAX_QUERY_CHARS:,} characters.",
+                         hint="Shorten it to the words that matter, and a traceback to its "
+                              "frames and error line.")
+    trace = tracebacks.parse(text)
+    full = text
+    # a traceback's words, and what the model embeds, are those of the report and its error
+    # lines: its frames are paths and numbers (the traceback branch reads them)
+    if trace is not None:
+        text = tracebacks.without_frames(text, trace).strip() or text
     words = text.split()
     identifiers = [m.group(0).strip("#.:") for w in words
                    if (m := _IDENT.fullmatch(w.strip("()`'\",;:?!")))]
@@ -141,8 +158,12 @@ def analyze(text: str, project_names: Collection[str] = ()) -> Query:
     phrases = tuple(dict.fromkeys(tuple(tokens) for quoted in _QUOTED.findall(text)
                                   if len(quoted.split()) > 1
                                   and (tokens := _phrase_tokens(quoted))))
-    return Query(text, without_names(text, project_names), tuple(terms),
-                 tuple(dict.fromkeys(identifiers)), identifier_like, asks, question, phrases)
+    messages = () if trace is None else tuple(dict.fromkeys(
+        tuple(tokens) for part in tracebacks.message_parts(trace.messages)
+        if len(tokens := _phrase_tokens(part)) > 1))
+    return Query(full, without_names(text, project_names), tuple(terms),
+                 tuple(dict.fromkeys(identifiers)), identifier_like, asks, question, phrases,
+                 trace, messages)
 
 
 # A phrase in double quotes, as a search box takes it. A single quoted word ("utf-8", "pager")

@@ -44,6 +44,17 @@ class SnippetReader:
             return "", True
         return data[start_byte:end_byte].decode("utf-8", "replace"), stale
 
+    def changed(self, path: str) -> bool:
+        """Whether the file's size or mtime differs from the indexed ones, as a refresh compares
+        them (a file gone or refused since counts as changed)."""
+        return self._load(path)[1]
+
+    def digest(self, path: str, start_byte: int, end_byte: int) -> str | None:
+        """``content_hash`` of the bytes ``start_byte``-``end_byte`` of the file now (None when
+        it cannot be read)."""
+        data, _ = self._load(path)
+        return None if data is None else content_hash(data[start_byte:end_byte])
+
     def read_cost(self, path: str) -> int:
         """The bytes one read of the file by an agent's read tool returns (``usage_log``)."""
         data, _ = self._load(path)
@@ -74,9 +85,20 @@ class SnippetReader:
         return windowed(text, span[2], span[3], window, head), stale
 
 
+HASH_HEX = 12  # hex digits of a result's content hash: 48 bits, for lines of one file
+
+
+def content_hash(data: bytes) -> str:
+    """The short BLAKE3 hash of a result's lines, by which ``get_chunk`` tells that they
+    changed since."""
+    from kenning import kernels
+
+    return kernels.hash_many([data])[0].hex()[:HASH_HEX]
+
+
 # Lines above a declaration's name that are not its signature: decorators, attributes,
 # comments, the end of a doc comment.
-_NOT_SIGNATURE = ("@", "#", "//", "/*", "*", '"""', "\'\'\'", "--")
+NOT_SIGNATURE = ("@", "#", "//", "/*", "*", '"""', "\'\'\'", "--")
 SIGNATURE_LINES = 20  # how far into a declaration its signature line is looked for
 
 
@@ -89,7 +111,7 @@ def signature_line(data: bytes, span: tuple[int, int, int, int],
     name = QUALIFIER.split(symbol)[-1]
     above = data[span[0]:window[0]].decode("utf-8", "replace").splitlines()
     for offset, line in enumerate(above[:SIGNATURE_LINES]):
-        if name in line and not line.strip().startswith(_NOT_SIGNATURE):
+        if name in line and not line.strip().startswith(NOT_SIGNATURE):
             return span[2] + offset, line
     return None
 

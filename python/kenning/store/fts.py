@@ -48,6 +48,11 @@ def phrases(said: Sequence[Sequence[str]]) -> str | None:
     return " AND ".join(quote(" ".join(tokens)) for tokens in said) or None
 
 
+def any_phrase(said: Sequence[Sequence[str]]) -> str | None:
+    """The expression that finds the chunks saying one of the phrases or more."""
+    return " OR ".join(quote(" ".join(tokens)) for tokens in said) or None
+
+
 def symbol_tokens(tokens: Sequence[str], *, prefix: bool) -> str:
     """The chunks whose symbol has one of ``tokens`` whole, or with ``prefix`` one starting
     with one of them."""

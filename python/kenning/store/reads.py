@@ -128,8 +128,16 @@ class SnapshotReads:
         the chunks ``keep`` keeps and that say every one of ``phrases``; best first, higher is
         better."""
         match = fts.lexical_with_phrases(self.fts_count, terms, phrases)
-        if match is None:
-            return []
+        return [] if match is None else self._fts_top(match, weights, limit, keep)
+
+    def phrase_top(self, phrases: Sequence[Sequence[str]], weights: Mapping[str, float],
+                   limit: int, keep: ChunkFilter | None = None) -> list[tuple[int, float]]:
+        """As ``lexical_top``, for the chunks that say one of ``phrases`` or more."""
+        match = fts.any_phrase(phrases)
+        return [] if match is None else self._fts_top(match, weights, limit, keep)
+
+    def _fts_top(self, match: str, weights: Mapping[str, float], limit: int,
+                 keep: ChunkFilter | None) -> list[tuple[int, float]]:
         columns = fts.weights(weights)
         if keep is not None:
             where, params = condition(self._conn, keep)
@@ -189,6 +197,15 @@ class SnapshotReads:
             return []
         return [ChunkRow._make(row) for row in self._conn.execute(
             f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({_marks(ids)})", list(ids))]
+
+    def kept_chunks(self, ids: Sequence[int], keep: ChunkFilter) -> set[int]:
+        """The chunks among ``ids`` that ``keep`` keeps."""
+        if not ids:
+            return set()
+        where, params = condition(self._conn, keep)
+        return {row[0] for row in self._conn.execute(
+            f"SELECT c.id FROM chunks c WHERE c.id IN ({_marks(ids)}) AND {where}",
+            [*ids, *params])}
 
     def chunk_row(self, chunk_id: int) -> tuple[ChunkRow, int] | None:
         """The row of chunk ``chunk_id`` and the generation that made it; None if absent."""
