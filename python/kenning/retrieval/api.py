@@ -235,7 +235,7 @@ def hit_records(index: Index, snap: Snapshot, cands: list[Candidate], settings: 
             "symbol": c.symbol, "score": round(c.score, 6), "content": content,
             "stale": stale, "weak": c.id in weak, "revision": revision,
             "changed_since_index": reader.changed(c.path),
-            "content_hash": reader.digest(c.path, *hashed[c.id]),
+            "content_hash": reader.digest(c.path, *hashed[c.id]), "lines": None,
             "_read_bytes": reader.read_cost(c.path)})
         if offers:
             results[-1]["_offer"] = _offer(reader, c)
