@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -28,6 +29,8 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+import numpy as np
 
 from kenning import indexing_state, kernels, project, safe_read, usage_log
 from kenning.config import Settings
@@ -39,6 +42,7 @@ from kenning.sources import Changes, WalkStats, changes, walk
 from kenning.store import Index, db
 from kenning.store import graph as store_graph
 from kenning.store.repair import Repair
+from kenning.store.vectors import VectorRows
 from kenning.store.writer import FileRow, IndexWriter, MissingVector, crash_point
 
 Progress = Callable[[dict[str, Any]], None]
@@ -46,6 +50,8 @@ Progress = Callable[[dict[str, Any]], None]
 # Vectors no chunk uses are kept (switching back to a branch or reverting costs nothing) until
 # there are at least this many and at least as many as live ones; then they are reclaimed.
 COMPACT_MIN_DEAD = 10_000
+# Vectors taken from an earlier index are stored in blocks of this many rows, each committed.
+REUSE_BLOCK = 4096
 # Below this many missing vectors, embedding them costs less than asking the shared index (for
 # milvus-lite, starting its engine): an edit followed by a search stays local.
 SHARED_FETCH_MIN = 32
@@ -72,6 +78,7 @@ class RefreshResult:
     chunks_removed: int = 0
     vectors_embedded: int = 0
     vectors_fetched: int = 0  # from the shared index, by content, instead of embedded
+    vectors_reused: int = 0  # from an earlier index of the project (another chunker version)
     vectors_missing: int = 0
     vectors_dropped: int = 0  # no longer used by any chunk, reclaimed by a compaction
     graph_rows_added: int = 0  # rows added to the approximate-search graph (all, on a rebuild)
@@ -87,7 +94,7 @@ class RefreshResult:
     @property
     def nothing_changed(self) -> bool:
         return not self.busy and not self.content_changed and not (
-            self.vectors_embedded or self.vectors_fetched)
+            self.vectors_embedded or self.vectors_fetched or self.vectors_reused)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "nothing_changed": self.nothing_changed}
@@ -259,7 +266,8 @@ class _Refresh:
             self.lap("graph")
         final = writer.latest()
         if final is not None:
-            if result.content_changed or result.vectors_embedded or result.vectors_fetched:
+            if (result.content_changed or result.vectors_embedded or result.vectors_fetched
+                    or result.vectors_reused):
                 elapsed = round(time.perf_counter() - self.started, 4)
                 writer.finish({**self.timings, "total": elapsed})
                 final = writer.latest() or final
@@ -358,6 +366,8 @@ class _Refresh:
         todo = [m.content_hash for m in embedding_order(missing, self.writer.files())
                 if m.content_hash in texts]
         self.lap("embed_prepare")
+        if todo:
+            todo = self.reuse_earlier(todo)
         if todo and self.asks_shared(len(todo)):
             todo = self.fetch_shared(todo, texts)
         batch = max(1, int(self.settings["embedder.batch_size"])) * max(
@@ -379,6 +389,30 @@ class _Refresh:
             self.result.vectors_embedded += len(hashes)
             self.lap("store_vectors")
             self.emit({"type": "embedding", "done": start + len(hashes), "total": len(todo)})
+
+    def reuse_earlier(self, todo: list[bytes]) -> list[bytes]:
+        """Store the vectors that an earlier index of this project (same model, older chunker
+        or schema) holds for the chunk hashes of ``todo``, row for row as it stores them;
+        returns the hashes left to embed. An earlier index that cannot be read gives none."""
+        if getattr(self.embedder, "needs_centering", False):
+            return todo  # its rows are centred on that index's own mean
+        stored: set[bytes] = set()
+        for earlier in self.index.earlier():
+            try:
+                with earlier.snapshot() as snap:
+                    found = snap.vectors_of_hashes([h for h in todo if h not in stored])
+                    hashes = list(found)
+                    for start in range(0, len(hashes), REUSE_BLOCK):
+                        part = hashes[start:start + REUSE_BLOCK]
+                        ids = np.asarray([found[h] for h in part], dtype=np.int64)
+                        self.writer.add_rows(part, VectorRows(snap.bits[ids], snap.int8[ids],
+                                                              snap.scales[ids]))
+                        stored.update(part)
+                        self.result.vectors_reused += len(part)
+            except (KenningError, sqlite3.Error, OSError):
+                continue  # what was stored before the failure stays; the rest is embedded
+        self.lap("reuse")
+        return [h for h in todo if h not in stored]
 
     def asks_shared(self, missing: int) -> bool:
         if self.from_shared is not None:

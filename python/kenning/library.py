@@ -289,6 +289,7 @@ class IndexRun(_Typed):
     chunks_removed: int
     vectors_embedded: int
     vectors_fetched: int  # from the shared index, by content, instead of embedded
+    vectors_reused: int  # from an earlier index of the project (another chunker version)
     vectors_missing: int  # chunks still without a vector
     vectors_dropped: int  # no longer used by any chunk, reclaimed
     graph_rows_added: int  # rows added to the approximate-search graph

@@ -78,7 +78,9 @@ def _summary(result: Any) -> str:
              "dropped)",
              f"  vectors {result.vectors_embedded} embedded"
              + (f", {result.vectors_fetched} from the shared index" if result.vectors_fetched
-                else "")]
+                else "")
+             + (f", {result.vectors_reused} kept from the index of an earlier kenning"
+                if result.vectors_reused else "")]
     if result.vectors_missing:
         lines.append(f"  {result.vectors_missing} chunks still lack a vector; "
                      "run `kenning index` again to finish.")

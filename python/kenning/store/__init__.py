@@ -43,6 +43,8 @@ FAILURE_NAME = "last_failure.json"  # the last failed refresh or damaged read, u
 # The failure file keeps this many bytes allocated (JSON padded with spaces) and is rewritten in
 # place, so a failure on a full disk can still be kept: it needs no new block.
 FAILURE_BYTES = 4096
+# descriptor keys whose change makes a new index of the same vectors
+_REBUILT_BY = ("chunker_version", "schema_version")
 
 __all__ = ["LOCK_NAME", "PRECISION", "ChunkFilter", "Index", "Snapshot", "dir_bytes",
            "index_dirs", "make_descriptor", "project_id_for"]
@@ -202,6 +204,21 @@ class Index:
 
     def exists(self) -> bool:
         return (self.dir / db.DB_NAME).exists()
+
+    def earlier(self) -> list[Index]:
+        """The other indexes of this project whose vectors this one can take: the same model,
+        dims, precision and prefix, built by another chunker or schema version (an upgrade
+        makes a new index; its chunks whose text did not change keep their vectors)."""
+        same = {k: v for k, v in self.descriptor.items() if k not in _REBUILT_BY}
+        found = []
+        for directory in index_dirs(self.project_id):
+            if directory == self.dir:
+                continue
+            descriptor = db.stored_descriptor(directory)
+            if descriptor is not None and same == {
+                    k: v for k, v in descriptor.items() if k not in _REBUILT_BY}:
+                found.append(Index(self.root, self.project_id, descriptor, directory))
+        return found
 
     def record_failure(self, error: KenningError, command: str) -> None:
         """Keep the last failure of ``command`` where status and search show it (a refresh in

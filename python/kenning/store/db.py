@@ -8,12 +8,14 @@ their committed row count lives in the database).
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
-from kenning.errors import IndexDamaged, IndexError_, IndexMissing
+from kenning.errors import IndexDamaged, IndexError_, IndexMissing, KenningError
 from kenning.project import home_error
 
 DB_NAME = "index.db"
@@ -176,6 +178,22 @@ def _reader(path: Path, query: str) -> sqlite3.Connection:
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return None if row is None else str(row[0])
+
+
+def stored_descriptor(directory: Path) -> dict[str, Any] | None:
+    """The descriptor an index folder was built for; None when it cannot be read."""
+    try:
+        conn = open_reader(directory)
+    except KenningError:
+        return None
+    try:
+        stored = get_meta(conn, "descriptor")
+        descriptor = json.loads(stored) if stored else None
+    except (sqlite3.Error, ValueError):
+        return None
+    finally:
+        conn.close()
+    return descriptor if isinstance(descriptor, dict) else None
 
 
 def set_meta(conn: sqlite3.Connection, key: str, value: object) -> None:

@@ -339,6 +339,16 @@ class SnapshotReads:
             chunk_list.sort()
         return found
 
+    def vectors_of_hashes(self, hashes: Sequence[bytes]) -> dict[bytes, int]:
+        """Content hash -> committed vector id, for the ``hashes`` that have one."""
+        found: dict[bytes, int] = {}
+        for start in range(0, len(hashes), 500):  # within SQLite's count of parameters
+            part = list(hashes[start:start + 500])
+            found.update(self._conn.execute(
+                f"SELECT content_hash, vector_id FROM vectors WHERE content_hash IN "
+                f"({_marks(part)}) AND vector_id < ?", [*part, self.vector_rows]).fetchall())
+        return found
+
     def vectors_of_chunks(self, chunk_ids: Iterable[int]) -> list[tuple[int, int]]:
         """``(chunk id, vector id)`` of the chunks that have a committed vector."""
         ids = list(chunk_ids)
