@@ -256,7 +256,8 @@ def test_a_traceback_query_puts_the_innermost_frame_declaration_first(indexed: I
     first = found.results[0]
     assert (first.path, first.symbol) == ("src/http/retry.py", "call_with_retries")
     assert first.start_line <= 27 <= first.end_line and not first.weak
-    assert "tests/test_retry.py" in [hit.path for hit in found.results[:3]]
+    # the outermost frame, a test, comes after the code one call away from the failure
+    assert "tests/test_retry.py" in [hit.path for hit in found.results[:5]]
     assert found.warnings == ()
 
 
@@ -342,3 +343,38 @@ def test_the_error_message_leads_the_words(tmp_path: Path, local_model: None) ->
     found = kenning.search(text, root)
     assert [hit.symbol for hit in found.results][:1] == ["charge"]
     assert "No frame of the stack trace" in found.warnings[0]
+
+
+LEDGER = {
+    "ledger/post.py": '''from ledger.rounding import settle_fraction
+
+
+def post_entry(book, entry):
+    """Write one entry to the book."""
+    total = settle_fraction(entry.cents, book.currency)
+    book.lines.append((entry.account, total))
+    return total
+''',
+    "ledger/rounding.py": '''def settle_fraction(cents, currency):
+    scale = currency.minor_units
+    return round(cents / 10 ** scale, scale)
+''',
+    **{f"ledger/report_{i}.py": f'''def summary_{i}(book):
+    """Totals of the book's entries, report {i}: an entry's amount, its account."""
+    return sum(total for _, total in book.lines if total > {i})
+''' for i in range(12)},
+}
+
+
+def test_a_frame_widens_to_what_it_calls(tmp_path: Path, local_model: None) -> None:
+    import kenning
+
+    root = write_repo(tmp_path / "ledger", LEDGER)
+    text = ('Posting an entry to the book fails with the total of the entry wrong.\n'
+            'Traceback (most recent call last):\n'
+            '  File "/opt/app/ledger/post.py", line 6, in post_entry\n'
+            'KeyError: totals of entry\n')
+    found = kenning.search(text, root, limit=5)
+    symbols = [hit.symbol for hit in found.results]
+    assert symbols[0] == "post_entry"
+    assert "settle_fraction" in symbols  # the frame calls it; the report's words do not say it

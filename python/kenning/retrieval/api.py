@@ -27,6 +27,8 @@ from kenning.errors import (
 )
 from kenning.freshness import Freshness, failed_refresh, for_settings
 from kenning.retrieval import budget, dense, lexical, symbols, tracebacks
+from kenning.retrieval.calls import LINKS
+from kenning.retrieval.calls import around as call_links_around
 from kenning.retrieval.calls import linked as call_links
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
@@ -47,6 +49,7 @@ LEXICAL_DEPTH = 100  # ranked chunks each branch hands to fusion
 DENSE_DEPTH = 100
 SYMBOL_DEPTH = 50
 RANK_DEPTH = 60  # fused candidates the ranking signals consider
+FRAMES_WIDENED = 3  # a traceback's innermost frames whose callers and callees join the fusion
 # The first results of a search come from the same candidates whatever its limit, ranked as
 # this many results need; a larger limit appends the rest.
 STABLE_RESULTS = 20
@@ -171,6 +174,8 @@ def _search_snapshot(index: Index, ctx: _Context,
         cosine: dict[int, float] = {}
         readers = _chunk_readers(index, snap, ctx)
         frames = _frame_ranking(index, snap, ctx, keep)
+        frame_calls = call_links_around(snap, [cid for cid, _ in frames[:FRAMES_WIDENED]],
+                                        LINKS, keep) if frames else []
         hits = scan.result() if scan is not None else None
 
         def retrieved(depth: int) -> dict[str, list[tuple[int, float]]]:
@@ -185,6 +190,8 @@ def _search_snapshot(index: Index, ctx: _Context,
             lead_with_reexports(ctx.query, rankings, *readers)
             if frames:
                 rankings["traceback"] = frames
+            if frame_calls:
+                rankings["frame_calls"] = frame_calls
             if ctx.query.message_phrases and "lexical" in ctx.branches:
                 rankings["message"] = lexical.message_search(
                     snap, ctx.query, limit=max(LEXICAL_DEPTH, depth), keep=keep)
@@ -335,7 +342,7 @@ def _ranked(snap: Snapshot, ctx: _Context, vector: np.ndarray | None,
         floor = ctx.floor
         missing = [cid for cid in fused if cid not in cosine]
         cosine.update(dense.cosines(snap, vector, missing))
-        named = {cid for branch in ("symbol", "traceback", "message")
+        named = {cid for branch in ("symbol", "traceback", "frame_calls", "message")
                  for cid, _ in rankings.get(branch, ())}
         # chunks with no vector yet (a partial index) are judged by the other branches
         fused = {cid: s for cid, s in fused.items()

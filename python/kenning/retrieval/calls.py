@@ -209,6 +209,24 @@ def _ranked(grouped: dict[tuple[object, ...], tuple[list[DeclarationRow], str]],
     return links
 
 
+def around(snap: Snapshot, ids: Sequence[int], limit: int,
+           keep: ChunkFilter | None = None) -> list[tuple[int, float]]:
+    """The callees and callers of the declarations of ``ids`` (``limit`` of each), in the
+    order of ``ids``, as a branch's ``(chunk id, score)`` ranking without ``ids`` themselves:
+    what a stack trace's frames widen to (the fix is often in what a frame calls, or in the
+    caller that handed it a bad value)."""
+    named = subjects(snap, ids)
+    seen = set(ids)
+    found = []
+    for chunk_id in ids:
+        subject = named[chunk_id]
+        for link in callees(snap, subject, limit, keep) + callers(snap, subject, limit, keep):
+            if link.id not in seen:
+                seen.add(link.id)
+                found.append(link.id)
+    return [(chunk_id, float(len(found) - rank)) for rank, chunk_id in enumerate(found)]
+
+
 def whole(snap: Snapshot, links: list[Link]) -> list[Link]:
     """``links`` spanning their whole declarations (a caller is read from the parts that
     call); a member keeps its own lines."""

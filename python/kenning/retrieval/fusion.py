@@ -15,13 +15,17 @@ TRACEBACK_WEIGHT = 6.0
 # The chunks that say a phrase of the trace's error message (where it was raised) come next:
 # ranked first by this branch, a chunk outvotes one ranked first by the vector branch alone.
 MESSAGE_WEIGHT = 3.0
+# The callers and callees of the innermost frames weigh as an identifier's symbol matches do:
+# code one call away from where it failed outranks what the report's words alone find.
+FRAME_CALLS_WEIGHT = 2.0
 
 
 def branch_weights(query: Query) -> dict[str, float]:
     """Identifier-like queries weigh the symbol branch up. Dense leads lexical by 1.5 to 1,
     the best of the ratios tried (benchmarks/README.md)."""
     return {"dense": 1.5, "lexical": 1.0, "symbol": 2.0 if query.identifier_like else 0.75,
-            "traceback": TRACEBACK_WEIGHT, "message": MESSAGE_WEIGHT}
+            "traceback": TRACEBACK_WEIGHT, "message": MESSAGE_WEIGHT,
+            "frame_calls": FRAME_CALLS_WEIGHT}
 
 
 def fuse(rankings: Mapping[str, Sequence[tuple[int, float]]], query: Query | None = None, *,
