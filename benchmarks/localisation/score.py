@@ -39,7 +39,7 @@ DEFAULT_SCORER = REPO_ROOT.parent / "shared" / "eval" / "semble-bench" / "score.
 
 
 def run_scorer(args: argparse.Namespace, per_query: Path, summary: Path) -> None:
-    cmd = [sys.executable, str(args.scorer), "run", "--annotations", str(ANNOTATIONS),
+    cmd = [sys.executable, str(args.scorer), "run", "--annotations", str(args.annotations),
            "--out", str(summary), "--per-query", str(per_query), "--quiet"]
     if args.method == "kenning":
         batch = (f"{shlex.quote(sys.executable)} {shlex.quote(str(ADAPTER))} batch"
@@ -102,6 +102,8 @@ def main() -> None:
                         help="kenning (batch adapter) or a built-in method of the scorer "
                              "(bm25, bm25-file, ripgrep, ripgrep-keywords)")
     parser.add_argument("--mode", default="hybrid", help="kenning: eval_quality.py's --mode")
+    parser.add_argument("--annotations", type=Path, default=ANNOTATIONS,
+                        help="annotation folder (default: this set's)")
     parser.add_argument("--scorer", type=Path, default=DEFAULT_SCORER)
     parser.add_argument("--repos-dir", help="the scorer's --repos-dir (one checkout per repo)")
     parser.add_argument("--repo", action="append", default=[], help="only this repository")
