@@ -47,7 +47,7 @@ def _setup() -> tuple[Any, Any]:
 
 
 def _index(root: Path, settings: Any, embedder: Any) -> float:
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
 
     started = time.perf_counter()
     refresh(root, settings, embedder=embedder, wait=True)

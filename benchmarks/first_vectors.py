@@ -56,8 +56,9 @@ def path_order(missing: Sequence[Any], files: Any) -> list[Any]:
 
 
 def run(root: Path, order: Callable[..., list[Any]], share: float) -> dict[str, Any]:
-    from kenning import config, indexer
+    from kenning import config
     from kenning.embedding import make_embedder
+    from kenning.indexing import indexer
     from kenning.retrieval.ranking import categories
     from kenning.store import Index
 
@@ -104,7 +105,7 @@ def main() -> None:
                         default=["email", "test/test_email"])
     parser.add_argument("--share", type=float, default=0.9)
     args = parser.parse_args()
-    from kenning import indexer
+    from kenning.indexing import indexer
 
     with tempfile.TemporaryDirectory(prefix="kenning-first-vectors-corpus-") as tmp:
         root = make_corpus(Path(tmp), args.stdlib)

@@ -59,7 +59,7 @@ def main() -> None:
 
     from kenning import config
     from kenning.embedding import local, make_embedder
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
 
     if args.batch_tokens:
         local.BATCH_TOKENS = args.batch_tokens

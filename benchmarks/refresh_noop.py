@@ -85,7 +85,7 @@ def edit(paths: list[Path], run: int) -> None:
 def bench(tree: Path, files: int, runs: int) -> None:
     from kenning import config, kernels
     from kenning.embedding import make_embedder
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
 
     generate(tree, files)
     settings = config.load()

@@ -53,7 +53,7 @@ def main() -> None:
 
     from kenning import config
     from kenning.embedding import make_embedder
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
     from kenning.retrieval import ProjectRef, search
     from kenning.retrieval.related import related
 

@@ -67,7 +67,7 @@ class FixedQueries:
 def _source_rows(source: Path, settings: Any, embedder: Any) -> tuple[list[Any], list[Any],
                                                                         np.ndarray]:
     """The files, chunks (with content hashes) and float vectors of the source's index."""
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
     from kenning.records import Chunk
     from kenning.store import Index
     from kenning.store.writer import FileRow
@@ -109,7 +109,7 @@ def build(target: Path, size: int, source: Path, settings: Any, embedder: Any) -
     from dataclasses import replace
 
     from kenning import kernels
-    from kenning.indexer import _cluster, _cluster_digests
+    from kenning.indexing.indexer import _cluster, _cluster_digests
     from kenning.store import Index
 
     files, chunks, floats = _source_rows(source, settings, embedder)

@@ -56,7 +56,7 @@ def _seed(source: Path, settings: Any, embedder: Any, home: Path) -> None:
 def _edit_one_file(target: Path, settings: Any, embedder: Any) -> str:
     """Append a function to one Python file of the first copy (a file of its own, no longer a
     link to the source's) and refresh the index."""
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
 
     victim = sorted((target / "copy0000").rglob("*.py"))[0]
     text = victim.read_text()

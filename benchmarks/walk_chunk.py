@@ -23,7 +23,7 @@ from pathlib import Path
 from kenning import config, kernels
 from kenning.chunking import chunk_file
 from kenning.embedding import make_embedder
-from kenning.sources import WalkStats, walk
+from kenning.indexing.sources import WalkStats, walk
 
 
 def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float, object]:

@@ -35,7 +35,7 @@ def fresh_process_caches() -> Iterator[None]:
     yield
     import sys
 
-    if (freshness := sys.modules.get("kenning.freshness")) is not None:
+    if (freshness := sys.modules.get("kenning.services.freshness")) is not None:
         freshness._shared.clear()
     if (store := sys.modules.get("kenning.store")) is not None:
         store._readers.drop_all()
@@ -50,7 +50,7 @@ def fresh_process_caches() -> Iterator[None]:
 def graph_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the searches answered by the approximate-search graph (the real one, only
     observed): one entry per search, the rows of the graph that answered it."""
-    from kenning import ann
+    from kenning.indexing import ann
 
     calls: list[int] = []
     real = ann.AnnIndex.search

@@ -164,7 +164,7 @@ class Indexed:
 def indexed_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Indexed]:
     """Two repositories indexed once with the local model, in a session-wide KENNING_HOME."""
     from kenning import config
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
 
     base = tmp_path_factory.mktemp("search-session")
     state = Indexed(write_repo(base / "repo", REPO), write_repo(base / "other", OTHER_REPO),

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kenning import ann, kernels
-from kenning.ann import AnnIndex
+from kenning import kernels
 from kenning.errors import IndexMissing
+from kenning.indexing import ann
+from kenning.indexing.ann import AnnIndex
 
 DIMS = 384
 
@@ -137,7 +138,7 @@ def test_onnxruntime_still_imports_after_the_graph_is_used(tmp_path: Path) -> No
     # usearch loaded before onnxruntime makes onnxruntime's import crash the process.
     script = (
         "import numpy as np\n"
-        "from kenning.ann import AnnIndex\n"
+        "from kenning.indexing.ann import AnnIndex\n"
         f"AnnIndex({str(tmp_path / 'g.usearch')!r}, 64)._new()\n"
         "import onnxruntime\n"
         "print('ok')\n"

@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from kenning import config, indexer
-from kenning.ann import AnnIndex
+from kenning import config
 from kenning.errors import ConfigError
+from kenning.indexing import indexer
+from kenning.indexing.ann import AnnIndex
 from kenning.retrieval import dense, resolve_projects, search
 from kenning.store import Index, graph
 

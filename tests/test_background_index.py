@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from embed_server import EmbedServer
-from kenning import config, indexing_state
+from kenning import config
 from kenning.cli import cli
 from kenning.cli.index_cmd import _LogLines
-from kenning.indexer import embedding_order, refresh
+from kenning.indexing import state as indexing_state
+from kenning.indexing.indexer import embedding_order, refresh
 from kenning.retrieval import resolve_projects, search
 from kenning.store import Index
 from kenning.store.writer import FileRow, MissingVector

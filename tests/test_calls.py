@@ -10,9 +10,10 @@ import pytest
 from index_helpers import kenning_cli
 from kenning import config
 from kenning.chunking import chunk_file
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.retrieval import ProjectRef, get_chunk, search
 from kenning.store import Index
+from search_fixtures import write_repo
 
 # One function per language that calls a plain function, a method and a constructor or
 # associated function, as code in that language does.
@@ -123,14 +124,11 @@ def test_handle_request():
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("calls")
-    root = base / "repo"
-    for rel, text in PROJECT.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+    root = write_repo(base / "repo", PROJECT)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("KENNING_HOME", str(base / "home"))
         refresh(root, config.load())
-    return root.resolve(), base / "home"
+    return root, base / "home"
 
 
 @pytest.fixture

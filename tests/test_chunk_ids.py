@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from index_helpers import make_repo
 from kenning.errors import StaleChunkId, UsageError
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.retrieval import ProjectRef, get_chunk, search
 from kenning.store import Index
 from kenning.store.ids import ChunkId

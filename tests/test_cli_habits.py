@@ -47,7 +47,7 @@ def git_checkout(tmp_path: Path) -> Path:
     """The fixture repository as a git work tree (whose root a subfolder's search finds),
     indexed."""
     from kenning import config
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
 
     root = make_repo(tmp_path / "repo", REPO).resolve()
     refresh(root, config.load())

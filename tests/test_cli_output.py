@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from kenning import config
 from kenning.cli import COMMANDS, cli
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 
 KENNING = [sys.executable, "-m", "kenning"]
 

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 from index_helpers import WALK_BACKENDS
-from kenning import config, indexer, safe_read, sources
-from kenning.index_admin import project_status
-from kenning.sources import WalkStats, changes, walk
+from kenning import config, safe_read
+from kenning.indexing import indexer, sources
+from kenning.indexing.sources import WalkStats, changes, walk
+from kenning.services.index_admin import project_status
 from kenning.store import Index
 from test_mcp_server import serve
 

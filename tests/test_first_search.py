@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from kenning import config
 from kenning.cli.search_cmd import _Progress
-from kenning.freshness import Freshness, Policy
 from kenning.retrieval import ProjectRef, search
+from kenning.services.freshness import Freshness, Policy
 from kenning.store import Index
 from search_fixtures import KENNING, cli_status
 

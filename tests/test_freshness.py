@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from index_helpers import kenning_cli
 from kenning import config
-from kenning.freshness import Freshness, Policy
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.retrieval import ProjectRef, search
+from kenning.services.freshness import Freshness, Policy
 from test_mcp_server import ALPHA, serve, write_tree
 
 # what only the MCP server adds to the status record: its own session's state

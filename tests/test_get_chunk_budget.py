@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from kenning import config
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.mcpserver import render
 from kenning.retrieval import ProjectRef, get_chunk, search
 from kenning.retrieval.api import CHUNK_MAX_LINES, HEAD_LINES

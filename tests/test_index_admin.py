@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 from filelock import FileLock
-from kenning import config, index_admin
+from kenning import config
 from kenning.errors import IndexBusy, IndexDamaged, IndexMissing
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
+from kenning.services import index_admin
 from kenning.store import LOCK_NAME, Index
 from kenning.store.vectors import INT8
 
@@ -94,7 +95,7 @@ def test_status_counts_changes_as_the_refresh_does_by_stat_data(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from kenning import sources
+    from kenning.indexing import sources
 
     (repo / "app" / "new.py").write_text("def fresh():\n    return 1\n")
     kept = next(p for p in sorted(repo.rglob("*.py")) if p.name != "new.py")

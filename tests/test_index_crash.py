@@ -26,7 +26,7 @@ from index_helpers import (
 )
 from kenning import config
 from kenning.embedding import make_embedder
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.store import Index
 from kenning.store.vectors import INT8
 

@@ -38,7 +38,7 @@ def test_a_first_index_killed_before_its_commit_says_to_run_index(repo, capsys):
 @pytest.fixture
 def built(repo, settings, model):
     """The repo indexed in batches of 4 (several checksum blocks); its index."""
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
     from kenning.store import Index
 
     refresh(repo, settings, embedder=model)
@@ -211,7 +211,7 @@ def test_garbled_file_records_are_read_again_not_a_crash(built, repo, capsys):
 
 def test_stat_data_that_cannot_be_read_again_is_damage_with_its_repair(built, repo, capsys,
                                                                        monkeypatch):
-    from kenning import sources
+    from kenning.indexing import sources
 
     def unreadable(*args, **kwargs):
         raise ValueError("known stat data: a size or mtime is not a number")

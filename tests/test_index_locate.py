@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from embed_server import EmbedServer
 from index_helpers import kenning_cli
-from kenning import config, index_admin
+from kenning import config
 from kenning.embedding import identity, make_embedder
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.project import kenning_home
 from kenning.retrieval import resolve_projects, search
+from kenning.services import index_admin
 from kenning.store import Index, make_descriptor
 
 pytest_plugins = ["search_fixtures", "index_helpers"]

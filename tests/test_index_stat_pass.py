@@ -8,7 +8,7 @@ import sqlite3
 
 from index_helpers import CountingEmbedder, check_consistent
 from kenning import config
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.store import Index, db
 
 pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo

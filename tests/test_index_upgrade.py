@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from index_helpers import CountingEmbedder, check_consistent
 from kenning import project
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.store import Index
 from kenning.store.vectors import names
 

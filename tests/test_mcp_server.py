@@ -144,7 +144,7 @@ class World:
 @pytest.fixture(scope="session")
 def world(tmp_path_factory: pytest.TempPathFactory, local_model: None) -> World:
     """Two small repositories, indexed once with the local model."""
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
 
     base = tmp_path_factory.mktemp("mcp")
     found = World(base / "home", write_tree(base / "alpha", ALPHA),
@@ -536,7 +536,7 @@ def multi(world: World, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cl
         f'[[projects]]\nid = "beta"\nroot = "{world.beta}"\n\n'
         f'[[projects]]\nid = "gamma"\nroot = "{base / "gone"}"\n')
     # explicit ids are new index folders: index them under the ids first
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
 
     env = world.env("multi.toml")
     with pytest.MonkeyPatch.context() as patch:

@@ -14,9 +14,10 @@ import pytest
 from index_helpers import kenning_cli
 from kenning import config
 from kenning.errors import UsageError
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.retrieval import ProjectRef
 from kenning.retrieval.related import related
+from search_fixtures import write_repo
 from test_mcp_server import serve
 
 FILES = {
@@ -71,17 +72,14 @@ def fetch_json(url, session):
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("related")
-    root = base / "repo"
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+    root = write_repo(base / "repo", FILES)
     (root / "data.bin").write_bytes(b"\x00\x01\x02binary")
     (root / ".git").mkdir()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("KENNING_HOME", str(base / "home" / "data"))
         mp.setenv("KENNING_CONFIG", str(base / "home" / "config.toml"))
         refresh(root, config.load())
-    return root.resolve(), base / "home"
+    return root, base / "home"
 
 
 @pytest.fixture

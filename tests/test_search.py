@@ -276,7 +276,7 @@ def _split_class() -> str:
 
 
 def test_a_split_class_is_found_at_its_declaration(indexed: Indexed, tmp_path: Path) -> None:
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
 
     root = tmp_path / "java"
     (root / "demo").mkdir(parents=True)

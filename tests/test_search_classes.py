@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from kenning import config
 from kenning.errors import UsageError
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.retrieval import ProjectRef, search
 from kenning.retrieval.classes import categories, chunk_class, superseded
 

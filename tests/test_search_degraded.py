@@ -10,7 +10,7 @@ from embed_server import EmbedServer
 from kenning import config
 from kenning.cli import main
 from kenning.embedding import make_embedder
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.retrieval import resolve_projects, search
 
 pytest_plugins = ["search_fixtures"]

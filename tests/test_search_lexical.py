@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from kenning import config
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.retrieval import lexical
 from kenning.retrieval.query import analyze
 from kenning.store import Index, Snapshot, fts

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from kenning import config
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.retrieval import ProjectRef, search
 
 TOPICS = ("retry", "backoff", "timeout", "request", "session", "cache", "token", "queue")

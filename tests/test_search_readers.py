@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from kenning import config, store
 from kenning.errors import IndexMissing
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.retrieval import ProjectRef, search
 from kenning.store import Index
 

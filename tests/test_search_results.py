@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from kenning import config
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.retrieval import ProjectRef, search
 from kenning.retrieval.api import MAX_LIMIT
 from kenning.retrieval.units import Unit

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from index_helpers import make_repo
 from kenning import config
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.retrieval import symbols
 from kenning.retrieval.query import analyze
 from kenning.store import Index, Snapshot

@@ -62,7 +62,7 @@ def test_publish_with_a_refused_token_stops_before_indexing(refusing: AuthServer
 def test_search_with_a_refused_token_is_exit_6(refusing: AuthServer, repo: Path, backend: str,
                                                model: Any, capsys: pytest.CaptureFixture[str],
                                                monkeypatch: pytest.MonkeyPatch):
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
 
     # indexed here, so `both` searches this checkout locally before it asks the engine
     assert refresh(repo, config.load(), embedder=model).status == "complete"
@@ -117,7 +117,7 @@ def test_publish_to_an_engine_nobody_listens_for_is_exit_5(repo: Path,
 def test_a_shared_file_where_nothing_can_be_written_is_one_sentence(
         repo: Path, settings: config.Settings, model: Any, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch, uri: str) -> None:
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
 
     refresh(repo, settings, embedder=model)
     monkeypatch.setenv("KENNING_SHARED_URI", uri)
@@ -139,7 +139,7 @@ def test_a_lite_engine_leaves_no_log_file_outside_kenning_home(
     import subprocess
     import sys
 
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
 
     refresh(repo, settings, embedder=model)
     tmpdir = tmp_path / "tmpdir"

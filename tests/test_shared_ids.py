@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 from index_helpers import make_repo
-from kenning import config, index_admin
+from kenning import config
 from kenning.cli.publish_cmd import summary
 from kenning.errors import StaleChunkId
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.retrieval import ProjectRef, get_chunk, search
+from kenning.services import index_admin
 from kenning.shared import Engine, publish, publishing, read_head, reads
 from kenning.shared.engine import release_all
 from kenning.store import Index

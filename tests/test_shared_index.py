@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from kenning import config, kernels
 from kenning.errors import SharedBusy
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.retrieval import classes
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.query import analyze

@@ -58,7 +58,7 @@ class World:
 def world(tmp_path_factory: pytest.TempPathFactory, module_shared_uri: str, model: Any) -> World:
     """The fixture repository indexed here, and another project published; once per module
     (tests that change what is published publish projects of their own)."""
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
 
     base = tmp_path_factory.mktemp("world")
     found = World(base / "home", make_repo(base / "here"), make_repo(base / "other", OTHER_FILES),
@@ -202,7 +202,7 @@ def test_status_says_how_far_the_checkout_is_ahead_of_what_was_published(
         two: Any, model: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch):
     from index_helpers import kenning_cli
-    from kenning.indexer import refresh
+    from kenning.indexing.indexer import refresh
 
     _, _, uri = two
     monkeypatch.setenv("KENNING_SHARED_URI", uri)

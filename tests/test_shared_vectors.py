@@ -18,7 +18,7 @@ from index_helpers import FILES, CountingEmbedder, kenning_cli, make_repo
 from kenning import config, search
 from kenning.embedding import document_text
 from kenning.errors import ConfigError
-from kenning.indexer import SHARED_FETCH_MIN, refresh
+from kenning.indexing.indexer import SHARED_FETCH_MIN, refresh
 from kenning.shared import Engine, publish, publishing, retrieval, vector_cache
 from kenning.store import Index
 from shared_helpers import require_engine

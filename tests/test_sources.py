@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from index_helpers import WALK_BACKENDS, needs_rust_walk
-from kenning import sources
+from kenning.indexing import sources
+from kenning.indexing.sources import Changes, WalkStats, changes, detect_language, walk
 from kenning.records import SourceFile
-from kenning.sources import Changes, WalkStats, changes, detect_language, walk
 
 MiB = 1 << 20
 REPO = Path(__file__).resolve().parents[1]
@@ -455,7 +455,7 @@ def test_both_backends_agree_on_a_wide_and_deep_tree(tmp_path: Path) -> None:
 @needs_rust_walk
 def test_both_backends_agree_on_this_repository() -> None:
     found, _ = both_walks(REPO)
-    assert "python/kenning/sources.py" in [row[0] for row in found]
+    assert "python/kenning/indexing/sources.py" in [row[0] for row in found]
 
 
 def test_a_repeated_walk_of_an_unchanged_tree_gives_the_same_answer(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from index_helpers import check_consistent, git
 from kenning.errors import IndexMissing
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.store import Index, make_descriptor
 from kenning.store.vectors import BITS, INT8, SCALE
 
@@ -91,7 +91,7 @@ def _vectors_by_hash(snap) -> dict[bytes, bytes]:
 
 def test_unused_vectors_are_reclaimed_without_disturbing_readers(repo, settings, model,
                                                                   monkeypatch):
-    from kenning import indexer
+    from kenning.indexing import indexer
 
     monkeypatch.setattr(indexer, "COMPACT_MIN_DEAD", 0)
     refresh(repo, settings, embedder=model)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from index_helpers import make_repo
 from kenning.errors import IndexError_
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.store import Index, vectors
 from kenning.store.vectors import INT8
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 from index_helpers import FILES, make_repo
-from kenning.indexer import refresh
+from kenning.indexing.indexer import refresh
 from kenning.retrieval.filters import Filters
 from kenning.store import Index, Snapshot, masks
 from kenning.store.chunk_filter import condition

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kenning import sources
 from kenning.errors import UsageError
-from kenning.sources import WalkStats, changes, walk
+from kenning.indexing import sources
+from kenning.indexing.sources import WalkStats, changes, walk
 
 try:
     from kenning import _core

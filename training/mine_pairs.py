@@ -116,7 +116,7 @@ def doc_lines(file_lines: list[str], start: int, language: str) -> tuple[list[in
 
 def mine_file(args: tuple[str, str, str]) -> list[dict[str, object]]:
     from kenning.chunking import chunk_file
-    from kenning.sources import detect_language
+    from kenning.indexing.sources import detect_language
 
     package, path, rel = args
     language = detect_language(rel)

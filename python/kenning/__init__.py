@@ -39,8 +39,8 @@ from kenning.errors import (  # noqa: E402 - after the switch above; a module wi
 if TYPE_CHECKING:
     __version__: str
     from kenning.config import Settings
-    from kenning.index_admin import State
-    from kenning.library import (
+    from kenning.services.index_admin import State
+    from kenning.services.library import (
         CallLink,
         Chunk,
         Declaration,
@@ -100,16 +100,11 @@ __all__ = [
 ]
 
 # name -> the module that defines it, imported on first use
-_LAZY = {
-    "search": "kenning.library", "index": "kenning.library", "get_chunk": "kenning.library",
-    "status": "kenning.library", "load_settings": "kenning.library",
-    "doctor": "kenning.library", "Doctor": "kenning.library", "DoctorCheck": "kenning.library",
-    "Hit": "kenning.library", "SearchResult": "kenning.library", "Chunk": "kenning.library",
-    "Status": "kenning.library", "CallLink": "kenning.library",
-    "Declaration": "kenning.library", "RelatedResult": "kenning.library",
-    "related": "kenning.library",
-    "IndexRun": "kenning.library", "Settings": "kenning.config", "State": "kenning.index_admin",
-}
+_LIBRARY = ("search", "related", "index", "get_chunk", "status", "doctor", "load_settings",
+            "Hit", "SearchResult", "Chunk", "Status", "CallLink", "Declaration", "RelatedResult",
+            "IndexRun", "Doctor", "DoctorCheck")
+_LAZY = {**dict.fromkeys(_LIBRARY, "kenning.services.library"),
+         "Settings": "kenning.config", "State": "kenning.services.index_admin"}
 
 
 def __getattr__(name: str) -> object:

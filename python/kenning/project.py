@@ -53,7 +53,7 @@ def head_commit(root: Path) -> str | None:
     """The commit the work tree at ``root`` has checked out, read from its git folder (no git
     run) when that lies inside ``root``; None outside git, and for a linked worktree or a
     submodule, whose git folder lies elsewhere."""
-    from kenning.indexer import git_state
+    from kenning.indexing.indexer import git_state
 
     dirs = git_dirs(root)
     inside = root.resolve()
@@ -158,7 +158,7 @@ def check_root(root: Path, *, force: bool, first_index: bool) -> None:
 def _more_files_than(root: Path, limit: int) -> bool:
     """Whether ``root`` holds more than ``limit`` files outside the always-excluded folders;
     stops counting there."""
-    from kenning.sources import DEFAULT_EXCLUDED_DIRS
+    from kenning.indexing.sources import DEFAULT_EXCLUDED_DIRS
 
     count = 0
     for _folder, folders, files in os.walk(root):  # symlinks are not followed

@@ -97,7 +97,7 @@ def cli() -> None:
     (`kenning search "how are retries handled"`). Nothing leaves this machine unless you
     point the embedder at a server elsewhere.
     """
-    from kenning import usage_log
+    from kenning.services import usage_log
 
     # the searches, index runs and errors of this command go to `kenning stats`' log
     click.get_current_context().with_resource(usage_log.opened())

@@ -17,7 +17,7 @@ def doctor(json_output: bool) -> None:
     the current directory are checked in full too: the database, the full-text table, the
     vector files and their checksums.
     """
-    from kenning.library import doctor as run
+    from kenning.services.library import doctor as run
 
     report = run(".")
     if json_output:

@@ -37,7 +37,7 @@ def index(path: Path, json_output: bool, quiet: bool, dry_run: bool, wait: bool,
     re-read, and only chunks never seen before are embedded. Safe to interrupt: the next run
     resumes. Off a terminal, a progress line goes to stderr every few seconds.
     """
-    from kenning import indexer
+    from kenning.indexing import indexer
 
     root = project.find_root(path)
     settings = cfg.load({"index.force_root": "true" if force_root else None})
@@ -109,7 +109,7 @@ class _LogLines:
         self.phase_started = self.last = 0.0
 
     def __call__(self, event: dict[str, Any]) -> None:
-        from kenning.indexing_state import pace
+        from kenning.indexing.state import pace
 
         kind = event["type"]
         now = time.monotonic()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from kenning.index_admin import ProjectStatus, Published
+    from kenning.services.index_admin import ProjectStatus, Published
 
 
 def _problem_text(problem: Mapping[str, Any]) -> str:
@@ -19,7 +19,7 @@ def _problem_text(problem: Mapping[str, Any]) -> str:
 
 
 def _indexer_line(info: ProjectStatus) -> str:
-    from kenning.indexing_state import describe
+    from kenning.indexing.state import describe
 
     if info["indexer"] is not None:
         return f"running ({describe(info['indexer'])})"
@@ -46,9 +46,10 @@ def status(path: Path, show_paths: bool, json_output: bool) -> None:
     the config file, and the setting that chose the model. `--paths` shows where everything
     lives instead.
     """
-    from kenning import config, index_admin
+    from kenning import config
     from kenning.errors import IndexError_
     from kenning.project import find_root
+    from kenning.services import index_admin
 
     if show_paths:
         where = index_admin.paths()
@@ -111,7 +112,7 @@ def _published_line(published: Published) -> str:
         return _problem_text(published["problem"])
     if not published.get("generation"):
         return "; ".join(filter(None, ["not published", published.get("hint")]))
-    from kenning.index_admin import ahead_text
+    from kenning.services.index_admin import ahead_text
 
     return (f"generation {published['generation']} ({published.get('state')}) published "
             f"{_local_time(published.get('published_at'))}; local snapshot "
@@ -139,9 +140,10 @@ def remove_index(path: Path, all_: bool, cache: bool, yes: bool, shared_project:
     """
     import sys
 
-    from kenning import config, index_admin
+    from kenning import config
     from kenning.errors import UsageError
     from kenning.project import find_root, kenning_home
+    from kenning.services import index_admin
 
     settings = config.load()
     if shared_project is not None:
@@ -182,7 +184,7 @@ def stats(json_output: bool) -> None:
     agent would otherwise have made, less what the search returned; 4 bytes a token. The log
     ($KENNING_HOME/usage.jsonl) never leaves this machine and keeps only its newest ~2 MB.
     """
-    from kenning import usage_log
+    from kenning.services import usage_log
 
     info = usage_log.summary()
     if json_output:

@@ -16,7 +16,7 @@ from kenning.mcpserver.untrusted import clean_label, escape_label, new_nonce, wr
 from kenning.retrieval.budget import described
 
 if TYPE_CHECKING:
-    from kenning.index_admin import Published
+    from kenning.services.index_admin import Published
 
 # Kept free in every budget for the sentence that says what was left out.
 NOTICE_TOKENS = 80
@@ -241,7 +241,7 @@ def _published(pub: dict[str, Any]) -> str:
         return "shared index: " + _problem(pub["problem"])
     if not pub.get("generation"):
         return "shared index: not published"
-    from kenning.index_admin import ahead_text
+    from kenning.services.index_admin import ahead_text
 
     return (f"shared index: generation {pub['generation']} ({pub.get('state')}) published "
             f"{pub.get('published_at')} · local snapshot " + ahead_text(cast("Published", pub)))

@@ -1,6 +1,6 @@
 """What the tools do, as plain calls returning the CLI's JSON shapes; no MCP types here.
 
-Freshness is the library's policy (``kenning.freshness``), configured with
+Freshness is the library's policy (``kenning.services.freshness``), configured with
 ``mcp.refresh_interval``: before a search each project is refreshed at most once per interval,
 a few missing vectors are embedded at once and a larger backlog on a worker thread of this
 server (as the CLI leaves it to a background `kenning index`). Long work (a first index's
@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from kenning.config import Settings
 from kenning.errors import EmbedderError, KenningError, UsageError
-from kenning.freshness import Freshness, Policy
-from kenning.indexing_state import pace
+from kenning.indexing.state import pace
 from kenning.mcpserver.projects import Job, Registry, Served
+from kenning.services.freshness import Freshness, Policy
 from kenning.store.ids import ChunkId
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ class Service:
     def _refresh(self, served: Served, *, full: bool,
                  progress: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
         """A whole refresh of ``served`` (every vector, the ANN graph) on a worker thread."""
-        from kenning.indexer import refresh
+        from kenning.indexing.indexer import refresh
 
         assert served.ref is not None
         with self.freshness.working(served.ref.root):
@@ -260,7 +260,7 @@ class Service:
 
     def _missing_status(self, served: Served) -> dict[str, Any]:
         """The library's record of a served project whose root cannot be looked at now."""
-        from kenning.index_admin import unreadable_status
+        from kenning.services.index_admin import unreadable_status
 
         assert served.error is not None
         root = served.ref.root if served.ref is not None else Path(served.name)
@@ -269,7 +269,7 @@ class Service:
     def _project_status(self, served: Served) -> dict[str, Any]:
         """The library's status record, with what this server knows besides: its indexing
         job's progress, its last refresh and the last error it met."""
-        from kenning.index_admin import project_status
+        from kenning.services.index_admin import project_status
 
         assert served.ref is not None
         report: dict[str, Any] = dict(project_status(served.ref.root, self.settings))

@@ -25,7 +25,6 @@ from kenning.errors import (
     StaleContent,
     UsageError,
 )
-from kenning.freshness import Freshness, failed_refresh, for_settings
 from kenning.retrieval import budget, dense, lexical, symbols, tracebacks
 from kenning.retrieval.calls import LINKS
 from kenning.retrieval.calls import around as call_links_around
@@ -38,6 +37,7 @@ from kenning.retrieval.ranking import Candidate, later_parts, named_candidates, 
 from kenning.retrieval.reexports import lead_with_reexports
 from kenning.retrieval.snippets import SnippetReader, left_out
 from kenning.retrieval.units import declared_words, units
+from kenning.services.freshness import Freshness, failed_refresh, for_settings
 from kenning.store.ids import ChunkId
 
 if TYPE_CHECKING:
@@ -430,7 +430,7 @@ def _chunk_readers(index: Index, snap: Snapshot, ctx: _Context) -> tuple[
 
 def _partial_warning(index: Index, snap: Snapshot, ctx: _Context) -> str:
     """How complete a partial index is, and whether anything is finishing it."""
-    from kenning import indexing_state
+    from kenning.indexing import state as indexing_state
 
     share = round(100 * snap.vectors / snap.chunks)
     have = (f"{snap.vectors} of {snap.chunks} chunks ({share}%) have vectors so far, so results "
@@ -509,7 +509,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
 
     ``branches`` selects retrieval branches (all by default; the quality benchmark measures
     each alone). ``progress`` receives the refresh's progress events. Each project is refreshed
-    first as ``freshness`` (``kenning.freshness``; unless given, the policy ``settings``
+    first as ``freshness`` (``kenning.services.freshness``; unless given, the policy ``settings``
     configure) says: a project whose backlog of chunks without vectors is too large to embed before
     answering (a first index, say) is searched by words, symbols and the vectors it has, with a
     warning, and its root is listed in ``vectors_deferred``: the caller computes them in the
@@ -520,7 +520,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
     the results are packed as line ranges within that many tokens (``budget``): each keeps
     the lines it was given as ``content`` and ``lines``, and ``budget`` reports ``{"tokens",
     "used"}``."""
-    from kenning import usage_log
+    from kenning.services import usage_log
 
     started = time.perf_counter()
     try:

@@ -19,8 +19,8 @@ from pathlib import Path
 from kenning.chunking.languages import KIND_KEYWORDS
 from kenning.chunking.languages import LANGUAGES as GRAMMARS
 from kenning.errors import UsageError
+from kenning.indexing.sources import LANGUAGES, detect_language
 from kenning.retrieval.classes import CLASSES, chunk_class
-from kenning.sources import LANGUAGES, detect_language
 from kenning.store.chunk_filter import ChunkFilter
 
 __all__ = ["KINDS", "LANGUAGES", "Filters", "normalize_path_filter"]

@@ -31,7 +31,6 @@ from kenning import safe_read
 from kenning.config import Settings
 from kenning.embedding import Embedder, borrowed, deadline
 from kenning.errors import UsageError
-from kenning.freshness import Freshness, for_settings
 from kenning.retrieval import calls, dense
 from kenning.retrieval.api import (
     DENSE_DEPTH,
@@ -48,6 +47,7 @@ from kenning.retrieval.projects import ProjectRef, resolve_projects
 from kenning.retrieval.query import Query
 from kenning.retrieval.ranking import Candidate, rank
 from kenning.retrieval.units import SHORT_LINES, Unit, units
+from kenning.services.freshness import Freshness, for_settings
 from kenning.store.writer import declared_name
 
 if TYPE_CHECKING:

@@ -323,7 +323,7 @@ def publish(root: Path, settings: Settings, *, dry_run: bool = False,
     """Publish the committed snapshot of the project at ``root`` (refreshed first, unless
     ``refresh=False``). ``dry_run`` reports what would be sent and changes nothing."""
     from kenning.embedding import borrowed
-    from kenning.indexer import refresh as refresh_index
+    from kenning.indexing.indexer import refresh as refresh_index
     from kenning.store import Index, make_descriptor
 
     started = time.perf_counter()

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from kenning import kernels, safe_read, usage_log
+from kenning import kernels, safe_read
 from kenning.errors import SharedIndexError, UsageError
 from kenning.retrieval.classes import CLASSES
 from kenning.retrieval.filters import Filters
@@ -31,6 +31,7 @@ from kenning.retrieval.ranking import Candidate, named_candidates, rank
 from kenning.retrieval.reexports import lead_with_reexports
 from kenning.retrieval.snippets import signature_line, windowed
 from kenning.retrieval.units import Row, name_words, units
+from kenning.services import usage_log
 from kenning.shared.engine import PATHS_PER_QUERY, Engine
 from kenning.shared.reads import (
     META,

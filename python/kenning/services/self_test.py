@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kenning.config import Settings
-    from kenning.library import DoctorCheck
+    from kenning.services.library import DoctorCheck
 
 _PROBE = '''def retry_with_backoff(call, attempts=3):
     """Call again after a failure, waiting longer each time."""
@@ -27,7 +27,7 @@ _PROBE = '''def retry_with_backoff(call, attempts=3):
 
 def _check(name: str, run: Callable[[], str], checks: list[DoctorCheck]) -> bool:
     from kenning.errors import KenningError
-    from kenning.library import DoctorCheck
+    from kenning.services.library import DoctorCheck
 
     try:
         detail = run()
@@ -86,8 +86,8 @@ def run_checks(path: str | os.PathLike[str],
 
     def round_trip() -> str:
         from kenning.errors import IndexMissing
-        from kenning.index_admin import remove
         from kenning.retrieval import ProjectRef, search
+        from kenning.services.index_admin import remove
         from kenning.store import project_id_for
 
         with tempfile.TemporaryDirectory(prefix="kenning-doctor-") as tmp:
@@ -106,8 +106,8 @@ def run_checks(path: str | os.PathLike[str],
             return f"indexed a probe file and found it (score {hits[0]['score']:.3f})"
 
     def index_integrity() -> str:
-        from kenning.index_admin import check
         from kenning.project import find_root
+        from kenning.services.index_admin import check
 
         root = find_root(path)
         count = check(root, state["settings"])

@@ -30,7 +30,7 @@ from kenning.errors import EmbedderError, IndexError_
 if TYPE_CHECKING:
     from kenning.config import Settings
     from kenning.embedding import Embedder
-    from kenning.indexer import RefreshResult
+    from kenning.indexing.indexer import RefreshResult
     from kenning.store import Index
 
 Progress = Callable[[dict[str, Any]], None]
@@ -168,7 +168,7 @@ class Freshness:
              progress: Progress | None, *, embed: bool) -> None:
         """One refresh; the chunks are committed before any embedding, so when the embedder
         fails the words and symbols are fresh all the same."""
-        from kenning.indexer import refresh
+        from kenning.indexing.indexer import refresh
 
         limit = self.policy.sync_embed_limit
         try:

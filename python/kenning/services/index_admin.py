@@ -16,7 +16,7 @@ from kenning.errors import IndexError_, IndexMissing, KenningError, UsageError
 
 if TYPE_CHECKING:
     from kenning.config import Settings
-    from kenning.indexing_state import Running
+    from kenning.indexing.state import Running
     from kenning.store import Index, Snapshot
 
 # "not indexed": no committed snapshot; "ready": every chunk has a vector; "embedding": some
@@ -94,7 +94,7 @@ def _changed_since(root: Path, snap: Snapshot, max_file_size: int) -> ChangedSin
     """Files added, changed and removed since ``snap``, by the comparison a refresh makes
     (``sources.changes``: size and mtime against the stored stat data, one stat pass; only
     new and changed files are opened)."""
-    from kenning.sources import changes
+    from kenning.indexing.sources import changes
 
     known = snap.file_stats()
     try:
@@ -137,7 +137,7 @@ def project_status(root: Path, settings: Settings, *, index: Index | None = None
 
 
 def _readable_status(index: Index, settings: Settings, changes: bool) -> ProjectStatus:
-    from kenning import indexing_state
+    from kenning.indexing import state as indexing_state
 
     report = _base(index.root, index.project_id, settings, str(index.descriptor["model"]),
                    int(index.descriptor["dims"]))
@@ -323,8 +323,9 @@ def check(root: Path, settings: Settings) -> int:
 
 def paths() -> dict[str, Any]:
     """Where kenning keeps everything, with the size of each."""
-    from kenning import config, usage_log
+    from kenning import config
     from kenning.project import kenning_home
+    from kenning.services import usage_log
     from kenning.store import dir_bytes
 
     home = kenning_home()

@@ -32,13 +32,15 @@ from typing import Any
 
 import numpy as np
 
-from kenning import indexing_state, kernels, project, safe_read, usage_log
+from kenning import kernels, project, safe_read
 from kenning.config import Settings
 from kenning.embedding import Embedder, borrowed, document_text
 from kenning.embedding.profiles import HEADER_RESERVE_TOKENS
 from kenning.errors import EmbedderError, IndexBusy, IndexMissing, KenningError, UsageError
+from kenning.indexing import state as indexing_state
+from kenning.indexing.sources import Changes, WalkStats, changes, walk
 from kenning.records import Chunk, SourceFile
-from kenning.sources import Changes, WalkStats, changes, walk
+from kenning.services import usage_log
 from kenning.store import Index, db
 from kenning.store import graph as store_graph
 from kenning.store.repair import Repair

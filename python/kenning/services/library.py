@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, Union
 
 if TYPE_CHECKING:
     from kenning.config import Settings
-    from kenning.index_admin import ChangedSince, Problem, Published, State
-    from kenning.indexing_state import Running
+    from kenning.indexing.state import Running
+    from kenning.services.index_admin import ChangedSince, Problem, Published, State
 
 PathLike = Union[str, "os.PathLike[str]"]
 Scope = Literal["declaration", "chunk"]
@@ -234,7 +234,7 @@ class Status(_Typed):
     since (``changed_since``: added, changed, removed), ``problems`` (each ``{"error",
     "message", "hint"}``), the indexer running on it, if any (pid, progress), and its
     generation in the shared index (``published``, when one is configured). The keys are
-    those of ``kenning status --json-output`` (``kenning.index_admin.ProjectStatus``)."""
+    those of ``kenning status --json-output`` (``kenning.services.index_admin.ProjectStatus``)."""
 
     TYPE: ClassVar[str] = "status"
     project: str
@@ -411,8 +411,8 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     that many tokens (at most 100,000; estimated at three characters a token): the heads of
     the top declarations, then their best windows, no line twice, in rank order; the result's
     ``budget`` says how many were used."""
-    from kenning.freshness import for_settings
     from kenning.retrieval import search as run
+    from kenning.services.freshness import for_settings
 
     _check("query", query, (str,), "a string")
     _check("limit", limit, (int,), "an integer")
@@ -441,8 +441,8 @@ def related(location: PathLike, paths: PathLike | Sequence[PathLike] = ".", *,
     itself (``subject``) is left out. Filters, ``limit``, ``refresh`` and ``calls`` are those
     of ``search``. ``UsageError`` for a malformed location, one outside the project, a file
     that is not indexed or a line past its end."""
-    from kenning.freshness import for_settings
     from kenning.retrieval.related import related as run
+    from kenning.services.freshness import for_settings
 
     _check("location", location, (str, os.PathLike), "PATH:LINE, or a path with line=")
     _check("line", line, (int, type(None)), "an integer or None")
@@ -465,7 +465,8 @@ def index(path: PathLike = ".", *, full: bool = False,
     tree's root), waiting for another process that is indexing it. Only changed files are read
     again and only unseen chunks embedded; ``full`` re-reads every file after checking the
     whole index, and rebuilds what is damaged."""
-    from kenning import indexer, project
+    from kenning import project
+    from kenning.indexing import indexer
 
     _check("path", path, (str, os.PathLike), "a string or a path")
     _check("full", full, (bool,), "True or False")
@@ -502,7 +503,7 @@ def status(path: PathLike = ".", *, settings: Settings | None = None) -> Status:
     state: ``state`` "not indexed" when it has none for the configured model, "unreadable"
     (with its ``problems``) when it cannot be read."""
     from kenning import project
-    from kenning.index_admin import project_status
+    from kenning.services.index_admin import project_status
 
     _check("path", path, (str, os.PathLike), "a string or a path")
     _check_common(settings)
@@ -515,7 +516,7 @@ def doctor(path: PathLike = ".", *, settings: Settings | None = None) -> Doctor:
     and the indexes of the project at ``path`` are checked in full (database, full-text table,
     vector files and their checksums). A failure is a check with ``ok`` False and its ``fix``,
     never an exception."""
-    from kenning.self_test import run_checks
+    from kenning.services.self_test import run_checks
 
     _check("path", path, (str, os.PathLike), "a string or a path")
     _check_common(settings)
