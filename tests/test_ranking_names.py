@@ -116,3 +116,20 @@ def test_a_definition_ranks_above_its_stub(project: tuple[list[ProjectRef], Path
 def test_a_name_only_a_stub_declares_returns_the_stub(
         project: tuple[list[ProjectRef], Path], monkeypatch: pytest.MonkeyPatch) -> None:
     assert _paths(project, "lonely_helper", monkeypatch)[0] == ("lib/funcs.pyi", "lonely_helper")
+
+
+def test_a_declaration_in_many_chunks_is_one_declarer() -> None:
+    from kenning.retrieval.query import analyze
+    from kenning.retrieval.ranking import COMMON_NAME, Candidate, _Asked
+
+    def chunk(i: int, path: str, symbol: str) -> Candidate:
+        return Candidate(i, path, 10 * i, 10 * i + 9, 100 * i, 100 * i + 90, "elixir", "macro",
+                         symbol, 1.0)
+
+    # the clauses of one macro, each its own chunk, and two other modules' declarations
+    clauses = [chunk(i, "lib/schema.ex", "Ecto.Schema.has_many") for i in range(COMMON_NAME + 5)]
+    others = [chunk(90, "lib/assoc.ex", "Assoc.has_many"), chunk(91, "lib/repo.ex",
+                                                                  "Repo.has_many")]
+    asked = _Asked.of(analyze("has_many association definitions"), clauses + others)
+    assert asked.declarers == {"has_many": 3}
+    assert asked.shared(clauses[0]) <= COMMON_NAME  # so its score is not shrunk

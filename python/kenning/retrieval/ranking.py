@@ -110,7 +110,8 @@ class _Asked:
     names: tuple[str, ...]
     terms: frozenset[str]  # the stems of its words
     file_vote: float
-    # how many candidates declare each name the query asks for by its last component alone
+    # how many declarations among the candidates declare each name the query asks for by its
+    # last component alone
     declarers: dict[str, int] = field(default_factory=dict)
 
     @classmethod
@@ -118,10 +119,13 @@ class _Asked:
         terms = frozenset(stem(t) for t in query.terms)
         vote = FILE_NAME_VOTE_IDENTIFIER if query.identifier_like else FILE_NAME_VOTE
         asked = cls(query, query.symbol_names, terms, vote)
-        for cand in candidates or ():
-            if cand.symbol and symbols.CASELESS <= _grade(cand, asked) < symbols.EXACT:
-                name = _last(cand.symbol)
-                asked.declarers[name] = asked.declarers.get(name, 0) + 1
+        # a declaration counts once, whatever its chunks (the clauses of one Elixir macro, the
+        # parts of a long function)
+        seen = {(c.path, c.symbol) for c in candidates or ()
+                if c.symbol and symbols.CASELESS <= _grade(c, asked) < symbols.EXACT}
+        for _, symbol in seen:
+            name = _last(symbol)
+            asked.declarers[name] = asked.declarers.get(name, 0) + 1
         return asked
 
     def shared(self, candidate: Candidate) -> int:
