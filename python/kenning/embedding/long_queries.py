@@ -55,5 +55,5 @@ def embed(embedder: Embedder, text: str) -> np.ndarray:
         return np.asarray(embedder.embed_query(split[0]), np.float32)
     vectors = np.stack([np.asarray(embedder.embed_query(part), np.float32) for part in split])
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    mean = vectors.mean(axis=0)
+    mean: np.ndarray = vectors.mean(axis=0)
     return (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
