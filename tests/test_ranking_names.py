@@ -133,3 +133,19 @@ def test_a_declaration_in_many_chunks_is_one_declarer() -> None:
     asked = _Asked.of(analyze("has_many association definitions"), clauses + others)
     assert asked.declarers == {"has_many": 3}
     assert asked.shared(clauses[0]) <= COMMON_NAME  # so its score is not shrunk
+
+
+def test_a_class_asked_by_name_is_found_at_its_head_not_at_a_banner_inside_it() -> None:
+    from kenning.retrieval.query import analyze
+    from kenning.retrieval.ranking import Candidate, rank
+
+    def chunk(i: int, line: int, symbol: str, score: float) -> Candidate:
+        return Candidate(i, "node/ObjectNode.java", line, line + 4, line * 40, line * 40 + 160,
+                         "java", "class", symbol, score)
+
+    head = chunk(1, 18, "ObjectNode", 0.10)
+    banner = chunk(2, 661, "ObjectNode", 0.30)  # "Extended ObjectNode API" between methods
+    other = chunk(3, 83, "JsonNodeCreator.objectNode", 0.12)
+    ranked = rank([head, banner, other], analyze("ObjectNode"), parts={banner.id})
+    assert [(c.id, c.start_line) for c in ranked][:1] == [(1, 18)]
+    assert banner.id not in {c.id for c in ranked}

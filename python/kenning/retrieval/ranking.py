@@ -168,6 +168,26 @@ def later_parts(snap: Snapshot, candidates: list[Candidate], query: Query) -> se
             if cand.id in first and cand.start_byte > first[cand.id]}
 
 
+def heads_of_parts(candidates: list[Candidate], parts: AbstractSet[int]) -> list[Candidate]:
+    """``candidates`` without the later ``parts`` of a declaration whose first part is among
+    them, which takes a part's score when it is higher: a class asked for by name is found
+    where it is declared, not at a banner comment between its methods that says its name."""
+    heads: dict[tuple[str, str], list[Candidate]] = {}
+    for cand in candidates:
+        if cand.symbol and cand.id not in parts:
+            heads.setdefault((cand.path, cand.symbol), []).append(cand)
+    kept = []
+    for cand in candidates:
+        above = [h for h in heads.get((cand.path, cand.symbol or ""), ())
+                 if h.start_byte < cand.start_byte] if cand.id in parts else []
+        if above:
+            head = max(above, key=lambda h: h.start_byte)  # of an overload, the nearest
+            head.score = max(head.score, cand.score)
+        else:
+            kept.append(cand)
+    return kept
+
+
 def named_candidates(candidates: list[Candidate], query: Query) -> list[Candidate]:
     """The candidates whose symbol is a name the query asks for (in any case)."""
     asked = _Asked.of(query)
@@ -357,6 +377,7 @@ def rank(candidates: list[Candidate], query: Query, parts: AbstractSet[int] = fr
            if "compat" not in query.asks_for else set())
     for cand in candidates:
         cand.score = adjust(cand, asked, parts, old)
+    candidates[:] = heads_of_parts(candidates, parts)
     below_definitions(candidates)
     candidates.sort(key=lambda c: (-c.score, c.path, c.start_line))
     found = _units_of_head(candidates, units_of, depth) if units_of is not None else {}
