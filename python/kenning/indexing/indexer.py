@@ -400,19 +400,20 @@ class _Refresh:
             return todo  # its rows are centred on that index's own mean
         stored: set[bytes] = set()
         for earlier in self.index.earlier():
-            try:
+            try:  # read all it lends first: a failure to write here is no failure of its own
                 with earlier.snapshot() as snap:
                     found = snap.vectors_of_hashes([h for h in todo if h not in stored])
                     hashes = list(found)
-                    for start in range(0, len(hashes), REUSE_BLOCK):
-                        part = hashes[start:start + REUSE_BLOCK]
-                        ids = np.asarray([found[h] for h in part], dtype=np.int64)
-                        self.writer.add_rows(part, VectorRows(snap.bits[ids], snap.int8[ids],
-                                                              snap.scales[ids]))
-                        stored.update(part)
-                        self.result.vectors_reused += len(part)
-            except (KenningError, sqlite3.Error, OSError):
-                continue  # what was stored before the failure stays; the rest is embedded
+                    ids = np.asarray([found[h] for h in hashes], dtype=np.int64)
+                    lent = VectorRows(snap.bits[ids], snap.int8[ids], snap.scales[ids])
+            except (KenningError, sqlite3.Error, OSError, IndexError):
+                continue  # unreadable or damaged: its vectors are embedded instead
+            for start in range(0, len(hashes), REUSE_BLOCK):
+                part = slice(start, start + REUSE_BLOCK)
+                self.writer.add_rows(hashes[part], VectorRows(
+                    lent.bits[part], lent.int8[part], lent.scales[part]))
+                stored.update(hashes[part])
+                self.result.vectors_reused += len(hashes[part])
         self.lap("reuse")
         return [h for h in todo if h not in stored]
 
