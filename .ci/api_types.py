@@ -13,8 +13,8 @@ from kenning import (
     Chunk,
     Hit,
     IndexDamaged,
+    IndexRun,
     KenningError,
-    RefreshResult,
     SearchResult,
     Settings,
     StaleChunkId,
@@ -27,7 +27,7 @@ def report(path: str) -> list[str]:
     settings: Settings = kenning.load_settings({"search.limit": 5})
     limit: object = settings["search.limit"]
     origin: str = settings.origin("search.limit")
-    run: RefreshResult = kenning.index(path, settings=settings)
+    run: IndexRun = kenning.index(path, settings=settings)
     counts: tuple[int, int, int] = (run.files, run.chunks, run.vectors_embedded)
     found: SearchResult = kenning.search("how are failed requests retried", path, limit=5,
                                          language="python", kind="code", settings=settings)
