@@ -12,12 +12,15 @@ import functools
 import json
 import os
 import re
+import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import pytest
@@ -109,6 +112,8 @@ def make_thumbnail(path: str, size: int = 128) -> Image.Image:
 ''',
 }
 
+SERVER_TAG = "KENNING_TEST_SERVER"  # names a server process of these tests in its environment
+
 SEARCH_KEYS = {"id", "project", "path", "start_line", "end_line", "start_byte", "end_byte",
                "kind", "symbol", "score", "content", "stale"}
 
@@ -159,14 +164,45 @@ def world(tmp_path_factory: pytest.TempPathFactory, local_model: None) -> World:
     return found
 
 
+# A reply owed longer than this is a hang: the server's threads are dumped into its log and the
+# test fails showing them, well before pytest-timeout would end it without a word from the server.
+REPLY_TIMEOUT = 180.0
+T = TypeVar("T")
+
+
 class Client:
     """A synchronous face on an MCP ``ClientSession`` running in a portal thread."""
 
-    def __init__(self, portal: BlockingPortal, session: ClientSession) -> None:
+    def __init__(self, portal: BlockingPortal, session: ClientSession, log_path: Path,
+                 tag: str) -> None:
         self.portal, self.session = portal, session
+        self.log_path, self.tag = log_path, tag
+
+    def _await(self, call: Callable[[], Awaitable[T]]) -> T:
+        async def bounded() -> T:
+            with anyio.fail_after(REPLY_TIMEOUT):
+                return await call()
+
+        try:
+            return self.portal.call(bounded)
+        except TimeoutError:
+            pytest.fail(f"The server sent no reply within {REPLY_TIMEOUT:.0f} s. Its threads "
+                        f"and log:\n{self._dump()}")
+
+    def _dump(self) -> str:
+        """The server's log, after SIGABRT made faulthandler write every thread's stack to it
+        (Linux: the process is found by the tag in its environment)."""
+        for environ in Path("/proc").glob("[0-9]*/environ"):
+            try:
+                if f"{SERVER_TAG}={self.tag}".encode() in environ.read_bytes().split(b"\0"):
+                    os.kill(int(environ.parent.name), signal.SIGABRT)
+                    time.sleep(2)
+            except OSError:
+                continue
+        return self.log_path.read_text(errors="replace")[-20_000:]
 
     def call(self, tool: str, **arguments: Any) -> CallToolResult:
-        return self.portal.call(self.session.call_tool, tool, arguments)
+        return self._await(functools.partial(self.session.call_tool, tool, arguments))
 
     def ok(self, tool: str, **arguments: Any) -> CallToolResult:
         result = self.call(tool, **arguments)
@@ -179,8 +215,8 @@ class Client:
         async def note(progress: float, total: float | None, message: str | None) -> None:
             seen.append((progress, message))
 
-        result = self.portal.call(functools.partial(self.session.call_tool, tool, arguments,
-                                                    progress_callback=note))
+        result = self._await(functools.partial(self.session.call_tool, tool, arguments,
+                                               progress_callback=note))
         return self.check(result), seen
 
     @staticmethod
@@ -209,10 +245,10 @@ class Client:
                     group.start_soon(one, arguments)
             return out
 
-        return self.portal.call(run)
+        return self._await(run)
 
     def tools(self) -> dict[str, Any]:
-        listed = self.portal.call(self.session.list_tools)
+        listed = self._await(self.session.list_tools)
         return {tool.name: tool for tool in listed.tools}
 
 
@@ -226,11 +262,14 @@ async def _session(params: StdioServerParameters, log: Any) -> AsyncIterator[Cli
 
 @contextlib.contextmanager
 def serve(env: dict[str, str], cwd: Path, log_path: Path, *args: str) -> Iterator[Client]:
+    tag = uuid.uuid4().hex
+    # faulthandler writes every thread's stack to the log on a fatal signal (``Client._dump``)
+    env = {**env, SERVER_TAG: tag, "PYTHONFAULTHANDLER": "1"}
     params = StdioServerParameters(command=sys.executable, args=["-m", "kenning", "mcp", *args],
                                    env=env, cwd=str(cwd))
     with log_path.open("w") as log, start_blocking_portal() as portal, \
             portal.wrap_async_context_manager(_session(params, log)) as session:
-        yield Client(portal, session)
+        yield Client(portal, session, log_path, tag)
 
 
 @contextlib.contextmanager
