@@ -7,7 +7,11 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -98,15 +102,39 @@ def test_a_process_ends_cleanly_while_a_thread_is_inside_the_model(
         assert "terminate called" not in ended.stderr
 
 
-def test_threads_share_the_compiled_model(isolated_state: Path) -> None:
-    # an MCP server embeds queries while its index job embeds chunks: one compiled model, a
-    # request per run
-    from concurrent.futures import ThreadPoolExecutor
-
+def test_threads_take_turns_on_the_compiled_model(isolated_state: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # an MCP server embeds queries while its index job embeds chunks, and a first search its
+    # query beside the first chunks: one compiled model, whose runs never overlap (two threads
+    # filling infer requests at once can deadlock inside OpenVINO)
     runtime = local.build_runtime(threads=1)
+    assert local.runtime_name(runtime) == "openvino"
     ids = [local.token_ids([text]) for text in TEXTS]
     one_by_one = [local.encode(row, onnx_session=runtime) for row in ids]
+    inside, most, count = 0, 0, threading.Lock()
+    infer = openvino.InferRequest.infer
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal inside, most
+        with count:
+            inside += 1
+            most = max(most, inside)
+        try:
+            time.sleep(0.01)  # long enough for another thread to arrive meanwhile
+            return infer(*args, **kwargs)
+        finally:
+            with count:
+                inside -= 1
+
+    monkeypatch.setattr(openvino.InferRequest, "infer", counted)
+    start = threading.Barrier(4)
+
+    def encode(row: list[list[int]]) -> np.ndarray:
+        start.wait()  # four at a time set off together (12 rows: three rounds)
+        return local.encode(row, onnx_session=runtime)
+
     with ThreadPoolExecutor(4) as pool:
-        together = list(pool.map(lambda row: local.encode(row, onnx_session=runtime), ids * 3))
+        together = list(pool.map(encode, ids * 3))
+    assert most == 1
     for i, vectors in enumerate(together):
         np.testing.assert_allclose(vectors, one_by_one[i % len(ids)], atol=1e-6)

@@ -229,8 +229,12 @@ class OpenVINOSession:
     row and small group as it goes: int8 products on the CPU's integer units (AVX2, AVX-512
     VNNI), a chunk's vector independent of its batch. Float32 elsewhere, even where the CPU
     has AMX: bfloat16 there is faster still, but a chunk's vector would then depend on the
-    other texts of its batch. The compiled model is shared by threads; each run takes its own
-    infer request."""
+    other texts of its batch.
+
+    Runs take turns on one infer request. Two threads filling requests of their own at once
+    can deadlock inside OpenVINO: 6 of 160 first searches hung so here, the query embedded
+    beside the first index's chunks (benchmarks/README.md). One run uses every inference
+    thread already, so turns cost no throughput."""
 
     name = "openvino"
 
@@ -251,10 +255,13 @@ class OpenVINOSession:
         self._compiled = core.compile_model(str(path), "CPU", {
             "INFERENCE_NUM_THREADS": threads or min(_usable_cores(), 8),
             "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"})
+        self._request = self._compiled.create_infer_request()
+        self._turn = threading.Lock()
 
     def run(self, output_names: Sequence[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        request = self._compiled.create_infer_request()
-        return [request.infer(feeds)[name] for name in output_names]
+        with self._turn:  # ``infer`` returns copies, not views of the request's tensors
+            outputs = self._request.infer(feeds)
+            return [outputs[name] for name in output_names]
 
 
 def runtime_choice() -> str | None:
