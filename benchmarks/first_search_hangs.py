@@ -73,10 +73,11 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="kenning-first-search-") as work:
             for log in run_round(Path(work), args.together, args.limit):
                 hung += 1
-                print(f"round {n + 1}: a first search hung; its threads:\n{log.read_text()}")
+                stacks = log.read_text()
+                print(f"round {n + 1}: a first search hung; its threads:\n{stacks}")
                 if args.keep is not None:
                     args.keep.mkdir(parents=True, exist_ok=True)
-                    (args.keep / f"hung-{hung}.log").write_text(log.read_text())
+                    (args.keep / f"hung-{hung}.log").write_text(stacks)
     print(f"{hung} of {args.rounds * args.together} first searches hung "
           f"(more than {args.limit:.0f} s)")
 

@@ -127,14 +127,15 @@ def test_threads_take_turns_on_the_compiled_model(isolated_state: Path,
                 inside -= 1
 
     monkeypatch.setattr(openvino.InferRequest, "infer", counted)
-    start = threading.Barrier(4)
+    rows = ids * 3
+    start = threading.Barrier(len(rows))
 
     def encode(row: list[list[int]]) -> np.ndarray:
-        start.wait()  # four at a time set off together (12 rows: three rounds)
+        start.wait()  # every thread sets off at once
         return local.encode(row, onnx_session=runtime)
 
-    with ThreadPoolExecutor(4) as pool:
-        together = list(pool.map(encode, ids * 3))
+    with ThreadPoolExecutor(len(rows)) as pool:
+        together = list(pool.map(encode, rows))
     assert most == 1
     for i, vectors in enumerate(together):
         np.testing.assert_allclose(vectors, one_by_one[i % len(ids)], atol=1e-6)
