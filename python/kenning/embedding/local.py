@@ -226,8 +226,9 @@ class OpenVINOSession:
     """The model compiled by OpenVINO, behind onnxruntime's ``run`` call so ``encode`` takes
     either. OpenVINO keeps the int8 weights as they are stored (onnxruntime widens them back
     to float32 when it loads) and multiplies them with activations it quantises to int8 per
-    row and small group as it goes: int8 products on the CPU's integer units (AVX2, AVX-512
-    VNNI), a chunk's vector independent of its batch. Float32 elsewhere, even where the CPU
+    row and small group as it goes: int8 products where the CPU has VNNI (AVX-512 VNNI, AMX),
+    a chunk's vector independent of its batch; with AVX2 alone it is no faster than
+    onnxruntime (benchmarks/README.md). Float32 elsewhere, even where the CPU
     has AMX: bfloat16 there is faster still, but a chunk's vector would then depend on the
     other texts of its batch.
 
