@@ -125,7 +125,18 @@ def test_a_text_at_another_path_is_embedded_here(published: Path, tmp_path: Path
     assert len(counting.texts) == 1
     assert counting.texts[0].startswith(document_text("b/dup.py", "def merge_headers"))
     assert done.vectors_fetched == len(local) - 1
-    assert _rows(clone, config.load()) == local
+    rows = _rows(clone, config.load())
+    assert rows.keys() == local.keys()
+    # fetched rows are the publisher's, bit for bit; the one embedded here alone may differ in
+    # its last float bits from the same text embedded in a batch (an AVX2-only CPU does so)
+    differing = [h for h in rows if rows[h] != local[h]]
+    assert len(differing) <= 1
+    for h in differing:
+        here = np.frombuffer(rows[h][1], np.int8).astype(int)
+        batched = np.frombuffer(local[h][1], np.int8).astype(int)
+        assert np.abs(here - batched).max() <= 1
+        scales = np.frombuffer(rows[h][2] + local[h][2], np.float32)
+        assert scales[0] == pytest.approx(scales[1], rel=1e-4)
 
 
 def test_a_client_reads_only_the_vectors_of_texts_it_names(published: Path, model: Any):
