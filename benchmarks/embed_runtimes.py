@@ -2,6 +2,7 @@
 
     python benchmarks/embed_runtimes.py --fp32 minilm-fp32.onnx [--chunks 200] [--repeats 3]
     python benchmarks/embed_runtimes.py --fp32 minilm-fp32.onnx --no-amx
+    python benchmarks/embed_runtimes.py --fp32 minilm-fp32.onnx --extra "int8 products=D/model.onnx"
 
 Compares onnxruntime (the shipped int8-weight file, the fp32 export, dynamic int8 re-quantised
 files and graph optimisation levels with ``--full``, padded-token budgets per run) with
@@ -10,10 +11,11 @@ OpenVINO (the shipped file in f32, as kenning runs it, and bf16; the fp32 export
 token_type_ids; output last_hidden_state):
 its onnxruntime vectors are the reference every variant's vectors are checked against
 (min cosine). ``--no-amx`` runs the whole comparison again in a child process with oneDNN
-capped at AVX-512 VNNI (no AMX, no bf16), as on most developers' CPUs. Prints chunks/s, CPU-ms
-per chunk and the ratio to kenning before this comparison (the shipped file, onnxruntime, 256
-tokens a run). Needs ``openvino`` and ``onnx`` installed next to kenning; asserts vectors, never
-times.
+capped at AVX-512 VNNI (no AMX, no bf16), as on most developers' CPUs. ``--extra NAME=FILE``
+adds another file of the same model under onnxruntime (``training/quantize.py``'s outputs).
+Prints chunks/s, CPU-ms per chunk and the ratio to kenning before this comparison (the shipped
+file, onnxruntime, 256 tokens a run). Needs ``openvino`` and ``onnx`` installed next to kenning;
+asserts vectors, never times.
 """
 
 from __future__ import annotations
@@ -91,9 +93,12 @@ def encode(run: Run, ids: list[list[int]], budget: int) -> np.ndarray:
     return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
-def variants(fp32: Path, folder: Path, amx: bool, full: bool) -> dict[str, tuple[Run, int]]:
+def variants(fp32: Path, folder: Path, amx: bool, full: bool,
+             extra: dict[str, Path]) -> dict[str, tuple[Run, int]]:
     shipped = local.model_path()
     found: dict[str, tuple[Run, int]] = {BEFORE: (ort_runner(shipped), 256)}
+    for name, path in extra.items():
+        found[f"onnxruntime {name}, 256 tokens"] = (ort_runner(path), 256)
     found["onnxruntime shipped, 2048 tokens"] = (ort_runner(shipped), 2048)
     found["onnxruntime fp32, 2048 tokens"] = (ort_runner(fp32), 2048)
     if full:
@@ -109,12 +114,13 @@ def variants(fp32: Path, folder: Path, amx: bool, full: bool) -> dict[str, tuple
     return found
 
 
-def measure(fp32: Path, chunks: int, repeats: int, amx: bool, full: bool) -> None:
+def measure(fp32: Path, chunks: int, repeats: int, amx: bool, full: bool,
+            extra: dict[str, Path]) -> None:
     texts = corpus(chunks)
     ids = local.token_ids(texts)
     reference = encode(ort_runner(fp32), ids, 256)
     with tempfile.TemporaryDirectory() as folder:
-        found = variants(fp32, Path(folder), amx, full)
+        found = variants(fp32, Path(folder), amx, full, extra)
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in found}
     cosines: dict[str, float] = {}
     for _ in range(repeats):  # interleaved, so a change in machine load hits every variant
@@ -146,14 +152,23 @@ def main() -> None:
     parser.add_argument("--no-amx", action="store_true", help="cap oneDNN below AMX")
     parser.add_argument("--full", action="store_true",
                         help="also dynamic int8 re-quantised files and graph levels")
+    parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE",
+                        help="another ONNX file of the model to run under onnxruntime")
     args = parser.parse_args()
+    extra = {}
+    for item in args.extra:
+        name, sep, path = item.partition("=")
+        if not sep or not Path(path).is_file():
+            parser.error(f"--extra takes NAME=FILE with an existing file, not {item!r}")
+        extra[name] = Path(path)
     if args.no_amx and os.environ.get("ONEDNN_MAX_CPU_ISA") != NO_AMX_ISA:
         # oneDNN reads the cap once, when the runtime loads: a fresh process applies it
         child = [sys.executable, *sys.argv]
         sys.exit(subprocess.call(child, env={**os.environ, "ONEDNN_MAX_CPU_ISA": NO_AMX_ISA}))
     with tempfile.TemporaryDirectory() as home:
         os.environ["KENNING_HOME"] = home
-        measure(args.fp32, args.chunks, args.repeats, amx=not args.no_amx, full=args.full)
+        measure(args.fp32, args.chunks, args.repeats, amx=not args.no_amx, full=args.full,
+                extra=extra)
 
 
 if __name__ == "__main__":

@@ -67,3 +67,59 @@ def test_a_file_that_is_not_a_model_gets_one_sentence(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert done.stderr.startswith(f"Cannot read {bad} as an ONNX model")
+
+
+def _feed_forward(path: Path, square: bool) -> None:
+    """An embedding lookup, [a square projection,] then a widening and a narrowing MatMul."""
+    rng = np.random.default_rng(11)
+    table = rng.normal(size=(300, 64)).astype(np.float32)
+    table[7] *= 200  # one token far larger than the rest, as BERT's separator tokens are
+    weights = {"square": rng.normal(size=(64, 64)).astype(np.float32) / 8,
+               "up": rng.normal(size=(64, 256)).astype(np.float32) / 8,
+               "down": rng.normal(size=(256, 64)).astype(np.float32) / 16}
+    nodes = [helper.make_node("Gather", ["table", "input_ids"], ["embedded"])]
+    first = "embedded"
+    if square:
+        nodes.append(helper.make_node("MatMul", ["embedded", "square"], ["projected"]))
+        first = "projected"
+    nodes += [helper.make_node("MatMul", [first, "up"], ["wide"]),
+              helper.make_node("Relu", ["wide"], ["active"]),
+              helper.make_node("MatMul", ["active", "down"], ["last_hidden_state"])]
+    graph = helper.make_graph(
+        nodes, "feed_forward",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"])],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT,
+                                       ["batch", "seq", 64])],
+        [numpy_helper.from_array(table, "table")]
+        + [numpy_helper.from_array(w, name) for name, w in weights.items()
+           if square or name != "square"])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+
+
+def _int8_products(tmp_path: Path, square: bool) -> tuple[Path, Path]:
+    source = tmp_path / "fp32.onnx"
+    _feed_forward(source, square)
+    done = subprocess.run([sys.executable, str(SCRIPT), str(source), str(tmp_path / "out"),
+                           "--int8-products"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return source, tmp_path / "out" / "model.onnx"
+
+
+def _cosines(want: np.ndarray, got: np.ndarray) -> np.ndarray:
+    return (want * got).sum(-1) / np.linalg.norm(want, axis=-1) / np.linalg.norm(got, axis=-1)
+
+
+def test_int8_products_multiply_every_weight_in_int8(tmp_path: Path) -> None:
+    source, out = _int8_products(tmp_path, square=True)
+    ops = [node.op_type for node in onnx.load(str(out)).graph.node]
+    assert "MatMul" not in ops and ops.count("MatMulInteger") == 3
+    assert ops.count("DynamicQuantizeLinear") == 1  # the square projection: a scale per tensor
+    ids = np.array([[1, 42, 299, 5], [3, 3, 0, 250]], dtype=np.int64)
+    assert _cosines(_run(source, ids), _run(out, ids)).min() > 0.99
+
+
+def test_a_huge_token_does_not_drown_the_others_in_the_feed_forward_pair(tmp_path: Path) -> None:
+    # With one scale for the batch, token 7's values would round every other token's to zero.
+    source, out = _int8_products(tmp_path, square=False)
+    ids = np.array([[7, 42, 299, 5], [3, 3, 0, 250]], dtype=np.int64)
+    assert _cosines(_run(source, ids), _run(out, ids)).min() > 0.99
