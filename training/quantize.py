@@ -12,15 +12,16 @@ runs int8 matrix products, quantising activations per row as it goes (kenning's 
 No activation scale is stored: onnxruntime's static or dynamic int8 files moved the vectors
 too far from the fp32 model's (benchmarks/embed_runtimes.py --full checks both).
 
-``--int8-products`` writes a file for onnxruntime's int8 kernels instead: every MatMul with a weight
-multiplies int8 by int8 (MatMulInteger), its activations quantised as they arrive. The attention
-projections (square weights) take one scale per activation tensor (DynamicQuantizeLinear, as
-onnxruntime's own dynamic quantisation). The feed-forward pair (the weights that widen to 4x
-and narrow back) read activations in which a few tokens are far larger than the rest, and one
-scale for the whole batch drowned the others: each row (token) gets a scale of its own. On
-all-MiniLM-L6-v2 (900 Python, Rust and C chunks, 150 queries), min cosine against fp32: 0.977
-with a scale per tensor everywhere (onnxruntime's quantize_dynamic), 0.988 with per-row scales
-for the narrowing projection only, 0.993 for both.
+``--int8-products`` writes a file for onnxruntime's int8 kernels instead: every MatMul with a
+weight multiplies uint8 activations, quantised as they arrive, by 7-bit weights (MatMulInteger);
+embedding tables stay as above. The attention projections (square weights) take one scale per
+activation tensor (DynamicQuantizeLinear, as onnxruntime's own dynamic quantisation). The
+feed-forward pair (the weights that widen to 4x and narrow back) read activations in which a
+few tokens are far larger than the rest, and one scale for the whole batch rounded the others
+towards zero: there each row (token) gets a scale of its own. On all-MiniLM-L6-v2 and a CPU
+with AVX2 only (benchmarks/embed_runtimes.py --full --extra), min cosine against fp32 0.9942
+at 1.63x the shipped file's chunks/s, where onnxruntime's quantize_dynamic (one scale per
+tensor everywhere) reaches 0.9857.
 
 Needs only ``onnx`` and ``numpy`` (the training tools), never kenning's runtime.
 """
@@ -31,6 +32,7 @@ import argparse
 import hashlib
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import onnx
@@ -103,12 +105,10 @@ def multiply_in_int8(model: onnx.ModelProto, weights: list[str]) -> set[str]:
     opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
     added = [numpy_helper.from_array(np.array(127, np.float32), "int8_peak"),
              numpy_helper.from_array(np.array(1e-12, np.float32), "int8_floor"),
-             numpy_helper.from_array(np.array(128, np.float32), "uint8_mid"),
-             numpy_helper.from_array(np.array(128, np.uint8), "uint8_zero")]
-    if opset >= 18:
-        added.append(numpy_helper.from_array(np.array([-1], np.int64), "last_axis"))
-    # (activation, per row) -> its uint8 codes, scale and zero point
-    quantised: dict[tuple[str, bool], tuple[str, str, str]] = {}
+             numpy_helper.from_array(np.array(128, np.uint8), "uint8_zero"),
+             numpy_helper.from_array(np.array([0], np.int64), "first_axis"),
+             numpy_helper.from_array(np.array([-1], np.int64), "last_axis")]
+    quantised: dict[tuple[str, bool], Codes] = {}  # (activation, per row) -> its codes
     nodes = []
     for node in graph.node:
         if node.op_type != "MatMul" or node.input[1] not in stored:
@@ -118,32 +118,38 @@ def multiply_in_int8(model: onnx.ModelProto, weights: list[str]) -> set[str]:
         # 7 bits: x86 without VNNI adds uint8 x int8 products in pairs into int16 (vpmaddubsw),
         # and 255 * 127 * 2 overflows it; 255 * 63 * 2 never does
         codes, scale = int8_codes(weight, 1, top=63)
-        w = node.input[1]
+        w, (width, outputs) = node.input[1], weight.shape
         added += [numpy_helper.from_array(codes, f"{w}_q"),
                   numpy_helper.from_array(scale.reshape(-1), f"{w}_scale")]
-        per_row = weight.shape[0] != weight.shape[1]  # the feed-forward pair (see the top)
-        key = (node.input[0], per_row)
-        if key not in quantised:
-            made, quantised[key] = quantise_activation(node.input[0], per_row, opset)
+        x = node.input[0]
+        per_row = width != outputs  # the feed-forward pair (see the top)
+        if (x, per_row) not in quantised:
+            made, quantised[x, per_row], constants = quantise_activation(x, width, per_row, opset)
             nodes += made
-        q, x_scale, zero = quantised[key]
+            added += constants
+        q = quantised[x, per_row]
         out = node.output[0]
-        name = node.name or out
-        nodes.append(helper.make_node("MatMulInteger", [q, f"{w}_q", zero], [f"{name}_i32"],
-                                      name=f"{name}_int8"))
-        nodes.append(helper.make_node("Cast", [f"{name}_i32"], [f"{name}_f32"],
-                                      to=TensorProto.FLOAT, name=f"{name}_cast"))
-        if per_row:  # [batch, seq, 1] * [out]: scale the product, never a [batch, seq, out] scale
-            nodes += [helper.make_node("Mul", [f"{name}_f32", x_scale], [f"{name}_rows"],
-                                       name=f"{name}_row_scale"),
-                      helper.make_node("Mul", [f"{name}_rows", f"{w}_scale"], [out],
-                                       name=f"{name}_column_scale")]
+        t = f"{node.name or out}:int8"  # a prefix no tensor of the export carries
+        nodes.append(helper.make_node("MatMulInteger", [q.codes, f"{w}_q", q.zero],
+                                      [f"{t}_i32"], name=f"{t}_int8"))
+        nodes.append(helper.make_node("Cast", [f"{t}_i32"], [f"{t}_f32"],
+                                      to=TensorProto.FLOAT, name=f"{t}_cast"))
+        if q.lead_shape:  # [rows, 1] * [out]: scale the product, never a [rows, out] scale
+            added.append(numpy_helper.from_array(np.array([outputs], np.int64), f"{w}_width"))
+            nodes += [helper.make_node("Mul", [f"{t}_f32", q.scale], [f"{t}_rows"],
+                                       name=f"{t}_row_scale"),
+                      helper.make_node("Mul", [f"{t}_rows", f"{w}_scale"], [f"{t}_2d"],
+                                       name=f"{t}_column_scale"),
+                      helper.make_node("Concat", [q.lead_shape, f"{w}_width"], [f"{t}_shape"],
+                                       axis=0, name=f"{t}_shape"),
+                      helper.make_node("Reshape", [f"{t}_2d", f"{t}_shape"], [out],
+                                       name=f"{t}_unflatten")]
         else:  # the pattern onnxruntime fuses into one DynamicQuantizeMatMul
-            nodes += [helper.make_node("Mul", [x_scale, f"{w}_scale"], [f"{name}_scale"],
-                                       name=f"{name}_scales"),
-                      helper.make_node("Mul", [f"{name}_f32", f"{name}_scale"], [out],
-                                       name=f"{name}_rescale")]
-    kept = [t for t in graph.initializer if t.name not in stored]
+            nodes += [helper.make_node("Mul", [q.scale, f"{w}_scale"], [f"{t}_scale"],
+                                       name=f"{t}_scales"),
+                      helper.make_node("Mul", [f"{t}_f32", f"{t}_scale"], [out],
+                                       name=f"{t}_rescale")]
+    kept = [tensor for tensor in graph.initializer if tensor.name not in stored]
     del graph.initializer[:]
     graph.initializer.extend(kept + added)
     del graph.node[:]
@@ -151,29 +157,45 @@ def multiply_in_int8(model: onnx.ModelProto, weights: list[str]) -> set[str]:
     return set(stored)
 
 
-def quantise_activation(x: str, per_row: bool,
-                        opset: int) -> tuple[list[onnx.NodeProto], tuple[str, str, str]]:
-    """Nodes turning float ``x`` into uint8 codes, their scale and zero point."""
+class Codes(NamedTuple):
+    """An activation quantised to uint8: what a MatMulInteger and its rescaling read."""
+
+    codes: str
+    scale: str
+    zero: str
+    lead_shape: str | None  # per row: the codes are a 2-D view, this is x's shape but the last
+
+
+def quantise_activation(x: str, width: int, per_row: bool, opset: int
+                        ) -> tuple[list[onnx.NodeProto], Codes, list[onnx.TensorProto]]:
+    """Nodes turning float ``x`` (last dimension ``width``) into uint8 codes, and the constants
+    they add."""
+    p = f"{x}:{'row' if per_row else 'tensor'}"  # a prefix no tensor of the export carries
     if not per_row:
         node = helper.make_node("DynamicQuantizeLinear", [x],
-                                [f"{x}_u8", f"{x}_scale", f"{x}_zero"], name=f"{x}_quantise")
-        return [node], (f"{x}_u8", f"{x}_scale", f"{x}_zero")
-    # symmetric per row, stored as uint8 around 128: the uint8 x int8 product every CPU speeds up
-    nodes = [helper.make_node("Abs", [x], [f"{x}_abs"], name=f"{x}_abs"),
+                                [f"{p}_u8", f"{p}_scale", f"{p}_zero"], name=f"{p}_quantise")
+        return [node], Codes(f"{p}_u8", f"{p}_scale", f"{p}_zero", None), []
+    # Symmetric per row, stored as uint8 around 128 (the uint8 x int8 product every CPU speeds
+    # up). QuantizeLinear takes one scale per row of a 2-D view in a single pass.
+    rows = numpy_helper.from_array(np.array([-1, width], np.int64), f"{p}_rows")
+    make = helper.make_node
+    nodes = [make("Reshape", [x, rows.name], [f"{p}_2d"], name=f"{p}_2d"),
+             make("Abs", [f"{p}_2d"], [f"{p}_abs"], name=f"{p}_abs"),
              # ReduceMax reads its axes from an attribute before opset 18, from an input since
-             helper.make_node("ReduceMax", [f"{x}_abs"] + (["last_axis"] if opset >= 18 else []),
-                              [f"{x}_peak"], keepdims=1, name=f"{x}_peak",
-                              **({} if opset >= 18 else {"axes": [-1]})),
-             helper.make_node("Max", [f"{x}_peak", "int8_floor"], [f"{x}_peak1"],
-                              name=f"{x}_floor"),
-             helper.make_node("Div", [f"{x}_peak1", "int8_peak"], [f"{x}_row_scale"],
-                              name=f"{x}_row_scale"),
-             helper.make_node("Div", [x, f"{x}_row_scale"], [f"{x}_steps"], name=f"{x}_steps"),
-             helper.make_node("Round", [f"{x}_steps"], [f"{x}_round"], name=f"{x}_round"),
-             helper.make_node("Add", [f"{x}_round", "uint8_mid"], [f"{x}_mid"], name=f"{x}_mid"),
-             helper.make_node("Cast", [f"{x}_mid"], [f"{x}_row_u8"], to=TensorProto.UINT8,
-                              name=f"{x}_row_u8")]
-    return nodes, (f"{x}_row_u8", f"{x}_row_scale", "uint8_zero")
+             make("ReduceMax", [f"{p}_abs"] + (["last_axis"] if opset >= 18 else []),
+                  [f"{p}_peak"], keepdims=1, name=f"{p}_peak",
+                  **({} if opset >= 18 else {"axes": [-1]})),
+             make("Max", [f"{p}_peak", "int8_floor"], [f"{p}_peak1"], name=f"{p}_floor"),
+             make("Div", [f"{p}_peak1", "int8_peak"], [f"{p}_row_scale"], name=f"{p}_row_scale"),
+             make("Reshape", [f"{p}_row_scale", "last_axis"], [f"{p}_scales"], name=f"{p}_scales"),
+             make("Shape", [f"{p}_scales"], [f"{p}_count"], name=f"{p}_count"),
+             make("Expand", ["uint8_zero", f"{p}_count"], [f"{p}_zeros"], name=f"{p}_zeros"),
+             make("QuantizeLinear", [f"{p}_2d", f"{p}_scales", f"{p}_zeros"], [f"{p}_row_u8"],
+                  axis=0, name=f"{p}_row_u8"),
+             make("Shape", [x], [f"{p}_shape"], name=f"{p}_shape"),
+             make("Slice", [f"{p}_shape", "first_axis", "last_axis"], [f"{p}_lead"],
+                  name=f"{p}_lead")]
+    return nodes, Codes(f"{p}_row_u8", f"{p}_row_scale", "uint8_zero", f"{p}_lead"), [rows]
 
 
 def main() -> None:
