@@ -144,7 +144,7 @@ def multiply_in_int8(model: onnx.ModelProto, weights: list[str]) -> set[str]:
                                        axis=0, name=f"{t}_shape"),
                       helper.make_node("Reshape", [f"{t}_2d", f"{t}_shape"], [out],
                                        name=f"{t}_unflatten")]
-        else:  # the pattern onnxruntime fuses into one DynamicQuantizeMatMul
+        else:  # the pattern onnxruntime fuses into one MatMulIntegerToFloat
             nodes += [helper.make_node("Mul", [q.scale, f"{w}_scale"], [f"{t}_scale"],
                                        name=f"{t}_scales"),
                       helper.make_node("Mul", [f"{t}_f32", f"{t}_scale"], [out],
