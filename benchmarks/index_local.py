@@ -6,7 +6,7 @@ Indexes a copy of a few packages of this machine's own CPython standard library 
 Target (issue 3): >= 90% of wall time inside the model.
 
     python benchmarks/index_local.py [--packages json http logging email] [--batch-size 32]
-        [--runtime onnxruntime] [--batch-tokens 256]
+        [--runtime onnxruntime] [--batch-tokens 256] [--model OLD/model.onnx]
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ def main() -> None:
                         help="the local model's runtime (default: the fastest that loads)")
     parser.add_argument("--batch-tokens", type=int,
                         help="padded tokens per model run (default: the embedder's)")
+    parser.add_argument("--model", type=Path,
+                        help="another file of the model (default: the shipped one)")
     args = parser.parse_args()
     if args.runtime:
         os.environ["KENNING_RUNTIME"] = args.runtime
@@ -63,6 +65,8 @@ def main() -> None:
 
     if args.batch_tokens:
         local.BATCH_TOKENS = args.batch_tokens
+    if args.model:
+        local.use_model_file(args.model)
 
     settings = config.load({"embedder.batch_size": args.batch_size})
     embedder = TimedEmbedder(make_embedder(settings))

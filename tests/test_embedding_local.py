@@ -29,7 +29,8 @@ def embedder(local_model: None) -> LocalEmbedder:
 
 def test_default_backend_is_the_local_model(embedder: LocalEmbedder) -> None:
     assert embedder.descriptor() == {"backend": "local", "model": "all-MiniLM-L6-v2",
-                                     "dims": 384, "document_prefix": ""}
+                                     "dims": 384, "document_prefix": "",
+                                     "weights": local.MODEL_SHA256[:16]}
     assert embedder.needs_centering is False
     embedder.check()
 

@@ -111,3 +111,26 @@ def test_status_counts_changes_as_the_refresh_does_by_stat_data(
     monkeypatch.setattr(sources, "walk", no_content_walk)
     report = index_admin.project_status(repo, settings)
     assert report["changed_since"] == {"added": 1, "changed": 1, "removed": 0}
+
+
+def test_an_index_of_an_earlier_model_file_is_rebuilt_never_searched(
+        repo: Path, settings: config.Settings, model: object,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import kenning
+    from kenning.embedding import local
+
+    shipped = local.weights_id()
+    monkeypatch.setattr(local, "weights_id", lambda: "0" * 16)  # a release before this one
+    refresh(repo, settings, embedder=model)
+    earlier = Index.open(repo, settings)
+    monkeypatch.setattr(local, "weights_id", lambda: shipped)
+    report = index_admin.project_status(repo, settings)
+    assert report["state"] == "not indexed" and report["index_dir"] is None
+    [problem] = report["problems"]
+    assert f"the one in {earlier.dir} was built by another release" in str(problem["message"])
+    assert "answering from words and symbols at once" in str(problem["hint"])
+    found = kenning.search("parse the request headers", repo)  # builds this release's index
+    assert found.results
+    rebuilt = Index.open(repo, settings)
+    assert rebuilt.dir != earlier.dir and rebuilt.descriptor["weights"] == shipped
+    assert earlier.exists()  # left for the user to remove, never read

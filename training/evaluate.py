@@ -13,7 +13,6 @@ another model's. Use a KENNING_HOME of its own as well.
 
 from __future__ import annotations
 
-import hashlib
 import runpy
 import sys
 from pathlib import Path
@@ -25,13 +24,10 @@ def main() -> None:
     argv = sys.argv[1:]
     if len(argv) < 3 or argv[0] != "--model" or argv[2] != "--":
         sys.exit("usage: evaluate.py --model FILE.onnx -- EVAL_QUALITY_ARGS...")
-    model = Path(argv[1]).resolve()
-    digest = hashlib.sha256(model.read_bytes()).hexdigest()
     from kenning.embedding import local
 
-    name = f"all-MiniLM-L6-v2-candidate-{digest[:16]}"  # keeps the MiniLM profile
-    local.model_path = lambda: model  # type: ignore[assignment]
-    local.MODEL_SHA256 = digest
+    local.use_model_file(Path(argv[1]))
+    name = f"all-MiniLM-L6-v2-candidate-{local.weights_id()}"  # keeps the MiniLM profile
     local.MODEL_NAME = name
     local.LocalEmbedder.__init__.__defaults__ = (name, local.DIMS, False)
     sys.argv = [str(ROOT / "benchmarks" / "eval_quality.py"), *argv[3:]]

@@ -30,10 +30,7 @@ def main() -> None:
     from kenning.embedding import local
 
     if args.model:
-        import hashlib
-
-        local.model_path = lambda: args.model.resolve()  # type: ignore[assignment]
-        local.MODEL_SHA256 = hashlib.sha256(args.model.read_bytes()).hexdigest()
+        local.use_model_file(args.model)
     queries = [json.loads(line) for line in args.queries.read_text().splitlines() if line]
     recalls = []
     for package in sorted({q["package"] for q in queries}):

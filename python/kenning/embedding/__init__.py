@@ -64,10 +64,11 @@ class Identity:
     model: str
     document_prefix: str
     dims: int | None
+    weights: str = ""  # the local model's file (``local.weights_id``)
 
     def descriptor(self) -> dict[str, object]:
         return {"backend": self.backend, "model": self.model, "dims": self.dims,
-                "document_prefix": self.document_prefix}
+                "document_prefix": self.document_prefix, "weights": self.weights}
 
 
 def identity(settings: Settings) -> Identity:
@@ -75,12 +76,12 @@ def identity(settings: Settings) -> Identity:
     backend = settings["embedder.backend"]
     requested = settings["embedder.dims"]
     if backend == "local":
-        from kenning.embedding.local import DIMS, MODEL_NAME, check_model_name
+        from kenning.embedding.local import DIMS, MODEL_NAME, check_model_name, weights_id
 
         check_model_name(settings["embedder.model"])
         profile = _profile(settings, MODEL_NAME)
         output_dims(profile, MODEL_NAME, requested)
-        return Identity(backend, MODEL_NAME, profile.document_prefix, DIMS)
+        return Identity(backend, MODEL_NAME, profile.document_prefix, DIMS, weights_id())
     from kenning.embedding.remote import remembered_dims
 
     model, url = _remote_target(settings)

