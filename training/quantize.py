@@ -19,8 +19,8 @@ feed-forward pair) cannot round the others to zero, and a text's vector does not
 texts batched with it (one scale per batch, as onnxruntime's own dynamic quantisation has it,
 moved vectors by up to 0.003 in cosine between a text alone and in a batch). On
 all-MiniLM-L6-v2 and a CPU with AVX2 only (benchmarks/embed_runtimes.py), min cosine against
-fp32 0.994 at about 1.5x the chunks/s of the int8-weight file under onnxruntime; OpenVINO reads
-the same file.
+fp32 0.993 at 1.66x the chunks/s of the int8-weight file under onnxruntime; OpenVINO reads the
+same file.
 
 Needs only ``onnx`` and ``numpy`` (the training tools), never kenning's runtime.
 """
