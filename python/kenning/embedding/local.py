@@ -52,7 +52,15 @@ def use_model_file(path: Path) -> None:
     for the training and benchmark scripts, before the model loads."""
     global MODEL_PATH, MODEL_SHA256
     MODEL_PATH = path.resolve()
-    MODEL_SHA256 = hashlib.sha256(MODEL_PATH.read_bytes()).hexdigest()
+    MODEL_SHA256 = file_sha256(MODEL_PATH)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def weights_id() -> str:
@@ -82,14 +90,11 @@ def verify_model(path: Path) -> None:
             return
     except (OSError, ValueError):
         pass
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != MODEL_SHA256:
+    digest = file_sha256(path)
+    if digest != MODEL_SHA256:
         raise EmbedderUnavailable(
             f"The embedded model {path} is corrupt or not the one this release ships "
-            f"(sha256 {digest.hexdigest()[:16]}..., expected {MODEL_SHA256[:16]}...).",
+            f"(sha256 {digest[:16]}..., expected {MODEL_SHA256[:16]}...).",
             hint="Reinstall kenning: `pip install --force-reinstall kenning`.",
         )
     try:  # a cache only: failing to write it costs a re-hash next time, nothing else
