@@ -64,9 +64,18 @@ def fixed_batches(ids: list[list[int]], size: int) -> np.ndarray:
 
 def spin_ab(texts: list[str], repeats: int) -> None:
     ids = local.token_ids(texts)
-    sessions = {"2 threads, sleeping": local.build_session(2, spinning=False),
-                "2 threads, spinning": local.build_session(2, spinning=True),
-                "1 thread": local.build_session(1)}
+    built = [("sleeping", local.build_session(2, spinning=False)),
+             ("spinning", local.build_session(2, spinning=True)),
+             ("", local.build_session(1))]  # kenning's: one thread a run, a run on every core
+    sessions = {f"{threads} thread{'s' * (threads > 1)} x {runs} run{'s' * (runs > 1)} {idle}"
+                .rstrip(): s
+                for idle, s in built
+                for threads, runs in [(s.get_session_options().intra_op_num_threads,
+                                       local.runs_at_once(s))]}
+    first = next(iter(sessions.values()))
+    for onnx_session in sessions.values():  # threads change the speed, never the vectors
+        assert np.allclose(local.encode(ids, onnx_session=onnx_session),
+                           local.encode(ids, onnx_session=first), atol=1e-6)
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in sessions}
     for _ in range(repeats):  # interleaved, so a change in machine load hits every variant
         for name, onnx_session in sessions.items():
@@ -76,7 +85,7 @@ def spin_ab(texts: list[str], repeats: int) -> None:
     for name, results in runs.items():
         wall = statistics.median(r[0] for r in results)
         cpu = statistics.median(r[1] for r in results)
-        print(f"{name:>20}: {len(texts) / wall:6.1f} chunks/s wall, "
+        print(f"{name:>26}: {len(texts) / wall:6.1f} chunks/s wall, "
               f"{cpu / len(texts) * 1000:5.1f} CPU-ms per chunk")
 
 

@@ -7,6 +7,7 @@ Target (issue 3): >= 90% of wall time inside the model.
 
     python benchmarks/index_local.py [--packages json http logging email] [--batch-size 32]
         [--runtime onnxruntime] [--batch-tokens 256] [--model OLD/model.onnx]
+        [--threads-per-run 2]
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ def main() -> None:
                         help="padded tokens per model run (default: the embedder's)")
     parser.add_argument("--model", type=Path,
                         help="another file of the model (default: the shipped one)")
+    parser.add_argument("--threads-per-run", type=int,
+                        help="onnxruntime threads per model run (default: the embedder's, one "
+                             "a run and a run on every core; 2 on 2 cores: one run at a time)")
     args = parser.parse_args()
     if args.runtime:
         os.environ["KENNING_RUNTIME"] = args.runtime
@@ -67,6 +71,9 @@ def main() -> None:
         local.BATCH_TOKENS = args.batch_tokens
     if args.model:
         local.use_model_file(args.model)
+    if args.threads_per_run:
+        runtime = local.build_session(args.threads_per_run)
+        local.session = lambda: runtime  # the one encode runs when given none
 
     settings = config.load({"embedder.batch_size": args.batch_size})
     embedder = TimedEmbedder(make_embedder(settings))
@@ -80,7 +87,9 @@ def main() -> None:
     print(f"tree: {', '.join(args.packages)} from {stdlib} ({result.files} files, "
           f"{sum(p.stat().st_size for p in tree.rglob('*') if p.is_file()) / 1e6:.1f} MB)")
     print(f"chunks: {result.chunks}   embedded (distinct texts): {result.vectors_embedded}")
-    print(f"runtime: {local.runtime_name(local.session())}, {local.BATCH_TOKENS} tokens a run")
+    runtime = local.session()
+    print(f"runtime: {local.runtime_name(runtime)}, {local.BATCH_TOKENS} tokens a run, "
+          f"{local.runs_at_once(runtime)} runs at once")
     print(f"wall: {wall:.1f}s   CPU: {cpu:.1f}s   inside the model: {embedder.seconds:.1f}s "
           f"({share:.1%}, target >= 90%)")
     print(f"throughput: {result.chunks / wall:.1f} chunks/s, "

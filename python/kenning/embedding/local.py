@@ -9,7 +9,8 @@ recipe and figures in ``data/MODEL_CARD.md``): each token's activations are quan
 scale of their own, so a text's vector never depends on the texts batched with it. Its sha256
 is checked before it is loaded; the check is remembered (keyed on path, size and mtime) so
 later processes only stat the file. The tokenizer and the session load on first use and are
-shared by every embedder in the process.
+shared by every embedder in the process; under onnxruntime each run takes one thread, and the
+runs of a list go on at once, one per core (``runs_at_once``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
@@ -149,12 +150,13 @@ def _options(threads: int | None, spinning: bool, level: Any, save_to: Path | No
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    # One intra-op thread per core; inter-op parallelism buys nothing for a linear BERT graph.
-    options.intra_op_num_threads = threads or min(_usable_cores(), 8)
+    # One thread per run (see ``runs_at_once``); inter-op parallelism buys nothing for a linear
+    # BERT graph.
+    options.intra_op_num_threads = threads or 1
     options.inter_op_num_threads = 1
-    # Idle workers sleep instead of spinning by default: on a machine busy with other work (the
-    # usual case next to an editor, a build or an agent) spinning burns CPU others need
-    # (measured by benchmarks/bench_embedding.py --spin-ab).
+    # Idle workers of a run of several threads sleep instead of spinning by default: on a
+    # machine busy with other work (the usual case next to an editor, a build or an agent)
+    # spinning burns CPU others need (measured by benchmarks/bench_embedding.py --spin-ab).
     options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
     options.graph_optimization_level = level
     options.log_severity_level = 3
@@ -164,7 +166,8 @@ def _options(threads: int | None, spinning: bool, level: Any, save_to: Path | No
 
 
 def build_session(threads: int | None = None, *, spinning: bool = False) -> Any:
-    """A new ONNX session over the verified model (``session()`` is the shared one).
+    """A new ONNX session over the verified model (``session()`` is the shared one), each run
+    on ``threads`` threads (one by default: ``encode`` keeps a run going on every core).
 
     Optimising the graph takes most of a session's start (0.15-0.3 s of a `kenning search`), so
     the first session saves its optimised graph in the kenning cache folder (keyed by the
@@ -254,6 +257,7 @@ class OpenVINOSession:
     thread already, so turns cost no throughput."""
 
     name = "openvino"
+    runs_at_once = 1
 
     def __init__(self, threads: int | None = None) -> None:
         import openvino as ov
@@ -366,12 +370,60 @@ def batches(ids: Sequence[Sequence[int]], batch_tokens: int) -> list[list[int]]:
     return groups
 
 
+def runs_at_once(runtime: Any) -> int:
+    """How many runs of ``runtime`` ``encode`` keeps going at once: as many as its threads per
+    run fit in the usable cores (at most 8). On 2 cores, two runs of one thread embedded 1.4x
+    the chunks/s of one run of two threads, the same vectors bit for bit: a run spread over
+    threads waits for the slowest at each of its ~400 operators, most of them small
+    (benchmarks/bench_embedding.py). OpenVINO's runs take turns (``OpenVINOSession``)."""
+    fixed = getattr(runtime, "runs_at_once", None)
+    if fixed is not None:
+        return int(fixed)
+    threads = runtime.get_session_options().intra_op_num_threads or _usable_cores()
+    return max(1, min(_usable_cores(), 8) // threads)
+
+
+def _each_at_once(work: Callable[[list[int]], None], groups: list[list[int]],
+                  threads: int) -> None:
+    """``work`` over every group, on ``threads`` threads (this one among them), each taking the
+    next group as it finishes one; the first error stops them all and is raised here. The
+    helpers are daemon threads: at exit ``runs_in_flight`` parks them between runs."""
+    pending = iter(groups)
+    taking = threading.Lock()
+    errors: list[BaseException] = []
+
+    def drain() -> None:
+        while True:
+            with taking:
+                rows = None if errors else next(pending, None)
+            if rows is None:
+                return
+            try:
+                work(rows)
+            except BaseException as exc:  # noqa: BLE001 - raised again by the caller
+                with taking:
+                    errors.append(exc)
+                return
+
+    helpers = [threading.Thread(target=drain, name="kenning-embed", daemon=True)
+               for _ in range(threads - 1)]
+    for helper in helpers:
+        helper.start()
+    drain()
+    for helper in helpers:
+        helper.join()
+    if errors:
+        raise errors[0]
+
+
 def encode(ids: Sequence[Sequence[int]], batch_tokens: int | None = None,
            onnx_session: Any = None) -> np.ndarray:
-    """Mean-pooled, L2-normalised float32 vectors for token id lists."""
+    """Mean-pooled, L2-normalised float32 vectors for token id lists; the runs of a long list
+    go on at once (``runs_at_once``), the widest first so that none is left running alone."""
     result = np.zeros((len(ids), DIMS), dtype=np.float32)
-    run = (onnx_session or session()).run
-    for rows in batches(ids, batch_tokens or BATCH_TOKENS):
+    runtime = onnx_session or session()
+
+    def embed(rows: list[int]) -> None:
         width = max(len(ids[i]) for i in rows)
         input_ids = np.zeros((len(rows), width), dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
@@ -379,11 +431,14 @@ def encode(ids: Sequence[Sequence[int]], batch_tokens: int | None = None,
             input_ids[r, : len(ids[i])] = ids[i]
             mask[r, : len(ids[i])] = 1
         with runs_in_flight:
-            (hidden,) = run(["last_hidden_state"], {"input_ids": input_ids, "attention_mask": mask,
-                                                    "token_type_ids": np.zeros_like(input_ids)})
+            (hidden,) = runtime.run(["last_hidden_state"], {
+                "input_ids": input_ids, "attention_mask": mask,
+                "token_type_ids": np.zeros_like(input_ids)})
         weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        result[rows] = pooled
+        result[rows] = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+
+    groups = batches(ids, batch_tokens or BATCH_TOKENS)[::-1]
+    _each_at_once(embed, groups, min(runs_at_once(runtime), len(groups)))
     return l2_normalise(result)
 
 
