@@ -16,10 +16,13 @@ TEXTS = [f"def handler_{i}(event):\n    return event.get('key_{i}')\n" * (1 + i 
 
 
 class Watched:
-    """A real onnxruntime session whose runs are counted while they overlap."""
+    """A real onnxruntime session whose runs are counted while they overlap; with ``meet``, its
+    first runs wait for one another, so that as many as may overlap do."""
 
-    def __init__(self, session: Any, at_once: int, fail_at: int | None = None) -> None:
+    def __init__(self, session: Any, at_once: int, fail_at: int | None = None,
+                 meet: bool = False) -> None:
         self.session, self.runs_at_once, self.fail_at = session, at_once, fail_at
+        self.meeting = threading.Barrier(at_once, timeout=20) if meet else None
         self.inside = self.most = self.started = 0
         self.count = threading.Lock()
 
@@ -32,7 +35,10 @@ class Watched:
         try:
             if started == self.fail_at:
                 raise RuntimeError("the runtime failed this run")
-            time.sleep(0.005)  # long enough for the other callers to arrive meanwhile
+            if self.meeting is not None and started <= self.runs_at_once:
+                self.meeting.wait()
+            else:
+                time.sleep(0.005)  # long enough for a failed run to be seen meanwhile
             return self.session.run(names, feeds)
         finally:
             with self.count:
@@ -43,7 +49,8 @@ def test_the_runs_of_a_list_overlap_and_give_the_vectors_of_runs_one_at_a_time(
         isolated_state: object) -> None:
     session = local.build_session()
     ids = local.token_ids(TEXTS)
-    alone, together = Watched(session, 1), Watched(session, 3)
+    assert len(local.batches(ids, local.BATCH_TOKENS)) > 3
+    alone, together = Watched(session, 1), Watched(session, 3, meet=True)
     one_at_a_time = local.encode(ids, onnx_session=alone)
     at_once = local.encode(ids, onnx_session=together)
     assert alone.most == 1 and together.most == 3
