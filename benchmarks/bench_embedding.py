@@ -67,15 +67,15 @@ def spin_ab(texts: list[str], repeats: int) -> None:
     built = [("sleeping", local.build_session(2, spinning=False)),
              ("spinning", local.build_session(2, spinning=True)),
              ("", local.build_session(1))]  # kenning's: one thread a run, a run on every core
-    sessions = {f"{threads} thread{'s' * (threads > 1)} x {runs} run{'s' * (runs > 1)} {idle}"
-                .rstrip(): s
-                for idle, s in built
-                for threads, runs in [(s.get_session_options().intra_op_num_threads,
-                                       local.runs_at_once(s))]}
-    first = next(iter(sessions.values()))
+    sessions = {}
+    for idle, onnx_session in built:
+        threads = onnx_session.get_session_options().intra_op_num_threads
+        runs = local.runs_at_once(onnx_session)
+        name = f"{threads} thread{'s' * (threads > 1)} x {runs} run{'s' * (runs > 1)} {idle}"
+        sessions[name.rstrip()] = onnx_session
+    reference = local.encode(ids, onnx_session=built[0][1])
     for onnx_session in sessions.values():  # threads change the speed, never the vectors
-        assert np.allclose(local.encode(ids, onnx_session=onnx_session),
-                           local.encode(ids, onnx_session=first), atol=1e-6)
+        assert np.allclose(local.encode(ids, onnx_session=onnx_session), reference, atol=1e-6)
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in sessions}
     for _ in range(repeats):  # interleaved, so a change in machine load hits every variant
         for name, onnx_session in sessions.items():

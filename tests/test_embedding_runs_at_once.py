@@ -49,12 +49,13 @@ def test_the_runs_of_a_list_overlap_and_give_the_vectors_of_runs_one_at_a_time(
         isolated_state: object) -> None:
     session = local.build_session()
     ids = local.token_ids(TEXTS)
-    assert len(local.batches(ids, local.BATCH_TOKENS)) > 3
+    groups = len(local.batches(ids, local.BATCH_TOKENS))
+    assert groups > 3
     alone, together = Watched(session, 1), Watched(session, 3, meet=True)
     one_at_a_time = local.encode(ids, onnx_session=alone)
     at_once = local.encode(ids, onnx_session=together)
     assert alone.most == 1 and together.most == 3
-    assert alone.started == together.started == len(local.batches(ids, local.BATCH_TOKENS))
+    assert alone.started == together.started == groups
     np.testing.assert_array_equal(at_once, one_at_a_time)
     # and a text's vector is the same whichever run, and whichever texts beside it
     np.testing.assert_array_equal(local.encode([ids[5]], onnx_session=session)[0], at_once[5])

@@ -137,6 +137,11 @@ def _usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _cores_for_the_model() -> int:
+    """The cores the model's runs keep busy: every usable one, at most 8."""
+    return min(_usable_cores(), 8)
+
+
 def _optimised_path() -> Path:
     """Where the optimised graph of the pinned model is kept for this onnxruntime version."""
     import onnxruntime as ort
@@ -274,7 +279,7 @@ class OpenVINOSession:
             cache_dir.mkdir(parents=True, exist_ok=True)
             core.set_property({"CACHE_DIR": str(cache_dir)})
         self._compiled = core.compile_model(str(path), "CPU", {
-            "INFERENCE_NUM_THREADS": threads or min(_usable_cores(), 8),
+            "INFERENCE_NUM_THREADS": threads or _cores_for_the_model(),
             "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"})
         self._request = self._compiled.create_infer_request()
         self._turn = threading.Lock()
@@ -379,15 +384,18 @@ def runs_at_once(runtime: Any) -> int:
     fixed = getattr(runtime, "runs_at_once", None)
     if fixed is not None:
         return int(fixed)
-    threads = runtime.get_session_options().intra_op_num_threads or _usable_cores()
-    return max(1, min(_usable_cores(), 8) // threads)
+    cores = _cores_for_the_model()
+    # 0 threads: onnxruntime's own choice, a thread per core
+    return max(1, cores // (runtime.get_session_options().intra_op_num_threads or cores))
 
 
 def _each_at_once(work: Callable[[list[int]], None], groups: list[list[int]],
                   threads: int) -> None:
     """``work`` over every group, on ``threads`` threads (this one among them), each taking the
     next group as it finishes one; the first error stops them all and is raised here. The
-    helpers are daemon threads: at exit ``runs_in_flight`` parks them between runs."""
+    helpers are daemon threads, which at exit ``runs_in_flight`` parks between runs; a
+    ThreadPoolExecutor's are not, and once the interpreter is ending it refuses new work to an
+    index job's daemon thread that is still embedding."""
     pending = iter(groups)
     taking = threading.Lock()
     errors: list[BaseException] = []
