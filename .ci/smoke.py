@@ -1,9 +1,11 @@
 """End-to-end check of an installed kenning: ``python .ci/smoke.py [--backend rust|numpy]``.
 
 Needs only the installed package (it runs from a wheel as well as from a checkout): the live
-kernels agree with the NumPy twin on random inputs (when the Rust core is built), a small
-project written to a temporary folder is indexed with the embedded model, one CLI search finds
-the function it asks for, and an MCP session (``kenning mcp`` over stdio) finds it too.
+kernels agree with the NumPy twin on random inputs (when the Rust core is built), the embedded
+model gives the fp32 reference vectors of ``--reference`` (cosine >= 0.99) on this CPU's int8
+kernels, a small project written to a temporary folder is indexed with the embedded model, one
+CLI search finds the function it asks for, and an MCP session (``kenning mcp`` over stdio)
+finds it too.
 ``--backend`` asserts which kernels are live. Exits non-zero with the failed check.
 """
 
@@ -86,6 +88,25 @@ def check_kernels(backend: str | None) -> None:
     print(f"kernels: rust and numpy agree (live: {kernels.BACKEND})")
 
 
+def check_model(reference: Path) -> None:
+    from kenning import config
+    from kenning.embedding import local, make_embedder
+
+    found = json.loads(reference.read_text())
+    assert found["model_sha256"] == local.MODEL_SHA256, f"{reference} is for another model file"
+    rows = found["rows"]
+    embedder = make_embedder(config.load())
+    got = [embedder.embed_query(r["text"]) if r["kind"] == "query" else
+           embedder.embed_documents([r["text"]])[0] for r in rows]
+    want = np.array([r["vector"] for r in rows], dtype=np.float32)
+    cosines = (np.array(got) * want).sum(axis=1) / np.linalg.norm(want, axis=1)
+    worst = int(cosines.argmin())
+    assert cosines[worst] >= 0.99, f"the model's vector of {rows[worst]['text'][:60]!r} is " \
+        f"off its fp32 reference (cosine {cosines[worst]:.4f})"
+    print(f"model: {len(rows)} texts match their fp32 reference on "
+          f"{local.runtime_name(local.session())} (min cosine {cosines.min():.4f})")
+
+
 def kenning(*args: str, env: dict[str, str]) -> str:
     done = subprocess.run([sys.executable, "-m", "kenning", *args], env=env,
                           capture_output=True, text=True)
@@ -107,15 +128,19 @@ async def mcp_search(root: Path, env: dict[str, str]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=["rust", "numpy"])
+    parser.add_argument("--reference", type=Path, default=Path(__file__).resolve().parent.parent
+                        / "tests" / "data" / "minilm_reference.json")
     args = parser.parse_args()
     check_kernels(args.backend)
     with tempfile.TemporaryDirectory(prefix="kenning-smoke-") as tmp:
         root, home = Path(tmp, "shop"), Path(tmp, "home")
+        # this process too (check_model): the model's checked sha256 is remembered under home
+        os.environ.update(KENNING_HOME=str(home), KENNING_CONFIG=str(home / "config.toml"))
+        check_model(args.reference)
         for name, text in PROJECT.items():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             (root / name).write_text(text)
-        env = {**os.environ, "KENNING_HOME": str(home),
-               "KENNING_CONFIG": str(home / "config.toml")}
+        env = dict(os.environ)
         started = time.perf_counter()
         kenning("index", str(root), env=env)
         indexed = time.perf_counter()

@@ -92,13 +92,14 @@ arm64_root() {
 
 smoke_aarch64() {
     mkdir -p "$root/smoke"
-    cp "$OUT"/kenning-*manylinux*aarch64.whl .ci/smoke.py "$root/smoke/"
+    cp "$OUT"/kenning-*manylinux*aarch64.whl .ci/smoke.py tests/data/minilm_reference.json \
+        "$root/smoke/"
     chroot "$root" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/root \
         PIP_CERT=/etc/ssl/certs/ca-certificates.crt bash -euo pipefail -c '
         uname -m
         python3 -m venv /venv
         /venv/bin/pip install -q /smoke/kenning-*.whl
-        cd /smoke && /venv/bin/python smoke.py --backend rust'
+        cd /smoke && /venv/bin/python smoke.py --backend rust --reference minilm_reference.json'
 }
 
 timed "tools" tools

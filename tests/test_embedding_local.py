@@ -18,6 +18,7 @@ PARSE = "def parse_config(path):\n    with open(path) as fh:\n        return jso
 RETRY = "for attempt in range(5):\n    try:\n        return send(request)\n    except IOError:\n" \
         "        time.sleep(2 ** attempt)\n"
 PAINT = "canvas.fill_rect(x, y, width, height, color=RED)\n"
+REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
 
 
 @pytest.fixture
@@ -59,6 +60,22 @@ def test_related_code_is_nearer_than_unrelated_code(embedder: LocalEmbedder) -> 
     assert scores.argmax() == 1
     scores = docs @ embedder.embed_query("load settings from a json file")
     assert scores.argmax() == 0
+
+
+def test_vectors_hold_to_the_fp32_reference_on_this_cpu(embedder: LocalEmbedder) -> None:
+    """The shipped int8 file against the fp32 export of the same weights
+    (``training/reference_vectors.py``): the quantisation's bar, on this CPU's int8 kernels."""
+    reference = json.loads(REFERENCE.read_text())
+    assert reference["model_sha256"] == local.MODEL_SHA256, \
+        "the shipped file changed: write the reference again with training/reference_vectors.py"
+    rows = reference["rows"]
+    documents = [r["text"] for r in rows if r["kind"] == "document"]
+    got = np.vstack([embedder.embed_documents(documents),  # one list: batched runs at once
+                     *(embedder.embed_query(r["text"]) for r in rows if r["kind"] == "query")])
+    want = np.array([r["vector"] for r in rows if r["kind"] == "document"] +
+                    [r["vector"] for r in rows if r["kind"] == "query"], dtype=np.float32)
+    cosines = (got * want).sum(axis=1) / np.linalg.norm(want, axis=1)
+    assert len(documents) >= 30 and cosines.min() >= 0.99
 
 
 def test_query_and_document_prefixes(local_model: None) -> None:
