@@ -2,13 +2,18 @@
 
     python training/export_onnx.py --base /tmp/kenning-train/base \\
         --weights /tmp/kenning-train/run --out /tmp/kenning-train/model-fp32.onnx \\
-        [--int8 /tmp/kenning-train/model-int8.onnx]
+        [--blend 0.7] [--int8 /tmp/kenning-train/model-int8.onnx]
 
 The graph has the inputs and output of the embedded all-MiniLM-L6-v2 file (``input_ids``,
 ``attention_mask``, ``token_type_ids`` -> ``last_hidden_state``; batch and sequence dynamic),
 so ``kenning.embedding.local`` pools and normalises it unchanged. The export is checked
 against the PyTorch model on a few code texts (min cosine of the pooled vectors is printed).
 ``--int8`` also writes onnxruntime's dynamic int8 quantisation of it.
+
+``--blend A`` exports ``A * trained + (1 - A) * base`` weight by weight (the base's fp32 shards,
+``<base>/fp32``), as in WiSE-FT: a fine-tuned model's gains on what it was trained for fade
+more slowly along that line than its losses elsewhere, so one trained run gives a family of
+candidates to measure on both dev kits. ``--blend 0`` is the base model, byte for byte.
 """
 
 from __future__ import annotations
@@ -31,15 +36,29 @@ SAMPLES = ["Filepath: src/lib.rs\n---\npub fn parse_header(value: &str) -> Optio
            "Filepath: a/b.go\n---\nfunc (s *Server) Close() error { return s.ln.Close() }"]
 
 
-def trained_model(base: Path, weights: Path) -> BertModel:
+def read_shards(folder: Path) -> dict[str, torch.Tensor]:
     state: dict[str, torch.Tensor] = {}
-    for shard in sorted(weights.glob("model-*.safetensors")):
+    for shard in sorted(folder.glob("model-*.safetensors")):
         state.update(load_file(str(shard)))
+    return {k: v.float() for k, v in join_parts(state).items()}
+
+
+def blended(trained: dict[str, torch.Tensor], base: dict[str, torch.Tensor],
+            alpha: float) -> dict[str, torch.Tensor]:
+    if trained.keys() != base.keys():
+        sys.exit(f"the base and the trained weights name different tensors: "
+                 f"{sorted(trained.keys() ^ base.keys())[:5]}")
+    return {k: alpha * trained[k] + (1 - alpha) * base[k] for k in trained}
+
+
+def trained_model(base: Path, weights: Path, alpha: float) -> BertModel:
+    state = read_shards(weights)
+    if alpha != 1:
+        state = blended(state, read_shards(base / "fp32"), alpha)
     config = BertConfig.from_json_file(str(base / "config.json"))
     config._attn_implementation = "eager"  # the SDPA path traces without the padding mask
     model = BertModel(config, add_pooling_layer=False)
-    missing, unexpected = model.load_state_dict(
-        {k: v.float() for k, v in join_parts(state).items()}, strict=False)
+    missing, unexpected = model.load_state_dict(state, strict=False)
     if [m for m in missing if "position_ids" not in m] or unexpected:
         sys.exit(f"weights do not fit: missing {missing[:5]}, unexpected {unexpected[:5]}")
     return model.eval()
@@ -68,11 +87,15 @@ def main() -> None:
     ap.add_argument("--base", type=Path, required=True)
     ap.add_argument("--weights", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--blend", type=float, default=1.0, metavar="A",
+                    help="A * trained + (1 - A) * base, weight by weight (default 1: as trained)")
     ap.add_argument("--int8", type=Path)
     args = ap.parse_args()
+    if not 0 <= args.blend <= 1:
+        ap.error("--blend takes a number from 0 to 1")
     import onnxruntime as ort
 
-    model = trained_model(args.base, args.weights)
+    model = trained_model(args.base, args.weights, args.blend)
     inputs = Encoder(args.base / "tokenizer.json", torch.device("cpu")).batch(SAMPLES, 256)
     types = torch.zeros_like(inputs["input_ids"])
     sample = (inputs["input_ids"], inputs["attention_mask"], types)
