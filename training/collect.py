@@ -2,6 +2,7 @@
 
     python training/collect.py --work /tmp/kenning-train            # verify against manifest.json
     python training/collect.py --work /tmp/kenning-train --pin      # (re)write manifest.json
+    python training/collect.py --work /tmp/kenning-train --registry pypi   # one registry's part
 
 Sources (``sources.json``): sdists from PyPI (the file its simple index lists), crates from
 the crate registry, Debian ``-dev`` and ``node-*`` binary packages (Go modules, C/C++ headers,
@@ -32,6 +33,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 HERE = Path(__file__).parent
+REGISTRIES = ("pypi", "crates", "debian", "debian_source")
 CODE_SUFFIXES = {".py", ".rs", ".go", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".java",
                  ".c", ".h", ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".hxx"}
 MAX_FILE_BYTES = 400_000  # generated tables and bundles, not code anyone writes
@@ -201,8 +203,14 @@ def main() -> None:
     ap.add_argument("--pin", action="store_true", help="write manifest.json instead of checking")
     ap.add_argument("--exclude-tree", type=Path, action="append", default=[])
     ap.add_argument("--exclude-git", type=Path, action="append", default=[])
+    ap.add_argument("--registry", action="append", choices=REGISTRIES,
+                    help="collect only these registries' sources (a smaller set for a CPU run)")
     args = ap.parse_args()
-    sources = json.loads((HERE / "sources.json").read_text())
+    if args.pin and args.registry:
+        ap.error("--pin writes the whole manifest: leave out --registry")
+    sources = {registry: specs for registry, specs in
+               json.loads((HERE / "sources.json").read_text()).items()
+               if not args.registry or registry in args.registry}
     banned = json.loads((HERE / "exclusions.json").read_text())["names"]
     manifest_path = HERE / "manifest.json"
     pinned = {} if args.pin else {
