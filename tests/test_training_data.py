@@ -44,6 +44,21 @@ def test_blob_hash_is_gits(tmp_path: Path) -> None:
     assert collect.git_blob_hash(data) == git
 
 
+def test_a_manifest_is_never_pinned_from_one_registry(tmp_path: Path) -> None:
+    # a copy with no sources, so that a regression writes an empty manifest there, not here
+    training = Path(collect.__file__).parent
+    copy = tmp_path / "training"
+    copy.mkdir()
+    for name in ("collect.py", "exclusions.json"):
+        (copy / name).write_bytes((training / name).read_bytes())
+    (copy / "sources.json").write_text('{"pypi": []}')
+    work = tmp_path / "work"
+    done = subprocess.run([sys.executable, str(copy / "collect.py"), "--work", str(work),
+                           "--pin", "--registry", "pypi"], capture_output=True, text=True)
+    assert done.returncode == 2 and "--pin writes the whole manifest" in done.stderr
+    assert not work.exists() and not (copy / "manifest.json").exists()
+
+
 def test_identifiers_split_into_words() -> None:
     assert mine_pairs.split_identifier("HttpClient.parse_header_value") == "parse header value"
     assert mine_pairs.split_identifier("readHTTPResponse") == "read http response"
