@@ -117,7 +117,7 @@ def validate(model: BertModel, enc: Encoder, val: dict[str, Any], limit: int,
 
 
 def save_shards(model: BertModel, out: Path) -> list[str]:
-    """fp16 safetensors shards under SHARD_BYTES each (the device returns files of <=16 MiB)."""
+    """fp16 safetensors shards under SHARD_BYTES each, small files to copy off a training host."""
     state = {k: v.detach().to(torch.float16).contiguous().cpu()
              for k, v in model.state_dict().items() if "position_ids" not in k}
     shards: list[dict[str, torch.Tensor]] = [{}]
