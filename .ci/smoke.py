@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import numpy as np
@@ -88,18 +89,31 @@ def check_kernels(backend: str | None) -> None:
     print(f"kernels: rust and numpy agree (live: {kernels.BACKEND})")
 
 
-def check_model(reference: Path) -> None:
+def reference_cosines(reference: Path) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """Each row of ``reference`` and the cosine of the embedded model's vector to its fp32 one;
+    the documents go in as one list (its runs go on at once), the queries one by one."""
     from kenning import config
     from kenning.embedding import local, make_embedder
 
     found = json.loads(reference.read_text())
-    assert found["model_sha256"] == local.MODEL_SHA256, f"{reference} is for another model file"
+    assert found["model_sha256"] == local.MODEL_SHA256, f"{reference} is for another model " \
+        "file: write it again with training/reference_vectors.py"
     rows = found["rows"]
     embedder = make_embedder(config.load())
-    got = [embedder.embed_query(r["text"]) if r["kind"] == "query" else
-           embedder.embed_documents([r["text"]])[0] for r in rows]
+    got = np.zeros((len(rows), embedder.dims), dtype=np.float32)
+    documents = [i for i, r in enumerate(rows) if r["kind"] == "document"]
+    got[documents] = embedder.embed_documents([rows[i]["text"] for i in documents])
+    for i, row in enumerate(rows):
+        if row["kind"] == "query":
+            got[i] = embedder.embed_query(row["text"])
     want = np.array([r["vector"] for r in rows], dtype=np.float32)
-    cosines = (np.array(got) * want).sum(axis=1) / np.linalg.norm(want, axis=1)
+    return rows, (got * want).sum(axis=1) / np.linalg.norm(want, axis=1)
+
+
+def check_model(reference: Path) -> None:
+    from kenning.embedding import local
+
+    rows, cosines = reference_cosines(reference)
     worst = int(cosines.argmin())
     assert cosines[worst] >= 0.99, f"the model's vector of {rows[worst]['text'][:60]!r} is " \
         f"off its fp32 reference (cosine {cosines[worst]:.4f})"

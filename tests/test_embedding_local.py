@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,9 @@ from kenning import config
 from kenning.embedding import document_text, local, make_embedder
 from kenning.embedding.local import LocalEmbedder
 from kenning.errors import ConfigError, EmbedderUnavailable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / ".ci"))
+import smoke  # noqa: E402 - the reference check every wheel's smoke run makes
 
 PARSE = "def parse_config(path):\n    with open(path) as fh:\n        return json.load(fh)\n"
 RETRY = "for attempt in range(5):\n    try:\n        return send(request)\n    except IOError:\n" \
@@ -62,20 +66,11 @@ def test_related_code_is_nearer_than_unrelated_code(embedder: LocalEmbedder) -> 
     assert scores.argmax() == 0
 
 
-def test_vectors_hold_to_the_fp32_reference_on_this_cpu(embedder: LocalEmbedder) -> None:
+def test_vectors_hold_to_the_fp32_reference_on_this_cpu(local_model: None) -> None:
     """The shipped int8 file against the fp32 export of the same weights
     (``training/reference_vectors.py``): the quantisation's bar, on this CPU's int8 kernels."""
-    reference = json.loads(REFERENCE.read_text())
-    assert reference["model_sha256"] == local.MODEL_SHA256, \
-        "the shipped file changed: write the reference again with training/reference_vectors.py"
-    rows = reference["rows"]
-    documents = [r["text"] for r in rows if r["kind"] == "document"]
-    got = np.vstack([embedder.embed_documents(documents),  # one list: batched runs at once
-                     *(embedder.embed_query(r["text"]) for r in rows if r["kind"] == "query")])
-    want = np.array([r["vector"] for r in rows if r["kind"] == "document"] +
-                    [r["vector"] for r in rows if r["kind"] == "query"], dtype=np.float32)
-    cosines = (got * want).sum(axis=1) / np.linalg.norm(want, axis=1)
-    assert len(documents) >= 30 and cosines.min() >= 0.99
+    rows, cosines = smoke.reference_cosines(REFERENCE)
+    assert sum(r["kind"] == "document" for r in rows) >= 30 and cosines.min() >= 0.99
 
 
 def test_query_and_document_prefixes(local_model: None) -> None:
