@@ -28,7 +28,8 @@ NAMES = ["x.py", "y.txt", "ab", "b.md", "[x].py", "!n.py", "#c.py", "a b.py", "Ã
 TOKENS = ["a", "b", "x", "sub", ".py", ".txt", "*", "**", "?", "/", "!", "\\", "#", " ", "[a-c]",
           "[z-a]", "[[:alpha:]", "[[:digit:]]", "[:alpha:]", "[!x]", "[", "]", "\\!", "\\#",
           "\\ ", "\\*"]
-ODD_LINES = ["\\", "!", "[z-a]", "[[:alpha:]", "/", "**", "!*", "#", "", "  ", "\\\\"]
+ODD_LINES = ["\\", "!", "[z-a]", "[[:alpha:]", "/", "**", "!*", "#", "", "  ", "\\\\", "\\/",
+             "a\\/", "\\\\/"]
 
 lines = st.one_of(st.sampled_from(ODD_LINES),
                   st.lists(st.sampled_from(TOKENS), min_size=1, max_size=5).map("".join))
@@ -89,6 +90,23 @@ def test_a_negated_set_never_matches_the_separator(tmp_path: Path, rule: str) ->
     walked = both(tmp_path)
     assert walked["python"] == walked["rust"]
     assert "a/x.py" in [path for path, _, _ in walked["python"][0]]
+
+
+@pytest.mark.parametrize(("rule", "ignored"), [
+    ("\\/", []), ("a\\/  ", []), ("!\\/", []),  # an escaped folder mark: git matches nothing
+    ("b\\\\/", ["b\\/y.py"]),  # the folder named "b\\"
+])
+def test_a_folder_mark_after_backslashes_reads_as_in_git(
+    tmp_path: Path, rule: str, ignored: list[str]
+) -> None:
+    for rel in ("a/x.py", "b\\/y.py", "c.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    (tmp_path / ".gitignore").write_text("c.py\n" + rule + "\n")
+    walked = both(tmp_path)
+    assert walked["python"] == walked["rust"]
+    kept = [path for path, _, _ in walked["python"][0]]
+    assert kept == sorted({".gitignore", "a/x.py", "b\\/y.py"} - set(ignored))
 
 
 def test_an_ignore_file_over_max_file_size_still_applies(tmp_path: Path) -> None:

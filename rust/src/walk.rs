@@ -24,6 +24,7 @@
 //! data of the files indexed before and keeps only what differs, so a refresh of an unchanged
 //! tree hands the caller nothing to look at.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString, OsStr, OsString};
@@ -204,11 +205,28 @@ fn read_spec(
     };
     let text = String::from_utf8_lossy(&bytes);
     let mut builder = GitignoreBuilder::new(root);
-    for line in text.lines() {
+    for line in text.lines().filter_map(as_git_reads) {
         // a malformed pattern is one line lost, never the whole file
-        let _ = builder.add_line(None, line);
+        let _ = builder.add_line(None, &line);
     }
     Ok(builder.build().ok().filter(|spec| !spec.is_empty()))
+}
+
+/// `line` spelled for the ignore crate as git reads it. A `/` at the end (spaces after it
+/// are trimmed) marks a folder pattern, but after an odd run of backslashes it is escaped, and
+/// git matches that pattern with nothing, where the crate drops the backslash and reads a
+/// folder pattern (`\/` alone would ignore every folder): None. After an even run, git reads a
+/// folder whose name ends with a backslash; the crate would drop one backslash and fail on the
+/// other, so that backslash is spelled as a bracket.
+fn as_git_reads(line: &str) -> Option<Cow<'_, str>> {
+    let Some(body) = line.trim_end_matches(' ').strip_suffix('/') else {
+        return Some(Cow::Borrowed(line));
+    };
+    match body.bytes().rev().take_while(|&b| b == b'\\').count() {
+        0 => Some(Cow::Borrowed(line)),
+        run if run % 2 == 1 => None,
+        _ => Some(Cow::Owned(format!("{}[\\\\]/", &body[..body.len() - 2]))),
+    }
 }
 
 fn verdict(spec: &Gitignore, sub: &Path, is_dir: bool) -> Option<bool> {
@@ -1126,6 +1144,19 @@ mod tests {
                 "pkg/keep.log"
             ]
         );
+    }
+
+    #[test]
+    fn a_folder_mark_after_backslashes_reads_as_in_git() {
+        // git reads `\/` and `a\/` as patterns that match nothing, and `b\\/` as the folder
+        // named `b\` (checked with `git ls-files -o --exclude-standard`)
+        let dir = tree(&[
+            (".gitignore", "\\/\na\\/  \nb\\\\/\n"),
+            ("a/x.py", ""),
+            ("b\\/y.py", ""),
+            ("c.py", ""),
+        ]);
+        assert_eq!(paths(dir.path()), [".gitignore", "a/x.py", "c.py"]);
     }
 
     #[test]
