@@ -27,7 +27,7 @@ FOLDERS = ["", "a/", "b/", "a/b/", "sub/"]
 NAMES = ["x.py", "y.txt", "ab", "b.md", "[x].py", "!n.py", "#c.py", "a b.py", "é.py", "x.py.bak"]
 TOKENS = ["a", "b", "x", "sub", ".py", ".txt", "*", "**", "?", "/", "!", "\\", "#", " ", "[a-c]",
           "[z-a]", "[[:alpha:]", "[[:digit:]]", "[:alpha:]", "[!x]", "[", "]", "\\!", "\\#",
-          "\\ ", "\\*"]
+          "\\ ", "\\*", "é"]
 ODD_LINES = ["\\", "!", "[z-a]", "[[:alpha:]", "/", "**", "!*", "#", "", "  ", "\\\\", "\\/",
              "a\\/", "\\\\/"]
 
@@ -107,6 +107,40 @@ def test_a_folder_mark_after_backslashes_reads_as_in_git(
     assert walked["python"] == walked["rust"]
     kept = [path for path, _, _ in walked["python"][0]]
     assert kept == sorted({".gitignore", "a/x.py", "b\\/y.py"} - set(ignored))
+
+
+@pytest.mark.parametrize(("rule", "ignored"), [
+    ("?.py", ["a.py"]), ("??.py", ["ab.py", "é.py"]), ("[!a]?.py", ["é.py"]), ("é.py", ["é.py"]),
+])
+def test_patterns_match_bytes_as_in_git(tmp_path: Path, rule: str, ignored: list[str]) -> None:
+    """In git ``?`` and a bracket match one byte, so ``?.py`` misses ``é.py`` (two bytes)."""
+    for name in ("a.py", "ab.py", "é.py"):
+        (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / ".gitignore").write_text(rule + "\n", encoding="utf-8")
+    walked = both(tmp_path)
+    assert walked["python"] == walked["rust"]
+    kept = [path for path, _, _ in walked["python"][0]]
+    assert kept == sorted({".gitignore", "a.py", "ab.py", "é.py"} - set(ignored))
+
+
+@pytest.mark.parametrize(("rule", "ignored"), [
+    ("[a/]", ["a/x.py"]),  # the folder a, at the top only: the "/" anchors the pattern
+    ("**/[a/]", ["a/x.py", "sub/a/y.py"]),
+    ("[!/]1", ["a1"]),  # any character but the separator
+    ("[/]", []),  # a bracket with nothing left matches nothing
+])
+def test_a_bracket_never_matches_the_separator_but_anchors_as_in_git(
+    tmp_path: Path, rule: str, ignored: list[str]
+) -> None:
+    files = {"a/x.py", "a1", "sub/a/y.py"}
+    for rel in files:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    (tmp_path / ".gitignore").write_text(rule + "\n")
+    walked = both(tmp_path)
+    assert walked["python"] == walked["rust"]
+    kept = [path for path, _, _ in walked["python"][0]]
+    assert kept == sorted(files - set(ignored) | {".gitignore"})
 
 
 def test_an_ignore_file_over_max_file_size_still_applies(tmp_path: Path) -> None:

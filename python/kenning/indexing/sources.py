@@ -182,7 +182,8 @@ def _read_spec(
         if refused.reason == "too_large":
             stats.oversized_ignores.append(rel)
         return None
-    spec = _compile(data.decode("utf-8", "replace").splitlines())
+    # as the Rust walk reads it (invalid UTF-8 replaced), then one character per byte
+    spec = _compile(_bytewise(data.decode("utf-8", "replace")).splitlines())
     return spec if len(spec) else None
 
 
@@ -200,6 +201,8 @@ def _compile(lines: list[str]) -> pathspec.GitIgnoreSpec:
         warnings.simplefilter("ignore", FutureWarning)  # re: "possible nested set" in "[["
         for line in lines:
             spelled = _posix_classes(line)
+            if spelled is not None:
+                spelled = _slashless_brackets(spelled)
             if spelled is None:
                 continue
             try:
@@ -276,6 +279,41 @@ def _posix_classes(line: str) -> str | None:
     return "".join(out)
 
 
+def _slashless_brackets(line: str) -> str | None:
+    """``line`` without the ``/`` of its brackets, as git reads them: a bracket never matches
+    the separator, but pathspec cuts a pattern at every ``/`` first, brackets or not. A bracket
+    left empty matches nothing, so neither does the line (None); a negated one is any character
+    (``?``). The ``/`` still anchored the pattern to its ignore file's folder, so a leading
+    ``/`` keeps that when no other ``/`` does."""
+    out: list[str] = []
+    bracket: list[str] | None = None  # the pieces of the bracket being read
+    dropped = False
+    for kind, piece, negated, _ in _brackets(line, "!^"):
+        if kind == "open":
+            bracket = [piece]
+        elif bracket is None:
+            out.append(piece)
+        elif kind == "close":
+            if len(bracket) == 1 and not bracket[0].endswith("]"):  # nothing left in it
+                if not negated:
+                    return None
+                bracket = ["?"]
+            else:
+                bracket.append(piece)
+            out.extend(bracket)
+            bracket = None
+        elif piece in ("/", "\\/"):
+            dropped = True
+        else:
+            bracket.append(piece)
+    if not dropped or bracket is not None:  # one never closed: git matches nothing anyway
+        return line
+    text = "".join(out)
+    if "/" not in text.rstrip(" ").removesuffix("/"):
+        text = "!/" + text[1:] if text.startswith("!") else "/" + text
+    return text
+
+
 def _no_separator(regex: str) -> str:
     """``regex`` with ``/`` added to each negated set: in git (and the Rust walk) ``[!x]`` never
     matches the separator, but pathspec's ``[^x]`` does, so ``a[!x]`` would ignore
@@ -294,13 +332,21 @@ def _decide(stack: list[_Rules], rel: str, is_dir: bool, attr: str) -> bool | No
         spec = getattr(rules, attr)
         if spec is None:
             continue
-        sub = rel[len(rules.prefix) :]
-        if not sub.isascii():  # re2 cannot take the lone surrogates of a name that is not UTF-8
-            sub = sub.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        sub = _bytewise(rel[len(rules.prefix) :])
         verdict = _folder_verdict(spec, sub + "/") if is_dir else spec.check_file(sub).include
         if verdict is not None:
             return bool(verdict)
     return None
+
+
+def _bytewise(text: str) -> str:
+    """``text`` with one character per byte of its UTF-8 (a name that is not UTF-8: its own
+    bytes): git matches patterns byte by byte, so ``?`` is one byte and ``?.py`` does not
+    match ``é.py``, where pathspec would take one character. Both a pattern and a name go
+    through this, so a literal non-ASCII character still matches itself."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "surrogateescape").decode("latin-1")
 
 
 def _folder_verdict(spec: pathspec.GitIgnoreSpec, path: str) -> bool | None:
