@@ -143,6 +143,16 @@ def test_a_bracket_never_matches_the_separator_but_anchors_as_in_git(
     assert kept == sorted(files - set(ignored) | {".gitignore"})
 
 
+@pytest.mark.parametrize("rule", ["[*", "a[", "[]", "[!]", "*[a\\]"])
+def test_a_bracket_never_closed_matches_nothing_as_in_git(tmp_path: Path, rule: str) -> None:
+    for name in ("[x].py", "a[", "[a\\]"):
+        (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / ".gitignore").write_text(rule + "\n")
+    walked = both(tmp_path)
+    assert walked["python"] == walked["rust"]
+    assert [path for path, _, _ in walked["python"][0]] == [".gitignore", "[a\\]", "[x].py", "a["]
+
+
 def test_an_ignore_file_over_max_file_size_still_applies(tmp_path: Path) -> None:
     """Ignore files are policy: one larger than ``index.max_file_size`` is read whole."""
     for name in ("app.py", "secrets.py"):

@@ -217,8 +217,12 @@ fn read_spec(
 /// git matches that pattern with nothing, where the crate drops the backslash and reads a
 /// folder pattern (`\/` alone would ignore every folder): None. After an even run, git reads a
 /// folder whose name ends with a backslash; the crate would drop one backslash and fail on the
-/// other, so that backslash is spelled as a bracket.
+/// other, so that backslash is spelled as a bracket. A bracket never closed makes a pattern
+/// git matches with nothing, where the crate reads a literal `[`: None.
 fn as_git_reads(line: &str) -> Option<Cow<'_, str>> {
+    if has_unclosed_bracket(line.as_bytes()) {
+        return None;
+    }
     let Some(body) = line.trim_end_matches(' ').strip_suffix('/') else {
         return Some(Cow::Borrowed(line));
     };
@@ -227,6 +231,38 @@ fn as_git_reads(line: &str) -> Option<Cow<'_, str>> {
         run if run % 2 == 1 => None,
         _ => Some(Cow::Owned(format!("{}[\\\\]/", &body[..body.len() - 2]))),
     }
+}
+
+/// Whether a `[` of `line` (not escaped by a backslash) opens a bracket that no `]` closes: a
+/// `]` right after the `[` (or after its `!` or `^`) is a member, and a backslash escapes the
+/// byte after it inside a bracket too.
+fn has_unclosed_bracket(line: &[u8]) -> bool {
+    let mut i = 0;
+    while i < line.len() {
+        match line[i] {
+            b'\\' => i += 2,
+            b'[' => {
+                let mut j = i + 1;
+                if matches!(line.get(j), Some(b'!' | b'^')) {
+                    j += 1;
+                }
+                if line.get(j) == Some(&b']') {
+                    j += 1;
+                }
+                loop {
+                    match line.get(j) {
+                        None => return true,
+                        Some(b']') => break,
+                        Some(b'\\') => j += 2,
+                        Some(_) => j += 1,
+                    }
+                }
+                i = j + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    false
 }
 
 fn verdict(spec: &Gitignore, sub: &Path, is_dir: bool) -> Option<bool> {
@@ -1157,6 +1193,17 @@ mod tests {
             ("c.py", ""),
         ]);
         assert_eq!(paths(dir.path()), [".gitignore", "a/x.py", "c.py"]);
+    }
+
+    #[test]
+    fn a_bracket_never_closed_matches_nothing_as_in_git() {
+        let dir = tree(&[
+            (".gitignore", "[*\na[\n[]\n[!]\n\\[x].py\n"),
+            ("[x].py", ""),
+            ("a[", ""),
+            ("b.py", ""),
+        ]);
+        assert_eq!(paths(dir.path()), [".gitignore", "a[", "b.py"]);
     }
 
     #[test]
