@@ -94,9 +94,10 @@ def test_a_negated_set_never_matches_the_separator(tmp_path: Path, rule: str) ->
 
 @pytest.mark.parametrize(("rule", "ignored"), [
     ("\\/", []), ("a\\/  ", []), ("!\\/", []),  # an escaped folder mark: git matches nothing
+    ("**//", []),  # no name ends with a separator
     ("b\\\\/", ["b\\/y.py"]),  # the folder named "b\\"
 ])
-def test_a_folder_mark_after_backslashes_reads_as_in_git(
+def test_a_folder_mark_reads_as_in_git(
     tmp_path: Path, rule: str, ignored: list[str]
 ) -> None:
     for rel in ("a/x.py", "b\\/y.py", "c.py"):

@@ -226,6 +226,9 @@ fn as_git_reads(line: &str) -> Option<Cow<'_, str>> {
     let Some(body) = line.trim_end_matches(' ').strip_suffix('/') else {
         return Some(Cow::Borrowed(line));
     };
+    if body.ends_with('/') {
+        return None; // no name ends with a separator (the crate reads `**//` as every folder)
+    }
     match body.bytes().rev().take_while(|&b| b == b'\\').count() {
         0 => Some(Cow::Borrowed(line)),
         run if run % 2 == 1 => None,
@@ -1183,11 +1186,11 @@ mod tests {
     }
 
     #[test]
-    fn a_folder_mark_after_backslashes_reads_as_in_git() {
-        // git reads `\/` and `a\/` as patterns that match nothing, and `b\\/` as the folder
-        // named `b\` (checked with `git ls-files -o --exclude-standard`)
+    fn a_folder_mark_reads_as_in_git() {
+        // git reads `\/`, `a\/` and `**//` as patterns that match nothing, and `b\\/` as the
+        // folder named `b\` (checked with `git ls-files -o --exclude-standard`)
         let dir = tree(&[
-            (".gitignore", "\\/\na\\/  \nb\\\\/\n"),
+            (".gitignore", "\\/\na\\/  \nb\\\\/\n**//\n"),
             ("a/x.py", ""),
             ("b\\/y.py", ""),
             ("c.py", ""),
