@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,13 @@ from embed_server import embed_server, local_model  # noqa: F401 - fixtures for 
 pytest.register_assert_rewrite("index_helpers", "search_fixtures", "shared_helpers")
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: a worker more than the cores, since the tests wait on subprocesses, servers
+    and the disk much of the time (``--maxprocesses`` still caps it)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (cores or 1) + 1
+
+
 @pytest.fixture(autouse=True)
 def isolated_state(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
@@ -20,7 +28,7 @@ def isolated_state(
     home = tmp_path_factory.mktemp("kenning-home")
     monkeypatch.setenv("KENNING_HOME", str(home / "data"))
     monkeypatch.setenv("KENNING_CONFIG", str(home / "config.toml"))
-    for name in list(__import__("os").environ):
+    for name in list(os.environ):
         if name.startswith("KENNING_") and name not in {"KENNING_HOME", "KENNING_CONFIG",
                                                         "KENNING_KERNELS", "KENNING_RUNTIME"}:
             monkeypatch.delenv(name)
