@@ -212,13 +212,15 @@ fn read_spec(
     Ok(builder.build().ok().filter(|spec| !spec.is_empty()))
 }
 
-/// `line` spelled for the ignore crate as git reads it. A `/` at the end (spaces after it
-/// are trimmed) marks a folder pattern, but after an odd run of backslashes it is escaped, and
-/// git matches that pattern with nothing, where the crate drops the backslash and reads a
-/// folder pattern (`\/` alone would ignore every folder): None. After an even run, git reads a
-/// folder whose name ends with a backslash; the crate would drop one backslash and fail on the
-/// other, so that backslash is spelled as a bracket. A bracket never closed makes a pattern
-/// git matches with nothing, where the crate reads a literal `[`: None.
+/// `line` spelled for the ignore crate as git reads it, or None where git matches nothing with
+/// it and the crate would match something:
+/// - a bracket never closed (the crate reads a literal `[`);
+/// - a `/` at the end (the folder mark; spaces after it are trimmed) right after another `/`
+///   (the crate reads `**//` as every folder) or after an odd run of backslashes, which
+///   escapes it (the crate drops the backslash, so `\/` alone would ignore every folder).
+///
+/// After an even run of backslashes git reads a folder whose name ends with a backslash; the
+/// crate would drop one backslash and fail on the other, so that one is spelled as a bracket.
 fn as_git_reads(line: &str) -> Option<Cow<'_, str>> {
     if has_unclosed_bracket(line.as_bytes()) {
         return None;
@@ -227,7 +229,7 @@ fn as_git_reads(line: &str) -> Option<Cow<'_, str>> {
         return Some(Cow::Borrowed(line));
     };
     if body.ends_with('/') {
-        return None; // no name ends with a separator (the crate reads `**//` as every folder)
+        return None;
     }
     match body.bytes().rev().take_while(|&b| b == b'\\').count() {
         0 => Some(Cow::Borrowed(line)),
