@@ -214,7 +214,7 @@ fn read_spec(
 
 /// `line` spelled for the ignore crate as git reads it, or None where git matches nothing with
 /// it and the crate would match something:
-/// - a bracket never closed (the crate reads a literal `[`);
+/// - a bracket never closed (the crate reads a literal `[`) or naming an unknown class;
 /// - a `/` at the end (the folder mark; spaces after it are trimmed) right after another `/`
 ///   (the crate reads `**//` as every folder) or after an odd run of backslashes, which
 ///   escapes it (the crate drops the backslash, so `\/` alone would ignore every folder).
@@ -222,7 +222,7 @@ fn read_spec(
 /// After an even run of backslashes git reads a folder whose name ends with a backslash; the
 /// crate would drop one backslash and fail on the other, so that one is spelled as a bracket.
 fn as_git_reads(line: &str) -> Option<Cow<'_, str>> {
-    if has_unclosed_bracket(line.as_bytes()) {
+    if has_broken_bracket(line.as_bytes()) {
         return None;
     }
     let Some(body) = line.trim_end_matches(' ').strip_suffix('/') else {
@@ -238,10 +238,18 @@ fn as_git_reads(line: &str) -> Option<Cow<'_, str>> {
     }
 }
 
-/// Whether a `[` of `line` (not escaped by a backslash) opens a bracket that no `]` closes: a
-/// `]` right after the `[` (or after its `!` or `^`) is a member, and a backslash escapes the
-/// byte after it inside a bracket too.
-fn has_unclosed_bracket(line: &[u8]) -> bool {
+/// The classes git reads inside a bracket (`[[:alpha:]]`); with any other name, the pattern
+/// matches nothing.
+const POSIX_CLASSES: [&[u8]; 12] = [
+    b"alnum", b"alpha", b"blank", b"cntrl", b"digit", b"graph", b"lower", b"print", b"punct",
+    b"space", b"upper", b"xdigit",
+];
+
+/// Whether a `[` of `line` (not escaped by a backslash) opens a bracket that no `]` closes, or
+/// one naming a class git does not know: a `]` right after the `[` (or after its `!` or `^`)
+/// is a member, as is the `]` of a class such as `[:alpha:]`, and a backslash escapes the byte
+/// after it inside a bracket too.
+fn has_broken_bracket(line: &[u8]) -> bool {
     let mut i = 0;
     while i < line.len() {
         match line[i] {
@@ -259,6 +267,17 @@ fn has_unclosed_bracket(line: &[u8]) -> bool {
                         None => return true,
                         Some(b']') => break,
                         Some(b'\\') => j += 2,
+                        Some(b'[') if line.get(j + 1) == Some(&b':') => {
+                            match line[j + 2..].windows(2).position(|w| w == b":]") {
+                                Some(end)
+                                    if !POSIX_CLASSES.contains(&&line[j + 2..j + 2 + end]) =>
+                                {
+                                    return true;
+                                }
+                                Some(end) => j += end + 4,
+                                None => j += 1,
+                            }
+                        }
                         Some(_) => j += 1,
                     }
                 }
@@ -1209,6 +1228,18 @@ mod tests {
             ("b.py", ""),
         ]);
         assert_eq!(paths(dir.path()), [".gitignore", "a[", "b.py"]);
+    }
+
+    #[test]
+    fn a_class_closes_no_bracket_and_an_unknown_one_matches_nothing_as_in_git() {
+        let dir = tree(&[
+            (".gitignore", "[[:alpha:][]\n[[:foo:]]\n"),
+            ("b", ""),
+            ("[", ""),
+            ("]", ""),
+            ("x.py", ""),
+        ]);
+        assert_eq!(paths(dir.path()), [".gitignore", "]", "x.py"]);
     }
 
     #[test]
