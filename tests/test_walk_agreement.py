@@ -34,9 +34,10 @@ TOKENS = ["a", "b", "x", "sub", ".py", ".txt", "*", "**", "?", "/", "!", "\\", "
 ODD_LINES = ["\\", "!", "[z-a]", "[[:alpha:]", "/", "**", "!*", "#", "", "  ", "\\\\", "\\/",
              "a\\/", "\\\\/"]
 
-# A backslash inside a bracket ("[\]]", "[a\[]") escapes in git, but neither the ignore
-# crate nor pathspec reads it so: a known difference, left out of the generated lines.
 def escapes_in_a_bracket(line: str) -> bool:
+    """Whether a backslash is inside a bracket of ``line`` (``[\\]]``, ``[a\\[]``): git reads it
+    as an escape, neither the ignore crate nor pathspec does; a known difference, which the
+    generated lines leave out."""
     return any(kind == "escape" and inside
                for kind, _, _, inside in sources._brackets(line, "!^", classes=True))
 
@@ -146,7 +147,7 @@ def test_a_negated_set_never_matches_the_separator(tmp_path: Path, rule: str) ->
 @pytest.mark.parametrize(("rule", "ignored"), [
     ("\\/", []), ("a\\/  ", []), ("!\\/", []),  # an escaped folder mark: git matches nothing
     ("**//", []),  # no name ends with a separator
-    ("b\\\\/", ["b\\/y.py"]),  # the folder named "b\\"
+    ("b\\\\/", ["b\\/y.py"]),  # the folder named b\ (its name ends with a backslash)
 ])
 def test_a_folder_mark_reads_as_in_git(
     tmp_path: Path, rule: str, ignored: list[str]
