@@ -30,7 +30,7 @@ FOLDERS = ["", "a/", "b/", "a/b/", "sub/"]
 NAMES = ["x.py", "y.txt", "ab", "b.md", "[x].py", "!n.py", "#c.py", "a b.py", "é.py", "x.py.bak"]
 TOKENS = ["a", "b", "x", "sub", ".py", ".txt", "*", "**", "?", "/", "!", "\\", "#", " ", "[a-c]",
           "[z-a]", "[[:alpha:]", "[[:digit:]]", "[:alpha:]", "[!x]", "[", "]", "\\!", "\\#",
-          "\\ ", "\\*", "é"]
+          "\\ ", "\\*", "é", "[[:punct:]]", "[![:graph:]]", "[[:print:]]"]
 ODD_LINES = ["\\", "!", "[z-a]", "[[:alpha:]", "/", "**", "!*", "#", "", "  ", "\\\\", "\\/",
              "a\\/", "\\\\/"]
 
@@ -204,6 +204,19 @@ def test_a_bracket_never_closed_matches_nothing_as_in_git(tmp_path: Path, rule: 
     walked = both(tmp_path)
     assert walked["python"] == walked["rust"]
     assert [path for path, _, _ in walked["python"][0]] == [".gitignore", "[a\\]", "[x].py", "a["]
+
+
+@pytest.mark.parametrize(("rule", "kept"), [
+    ("[[:punct:]]*", ["a b.py", "a.py", "ab.py"]),  # "." is punctuation: .gitignore too
+    ("?[[:graph:]].py", [".gitignore", "a b.py", "a.py"]),  # " " is no graphic character
+])
+def test_every_posix_class_reads_as_in_git(tmp_path: Path, rule: str, kept: list[str]) -> None:
+    for name in ("!n.py", "#c.py", "a.py", "ab.py", "a b.py"):
+        (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / ".gitignore").write_text(rule + "\n")
+    walked = both(tmp_path)
+    assert walked["python"] == walked["rust"]
+    assert [path for path, _, _ in walked["python"][0]] == kept
 
 
 def test_an_ignore_file_over_max_file_size_still_applies(tmp_path: Path) -> None:

@@ -221,9 +221,13 @@ def _compile(lines: list[str]) -> pathspec.GitIgnoreSpec:
 
 # POSIX classes inside brackets, as git and the Rust walk read them; pathspec would take
 # "[[:alpha:]]" for the characters "[:alph" and then a "]".
+# The ranges of the printable and punctuation classes leave out "/", which no bracket matches
+# and which pathspec would cut the pattern at, and none starts with "!" or "^" (a negation
+# where the class opens its bracket).
 _POSIX_CLASSES = {
     "alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
-    "xdigit": "0-9A-Fa-f", "blank": " \t", "space": " \t\n\v\f\r",
+    "xdigit": "0-9A-Fa-f", "blank": " \t", "space": " \t\n\v\f\r", "cntrl": "\x00-\x1f\x7f",
+    "graph": "0-~!-.", "print": " -.0-~", "punct": "{-~!-.:-@[-`",
 }  # fmt: skip
 _POSIX_CLASS = re.compile(r"\[:([a-z]*):\]")
 
