@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,27 @@ trees = st.fixed_dictionaries({
 })
 
 
+def write_tree(root: Path, files: Iterable[str], ignores: dict[str, str]) -> None:
+    """Each of ``files`` (paths under ``root``) a line of Python, each ignore file its text."""
+    for rel, text in [*((rel, "x = 1\n") for rel in files), *ignores.items()]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+
+
+def tree_of(tree: dict) -> tuple[list[str], dict[str, str]]:
+    """A generated tree's files and ignore files, as ``write_tree`` takes them."""
+    return ([folder + name for folder, name in tree["files"]],
+            {folder + name: "\n".join(body) + "\n"
+             for (folder, name), body in tree["ignores"].items()})
+
+
+def kept_alike(root: Path) -> list[str]:
+    """The paths both walks keep, which must be the same files with the same skip counts."""
+    walked = both(root)
+    assert walked["python"] == walked["rust"]
+    return [path for path, _, _ in walked["python"][0]]
+
+
 def both(root: Path) -> dict[str, tuple[list[tuple[str, int, int]], WalkStats]]:
     out = {}
     for backend in ("python", "rust"):
@@ -69,15 +91,8 @@ def both(root: Path) -> dict[str, tuple[list[tuple[str, int, int]], WalkStats]]:
 @given(trees)
 def test_generated_trees_and_ignore_files_walk_alike(tree: dict) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        for folder, name in tree["files"]:
-            (root / folder).mkdir(parents=True, exist_ok=True)
-            (root / folder / name).write_text("x = 1\n")
-        for (folder, name), body in tree["ignores"].items():
-            (root / folder).mkdir(parents=True, exist_ok=True)
-            (root / folder / name).write_text("\n".join(body) + "\n")
-        walked = both(root)
-        assert walked["python"] == walked["rust"]
+        write_tree(Path(tmp), *tree_of(tree))
+        kept_alike(Path(tmp))
 
 
 # git's own reading, with no user or system configuration (no global excludes file)
@@ -108,12 +123,7 @@ git_trees = st.fixed_dictionaries({
 def test_generated_gitignores_keep_what_git_keeps(tree: dict) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        for folder, name in tree["files"]:
-            (root / folder).mkdir(parents=True, exist_ok=True)
-            (root / folder / name).write_text("x = 1\n")
-        for (folder, name), body in tree["ignores"].items():
-            (root / folder).mkdir(parents=True, exist_ok=True)
-            (root / folder / name).write_text("\n".join(body) + "\n")
+        write_tree(root, *tree_of(tree))
         kept = git_keeps(root)
         for backend, (found, _) in both(root).items():
             assert {path for path, _, _ in found} == kept, backend
@@ -125,23 +135,14 @@ def test_generated_gitignores_keep_what_git_keeps(tree: dict) -> None:
     "\\\n!\n[z-a]\n[[:alpha:]\nc.py\n",
 ])
 def test_huge_and_malformed_ignore_files_walk_alike(tmp_path: Path, body: str) -> None:
-    for name in ("a.py", "c.py"):
-        (tmp_path / name).write_text("x = 1\n")
-    (tmp_path / ".gitignore").write_text(body)
-    walked = both(tmp_path)
-    assert walked["python"] == walked["rust"]
-    assert [path for path, _, _ in walked["python"][0]][-1] == "a.py"  # c.py is ignored
+    write_tree(tmp_path, ["a.py", "c.py"], {".gitignore": body})
+    assert kept_alike(tmp_path)[-1] == "a.py"  # c.py is ignored
 
 
 @pytest.mark.parametrize("rule", ["a[!x]", "a[^x]", "a[!]x]", "*[!.]x.py"])
 def test_a_negated_set_never_matches_the_separator(tmp_path: Path, rule: str) -> None:
-    (tmp_path / "a").mkdir()
-    for name in ("a/x.py", "ab", "keep.py"):
-        (tmp_path / name).write_text("x = 1\n")
-    (tmp_path / ".gitignore").write_text(rule + "\n")
-    walked = both(tmp_path)
-    assert walked["python"] == walked["rust"]
-    assert "a/x.py" in [path for path, _, _ in walked["python"][0]]
+    write_tree(tmp_path, ["a/x.py", "ab", "keep.py"], {".gitignore": rule + "\n"})
+    assert "a/x.py" in kept_alike(tmp_path)
 
 
 @pytest.mark.parametrize(("rule", "ignored"), [
@@ -152,14 +153,8 @@ def test_a_negated_set_never_matches_the_separator(tmp_path: Path, rule: str) ->
 def test_a_folder_mark_reads_as_in_git(
     tmp_path: Path, rule: str, ignored: list[str]
 ) -> None:
-    for rel in ("a/x.py", "b\\/y.py", "c.py"):
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text("x = 1\n")
-    (tmp_path / ".gitignore").write_text("c.py\n" + rule + "\n")
-    walked = both(tmp_path)
-    assert walked["python"] == walked["rust"]
-    kept = [path for path, _, _ in walked["python"][0]]
-    assert kept == sorted({".gitignore", "a/x.py", "b\\/y.py"} - set(ignored))
+    write_tree(tmp_path, ["a/x.py", "b\\/y.py", "c.py"], {".gitignore": "c.py\n" + rule + "\n"})
+    assert kept_alike(tmp_path) == sorted({".gitignore", "a/x.py", "b\\/y.py"} - set(ignored))
 
 
 @pytest.mark.parametrize(("rule", "ignored"), [
@@ -167,13 +162,8 @@ def test_a_folder_mark_reads_as_in_git(
 ])
 def test_patterns_match_bytes_as_in_git(tmp_path: Path, rule: str, ignored: list[str]) -> None:
     """In git ``?`` and a bracket match one byte, so ``?.py`` misses ``é.py`` (two bytes)."""
-    for name in ("a.py", "ab.py", "é.py"):
-        (tmp_path / name).write_text("x = 1\n")
-    (tmp_path / ".gitignore").write_text(rule + "\n", encoding="utf-8")
-    walked = both(tmp_path)
-    assert walked["python"] == walked["rust"]
-    kept = [path for path, _, _ in walked["python"][0]]
-    assert kept == sorted({".gitignore", "a.py", "ab.py", "é.py"} - set(ignored))
+    write_tree(tmp_path, ["a.py", "ab.py", "é.py"], {".gitignore": rule + "\n"})
+    assert kept_alike(tmp_path) == sorted({".gitignore", "a.py", "ab.py", "é.py"} - set(ignored))
 
 
 @pytest.mark.parametrize(("rule", "ignored"), [
@@ -186,24 +176,14 @@ def test_a_bracket_never_matches_the_separator_but_anchors_as_in_git(
     tmp_path: Path, rule: str, ignored: list[str]
 ) -> None:
     files = {"a/x.py", "a1", "sub/a/y.py"}
-    for rel in files:
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text("x = 1\n")
-    (tmp_path / ".gitignore").write_text(rule + "\n")
-    walked = both(tmp_path)
-    assert walked["python"] == walked["rust"]
-    kept = [path for path, _, _ in walked["python"][0]]
-    assert kept == sorted(files - set(ignored) | {".gitignore"})
+    write_tree(tmp_path, files, {".gitignore": rule + "\n"})
+    assert kept_alike(tmp_path) == sorted(files - set(ignored) | {".gitignore"})
 
 
 @pytest.mark.parametrize("rule", ["[*", "a[", "[]", "[!]", "*[a\\]"])
 def test_a_bracket_never_closed_matches_nothing_as_in_git(tmp_path: Path, rule: str) -> None:
-    for name in ("[x].py", "a[", "[a\\]"):
-        (tmp_path / name).write_text("x = 1\n")
-    (tmp_path / ".gitignore").write_text(rule + "\n")
-    walked = both(tmp_path)
-    assert walked["python"] == walked["rust"]
-    assert [path for path, _, _ in walked["python"][0]] == [".gitignore", "[a\\]", "[x].py", "a["]
+    write_tree(tmp_path, ["[x].py", "a[", "[a\\]"], {".gitignore": rule + "\n"})
+    assert kept_alike(tmp_path) == [".gitignore", "[a\\]", "[x].py", "a["]
 
 
 @pytest.mark.parametrize(("rule", "kept"), [
@@ -211,12 +191,8 @@ def test_a_bracket_never_closed_matches_nothing_as_in_git(tmp_path: Path, rule: 
     ("?[[:graph:]].py", [".gitignore", "a b.py", "a.py"]),  # " " is no graphic character
 ])
 def test_every_posix_class_reads_as_in_git(tmp_path: Path, rule: str, kept: list[str]) -> None:
-    for name in ("!n.py", "#c.py", "a.py", "ab.py", "a b.py"):
-        (tmp_path / name).write_text("x = 1\n")
-    (tmp_path / ".gitignore").write_text(rule + "\n")
-    walked = both(tmp_path)
-    assert walked["python"] == walked["rust"]
-    assert [path for path, _, _ in walked["python"][0]] == kept
+    write_tree(tmp_path, ["!n.py", "#c.py", "a.py", "ab.py", "a b.py"], {".gitignore": rule + "\n"})
+    assert kept_alike(tmp_path) == kept
 
 
 def test_an_ignore_file_over_max_file_size_still_applies(tmp_path: Path) -> None:
