@@ -71,6 +71,8 @@ def test_first_sentences_drop_markers_links_and_tags() -> None:
     assert mine_pairs.first_sentences(lines) == (
         "Search for the first occurrence of a byte in haystack.")
     assert mine_pairs.first_sentences(['"""Ok."""']) is None  # too short to describe anything
+    assert mine_pairs.first_sentences(['r"""Return the directed Laplacian matrix of G.']) == (
+        "Return the directed Laplacian matrix of G.")
     assert mine_pairs.first_sentences(["// @param x the value"]) is None
 
 

@@ -64,7 +64,8 @@ def first_sentences(lines: list[str]) -> str | None:
     text: list[str] = []
     for line in lines:
         line = re.sub(r"^\s*(///?|/\*\*?|\*/|\*|#)\s?", "", line).replace("*/", "").strip()
-        line = line.strip('"\'').strip() if not text else line
+        if not text:  # the opening quotes, with a string prefix such as r"""
+            line = re.sub(r'^[rRuUbB]{0,2}(?=["\'])', "", line).strip('"\'').strip()
         if not line:
             if text:
                 break
