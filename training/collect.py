@@ -244,6 +244,8 @@ def main() -> None:
                                    apt_opts)
             except Exception as exc:  # noqa: BLE001 - a missing version is reported, not fatal
                 report["failed"].append(f"{registry}:{spec}: {exc}")  # type: ignore
+                print(f"[collect] {registry}:{name} {version}: not downloaded ({exc})",
+                      file=sys.stderr)
                 continue
             digest = sha256_file(archive)
             files = members(archive)
