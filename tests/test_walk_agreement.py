@@ -1,5 +1,5 @@
 """Both walks read any ignore file alike, and as git does: generated trees and ignore files,
-including lines that are no valid pattern (``\\``, ``!``, ``[z-a]``, ``[[:alpha:]``), must give
+including odd lines (``\\``, ``!``, ``[z-a]``, ``[[:alpha:]``), must give
 the same files and the same skip counts in the Python walk and the Rust core's, and the files
 that ``git ls-files --others --exclude-standard`` lists."""
 
@@ -108,8 +108,8 @@ def git_keeps(root: Path) -> set[str]:
     return {os.fsdecode(path) for path in listed.split(b"\0") if path}
 
 
-# git reads a reversed range as one that matches nothing and keeps the rest of its bracket,
-# where both walks drop such a line whole
+# git reads a reversed range as its first character alone (compared before the dash is seen)
+# and keeps the rest of its bracket, so ``[z-a]`` matches ``z``; both walks drop such a line
 git_lines = lines.filter(lambda line: "[z-a]" not in line)
 git_trees = st.fixed_dictionaries({
     "files": files,
