@@ -17,8 +17,9 @@ pytest.register_assert_rewrite("index_helpers", "search_fixtures", "shared_helpe
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: a worker more than the cores, since the tests wait on subprocesses, servers
     and the disk much of the time (``--maxprocesses`` still caps it)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (cores or 1) + 1
+    from kenning.embedding.local import _usable_cores
+
+    return _usable_cores() + 1
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,7 @@
 """Both walks read any ignore file alike, and as git does: generated trees and ignore files,
-including odd lines (``\\``, ``!``, ``[z-a]``, ``[[:alpha:]``), must give
-the same files and the same skip counts in the Python walk and the Rust core's, and the files
-that ``git ls-files --others --exclude-standard`` lists."""
+including odd lines (``\\``, ``!``, ``[z-a]``, ``[[:alpha:]``), must give the same files and
+the same skip counts in the Python walk and the Rust core's, and the files that ``git ls-files
+--others --exclude-standard`` lists."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ TOKENS = ["a", "b", "x", "sub", ".py", ".txt", "*", "**", "?", "/", "!", "\\", "
           "\\ ", "\\*", "é", "[[:punct:]]", "[![:graph:]]", "[[:print:]]"]
 ODD_LINES = ["\\", "!", "[z-a]", "[[:alpha:]", "/", "**", "!*", "#", "", "  ", "\\\\", "\\/",
              "a\\/", "\\\\/"]
+
 
 def escapes_in_a_bracket(line: str) -> bool:
     """Whether a backslash is inside a bracket of ``line`` (``[\\]]``, ``[a\\[]``): git reads it
