@@ -40,6 +40,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "setup-agent": ("kenning.cli.agent_cmd:setup_agent", "Wire kenning into your coding agents."),
     "remove-agent": ("kenning.cli.agent_cmd:remove_agent",
                      "Take out what `kenning setup-agent` added."),
+    "hook": ("kenning.cli.hook_cmd:hook",
+             "Run an agent hook (it reads the event's JSON on stdin)."),
 }
 
 
