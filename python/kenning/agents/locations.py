@@ -51,6 +51,7 @@ def claude(scope: str, project: Path) -> Place:
             "skill": dot / "skills" / SKILL_NAME / "SKILL.md",
             "subagent": dot / "agents" / f"{SUBAGENT_NAME}.md",
             "hooks": dot / "settings.json",
+            "search-first": dot / "settings.json",
         })
     home = Path.home()
     override = os.environ.get("CLAUDE_CONFIG_DIR")
@@ -61,6 +62,7 @@ def claude(scope: str, project: Path) -> Place:
         "skill": dot / "skills" / SKILL_NAME / "SKILL.md",
         "subagent": dot / "agents" / f"{SUBAGENT_NAME}.md",
         "hooks": dot / "settings.json",
+        "search-first": dot / "settings.json",
     })
 
 
@@ -71,12 +73,14 @@ def codex(scope: str, project: Path) -> Place:
             "mcp": dot / "config.toml",
             "instructions": project / "AGENTS.md",
             "hooks": dot / "hooks.json",
+            "search-first": dot / "hooks.json",
         })
     dot = _user_dir("CODEX_HOME", ".codex")
     return Place(Path.home(), "~", {
         "mcp": dot / "config.toml",
         "instructions": dot / "AGENTS.md",
         "hooks": dot / "hooks.json",
+        "search-first": dot / "hooks.json",
     })
 
 
@@ -90,10 +94,12 @@ def gemini(scope: str, project: Path) -> Place:
         return Place(project, str(project), {
             "mcp": project / ".gemini" / "settings.json",
             "instructions": project / "GEMINI.md",
+            "search-first": project / ".gemini" / "settings.json",
         })
     dot = Path.home() / ".gemini"
     return Place(Path.home(), "~", {"mcp": dot / "settings.json",
-                                    "instructions": dot / "GEMINI.md"})
+                                    "instructions": dot / "GEMINI.md",
+                                    "search-first": dot / "settings.json"})
 
 
 def cursor(scope: str, project: Path) -> Place:

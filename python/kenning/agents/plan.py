@@ -33,10 +33,11 @@ from kenning.errors import AgentSetupError
 from kenning.project import kenning_home
 
 AGENTS = ("claude", "codex", "gemini", "cursor", "junie")
-COMPONENTS = ("mcp", "instructions", "skill", "subagent", "hooks")
-# Everything: the hook starts a first index in the background when a session opens, so the
+COMPONENTS = ("mcp", "instructions", "skill", "subagent", "hooks", "search-first")
+# Everything but the search-first hook, which refuses tool calls and so is asked for: the
+# session-start hook starts a first index in the background when a session opens, so the
 # agent's first search finds an index instead of waiting for one.
-RECOMMENDED = COMPONENTS
+RECOMMENDED = tuple(c for c in COMPONENTS if c != "search-first")
 
 
 @dataclass
