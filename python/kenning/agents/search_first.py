@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from kenning.agents.launcher import is_kenning
+from kenning.services.transcripts import shell
 
 MAX_REFUSALS = 2
 STATE_DAYS = 7
@@ -44,9 +45,6 @@ HOOK_NAME = "kenning-search-first"
 # Tool names, per client, of the calls that look for code by text or name.
 _SEARCH_TOOLS = {"Grep", "Glob", "glob", "search_file_content", "grep_search"}
 _SHELL_TOOLS = {"Bash", "run_shell_command", "shell", "exec_command"}
-_SEARCH_COMMANDS = {"grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "fdfind", "locate"}
-_PREFIX_WORDS = {"sudo", "command", "exec", "time", "nice", "nohup", "xargs", "env"}
-_KENNING_LOOKUPS = {"search", "related", "impact"}
 _MCP_LOOKUPS = {"code_search", "code_related"}
 
 REFUSAL = (
@@ -135,37 +133,12 @@ def needs_discovery(prompt: str) -> bool:
     return _DISCOVERY.search(prompt) is not None
 
 
-def _segments(shell: str) -> list[list[str]]:
-    """The simple commands of a shell line, each as its words (a best effort: shells nest)."""
-    found = []
-    for part in re.split(r"\|\|?|&&|;|\n|\$\(|`|\(|\)", shell):
-        try:
-            words = shlex.split(part)
-        except ValueError:
-            words = part.split()
-        while words and ("=" in words[0] and not words[0].startswith("=")
-                         or words[0] in _PREFIX_WORDS or words[0].startswith("-")):
-            words = words[1:]
-        if words:
-            found.append(words)
-    return found
-
-
-def _shell_lookup(words: list[str]) -> bool:
-    """``kenning search ...`` (any install's path, or ``python -m kenning``)."""
-    name = os.path.basename(words[0])
-    if name == "kenning":
-        rest = words[1:]
-    elif name.startswith("python") and words[1:3] == ["-m", "kenning"]:
-        rest = words[3:]
-    else:
-        return False
-    return bool(rest) and rest[0] in _KENNING_LOOKUPS
+_FINDERS = {"find", "fd", "fdfind", "locate"}  # globs by name; ls and tree only list
 
 
 def _shell_search(words: list[str]) -> bool:
-    name = os.path.basename(words[0])
-    return name in _SEARCH_COMMANDS or name == "git" and words[1:2] == ["grep"]
+    kind = shell.kind_of(words)
+    return kind == "grep" or kind == "glob" and os.path.basename(words[0]) in _FINDERS
 
 
 def _shell_text(tool_input: Any) -> str:
@@ -180,7 +153,8 @@ def is_lookup(tool: str, tool_input: Any) -> bool:
     parts = tool.split("__")
     if len(parts) >= 3 and parts[-1] in _MCP_LOOKUPS and "kenning" in "__".join(parts[:-1]):
         return True
-    return tool in _SHELL_TOOLS and any(map(_shell_lookup, _segments(_shell_text(tool_input))))
+    return tool in _SHELL_TOOLS and any(
+        map(shell.is_kenning_lookup, shell.segments(_shell_text(tool_input))))
 
 
 def is_text_search(tool: str, tool_input: Any) -> bool:
@@ -189,8 +163,8 @@ def is_text_search(tool: str, tool_input: Any) -> bool:
         return True
     if tool not in _SHELL_TOOLS:
         return False
-    segments = _segments(_shell_text(tool_input))
-    return any(map(_shell_search, segments)) and not any(map(_shell_lookup, segments))
+    segments = shell.segments(_shell_text(tool_input))
+    return any(map(_shell_search, segments)) and not any(map(shell.is_kenning_lookup, segments))
 
 
 # -- the session's state ----------------------------------------------------------------------

@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "remove-index": ("kenning.cli.status_cmd:remove_index",
                      "Delete a project's index, or every index."),
     "publish": ("kenning.cli.publish_cmd:publish", "Send a project's index to the shared index."),
+    "analyze": ("kenning.cli.analyze_cmd:analyze",
+                "What agents spent tokens on, by phase, from their transcripts."),
     "stats": ("kenning.cli.status_cmd:stats",
               "Searches, latency, errors and tokens saved (local log)."),
     "doctor": ("kenning.cli.doctor_cmd:doctor",
