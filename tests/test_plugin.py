@@ -88,6 +88,9 @@ def test_skill_and_subagent_are_setup_agents_texts_with_the_plugins_tool_names()
     assert _front_matter(skill) == {"name": templates.SKILL_NAME,
                                     "description": templates.SKILL_DESCRIPTION}
     assert skill.read_text() == templates.skill(plugin.MARKER)
+    review = PLUGINS[0] / "skills" / templates.REVIEW_SKILL_NAME / "SKILL.md"
+    assert _front_matter(review) == {"name": templates.REVIEW_SKILL_NAME,
+                                     "description": templates.REVIEW_SKILL_DESCRIPTION}
     agent = _front_matter(PLUGINS[0] / "agents" / f"{templates.SUBAGENT_NAME}.md")
     assert agent["name"] == templates.SUBAGENT_NAME
     tools = agent["tools"].split(", ")

@@ -35,8 +35,9 @@ _AUTHOR = {"name": "kenning"}
 _KEYWORDS = ["code-search", "semantic-search", "mcp", "local", "private"]
 
 DESCRIPTIONS = {
-    MAIN: "Local semantic code search: the kenning MCP server, a search skill, a read-only "
-          "code-explorer subagent and a hook that refreshes the index when a session starts.",
+    MAIN: "Local semantic code search: the kenning MCP server, search and review skills, a "
+          "read-only code-explorer subagent and a hook that refreshes the index when a "
+          "session starts.",
     SEARCH_FIRST: "Opt-in: asks the agent for one kenning search before it greps or finds "
                   "its way through code it does not know (at most two refusals a request).",
 }
@@ -102,6 +103,7 @@ def _main_plugin() -> dict[str, str]:
         "hooks/hooks.json": _json({"hooks": {
             "SessionStart": [templates.hook_group((), _LAUNCHER_WORD)]}}),
         f"skills/{templates.SKILL_NAME}/SKILL.md": templates.skill(MARKER),
+        f"skills/{templates.REVIEW_SKILL_NAME}/SKILL.md": templates.review_skill(MARKER),
         f"agents/{templates.SUBAGENT_NAME}.md": templates.subagent(prefix, MARKER),
         "bin/kenning": _LAUNCHER_SCRIPT,
     }

@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("kenning.cli.search_cmd:search", "Find code by meaning, words or symbol."),
     "related": ("kenning.cli.related_cmd:related",
                 "Find the code most like the declaration at PATH:LINE."),
+    "impact": ("kenning.cli.impact_cmd:impact",
+               "The declarations a diff changes, with callers, callees, tests."),
     "get": ("kenning.cli.get_cmd:get", "Print the code of a search result's id."),
     "status": ("kenning.cli.status_cmd:status",
                "What a project's index holds, and whether it is healthy."),

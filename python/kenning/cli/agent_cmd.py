@@ -20,6 +20,8 @@ COMPONENT_HELP = {
         "instructions": "Add the short kenning block to the agents' instructions (CLAUDE.md, "
                         "AGENTS.md, GEMINI.md, a Cursor rule).",
         "skill": "Add the kenning-search skill (Claude Code).",
+        "review": "Add the kenning-review skill: a diff's callers, callees and tests "
+                  "(Claude Code).",
         "subagent": "Add the read-only code-explorer subagent (Claude Code).",
         "hooks": "Add a session-start hook that refreshes the index in the background.",
         "search-first": "Opt-in: a hook that asks for one kenning search before grep, find "
@@ -31,6 +33,7 @@ COMPONENT_HELP = {
         "instructions": "Take the kenning block out of the agents' instructions (and delete "
                         "the Cursor rule).",
         "skill": "Delete the kenning-search skill (Claude Code).",
+        "review": "Delete the kenning-review skill (Claude Code).",
         "subagent": "Delete the code-explorer subagent (Claude Code).",
         "hooks": "Take out the session-start hook.",
         "search-first": "Take out the search-first hook.",
@@ -186,15 +189,15 @@ def _print(plan: Plan, dry_run: bool, backups: Path | None) -> None:
 def setup_agent(**options: Any) -> None:
     """Wire kenning into your coding agents.
 
-    Claude Code gets the MCP server, a short instruction block, a search skill, a read-only
-    explorer subagent and a session-start hook that refreshes the index in the background;
-    Codex the server, the block and the hook; Gemini CLI, Cursor and Junie the server and the
-    block.
+    Claude Code gets the MCP server, a short instruction block, a search skill, a review
+    skill, a read-only explorer subagent and a session-start hook that refreshes the index in
+    the background; Codex the server, the block and the hook; Gemini CLI, Cursor and Junie the
+    server and the block.
 
     With no component flags it sets up all of these; `--search-first` adds the opt-in hook
     that asks for one kenning search before grep, find and glob (Claude Code, Codex, Gemini
-    CLI). Running it again
-    changes nothing; every edited file is backed up first; `kenning remove-agent` undoes it.
+    CLI). Running it again changes nothing; every edited file is backed up first;
+    `kenning remove-agent` undoes it.
     """
     _run("setup", **options)
 
