@@ -120,17 +120,26 @@ def test_a_search_through_the_cli_counts_and_refusals_are_capped(tmp_path: Path)
     assert not refused(claude.before("Grep", {"pattern": "reject"}))
 
 
-def test_requests_naming_a_file_or_symbol_or_not_about_code_pass_at_once(
-        tmp_path: Path) -> None:
-    claude = Session(tmp_path, "claude", "other-session")
+def test_requests_naming_a_file_or_symbol_or_not_about_code_pass_at_once() -> None:
+    """In process (the subprocess tests above run the same ``run``): only the verdicts."""
+    base = {"session_id": "other-session", "cwd": "/p", "transcript_path": "/p/t.jsonl",
+            "permission_mode": "default"}
+
+    def send(payload: dict[str, Any]) -> str:
+        return search_first.run(json.dumps({**base, **payload}))
+
+    grep = {"hook_event_name": "PreToolUse", "tool_name": "Grep", "tool_input": {"pattern": "x"},
+            "tool_use_id": "t"}
     for request in ("Fix the retry loop in src/net/client.py", "Why does parse_header fail?",
                     "How does `Client.send` choose a timeout?", "commit and push this",
                     "run the tests", "ok"):
-        claude.prompt(request)
-        assert not refused(claude.before("Grep", {"pattern": "x"})), request
-    claude.prompt("How are retries handled?")
-    assert not refused(claude.before("Bash", {"command": "pytest -q tests"}))
-    assert not refused(claude.before("Bash", {"command": "echo find me"}))
+        assert send({"hook_event_name": "UserPromptSubmit", "prompt": request}) == ""
+        assert not refused(send(grep)), request
+    send({"hook_event_name": "UserPromptSubmit", "prompt": "How are retries handled?"})
+    for command in ("pytest -q tests", "echo find me", "ls -la src"):
+        assert not refused(send({**grep, "tool_name": "Bash",
+                                 "tool_input": {"command": command}})), command
+    assert refused(send(grep))
 
 
 def test_codex_payloads_steer_its_shell_and_see_mcp_searches(tmp_path: Path) -> None:
