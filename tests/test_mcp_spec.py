@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
+import anyio
 import pytest
 from kenning.mcpserver.budget import context_tokens
+from kenning.mcpserver.schemas import ChunkAnswer
+from kenning.mcpserver.server import _Server
 from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, TextContent
 from test_mcp_server import Client, World, serve
 
 pytest_plugins = ["test_mcp_server"]  # fixtures: world (the indexed repositories), alpha
@@ -49,7 +53,8 @@ def test_search_results_link_to_resources_that_read_their_declarations(alpha: Cl
     hits = result.structured_content["results"]
     links = [block for block in result.content if block.type == "resource_link"]
     assert [str(link.uri) for link in links] == [hit["uri"] for hit in hits]
-    assert links[0].name == hits[0]["id"] and str(links[0].uri).startswith("kenning://chunk/")
+    assert links[0].name == f"{hits[0]['path']}:{hits[0]['start_line']}-{hits[0]['end_line']}"
+    assert str(links[0].uri).startswith("kenning://chunk/")
     templates = alpha._await(alpha.session.list_resource_templates).resource_templates
     assert [t.uri_template for t in templates] == ["kenning://chunk/{id}"]
     read = alpha._await(lambda: alpha.session.read_resource(hits[0]["uri"]))
@@ -90,6 +95,7 @@ def test_a_client_that_reads_structured_content_gets_the_sources_once(
     assert "untrusted-content id=" not in text.replace(f"markers with id {nonce}", "")
     assert all(h["id"] in text for h in hits)  # the text still names every result
     assert "structured content" in text
+    assert [block.type for block in once.content] == ["text"]  # no links it would not show
     assert [h["id"] for h in hits] == [h["id"] for h in both.structured_content["results"]]
     # the sources left the text (each once there before), the structured content is the same
     bodies = sum(len(h["content"]) for h in hits)
@@ -116,3 +122,16 @@ def test_a_budget_bounds_the_whole_answer_whichever_part_the_client_reads(
         assert context_tokens(text) <= tokens, text
         assert context_tokens(json.dumps(data)) <= tokens
         assert data["budget"]["used"] <= tokens
+
+
+def test_an_answer_that_fails_its_own_schema_is_an_internal_error_not_bad_input() -> None:
+    def broken(id: str) -> Annotated[CallToolResult, ChunkAnswer]:
+        return CallToolResult(content=[TextContent(type="text", text=id)],
+                              structured_content={"type": "chunk"})
+
+    server = _Server("kenning")
+    server.add_tool(broken)
+    answer = anyio.run(server.call_tool, "broken", {"id": "x"})
+    assert answer.is_error and answer.structured_content["error"] == "internal_error"
+    refused = anyio.run(server.call_tool, "broken", {"id": 3})
+    assert refused.structured_content["error"] == "bad_input"

@@ -113,7 +113,7 @@ class JsonFrame:
     """What ``--json-output`` prints, for a token budget (``retrieval.budget.Frame``)."""
 
     def envelope(self, result: dict[str, Any]) -> str:
-        return json.dumps(result, ensure_ascii=False) + "\n"
+        return json.dumps({**result, "results": []}, ensure_ascii=False) + "\n"
 
     def item(self, hit: dict[str, Any]) -> str:
         shown = {key: value for key, value in hit.items() if not key.startswith("_")}
@@ -127,7 +127,10 @@ class HumanFrame:
         self.several, self.relative_to = several, relative_to
 
     def envelope(self, result: dict[str, Any]) -> str:
-        return _captured(lambda err: _print_head(err, result))
+        # as many results, weak if any may be: the longest head it may print
+        hits = [{"weak": any(hit.get("weak") for hit in result["results"])}]
+        hits *= max(1, len(result["results"]))
+        return _captured(lambda err: _print_head(err, {**result, "results": hits}))
 
     def item(self, hit: dict[str, Any]) -> str:
         return _captured(lambda out: _print_hit(out, hit, sys.maxsize, None, self.several,

@@ -11,7 +11,7 @@ the MCP resource that reads it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
@@ -33,6 +33,7 @@ SNIPPET_SHARE = 0.85
 class Rendered:
     text: str
     structured: dict[str, Any]
+    links: list[tuple[str, str]] = field(default_factory=list)  # resource (uri, name) pairs
 
 
 LINK_LABELS = {"callers": "called by", "callees": "calls"}
@@ -118,7 +119,7 @@ class Frame:
     its text and its structured content stays within the budget, whichever the client reads."""
 
     NONCE = "0" * 32  # as long as ``new_nonce``'s
-    RANK = 99  # as wide as any rank
+    RANK = 99  # as wide as any rank (a limit is at most 50)
 
     def __init__(self, *, detail: str, max_tokens: int, show_project: bool,
                  sources: str) -> None:
@@ -126,16 +127,21 @@ class Frame:
         self.show_project, self.sources = show_project, sources
 
     def envelope(self, result: dict[str, Any]) -> str:
-        text = "\n".join(_head(result, self.RANK, "0" * 40, True, self.NONCE, self.sources))
-        structured = json.dumps({**result, "warnings": _warnings(result), "detail": self.detail,
-                                 "nonce": self.NONCE, "max_tokens": self.max_tokens})
+        hits = result["results"]
+        revision = next((h["revision"] for h in hits if h.get("revision")), None)
+        text = "\n".join(_head(result, len(hits), revision, any(h.get("weak") for h in hits),
+                               self.NONCE, self.sources))
+        structured = json.dumps({**result, "results": [], "warnings": _warnings(result),
+                                 "detail": self.detail, "nonce": self.NONCE,
+                                 "max_tokens": self.max_tokens})
         return max(text + "\n" * 4, structured, key=len)
 
     def item(self, hit: dict[str, Any]) -> str:
         body = wrap(hit["content"], origin=origin(hit), nonce=self.NONCE)
         uri = chunk_uri(hit["id"])
-        text = (_location(hit, self.RANK, self.show_project) + _links(hit)
-                + (f"\n{body}" if self.sources == "both" else "") + f"\n\n{hit['id']} {uri}")
+        text = _location(hit, self.RANK, self.show_project) + _links(hit) + "\n\n"
+        if self.sources == "both":  # and its resource link
+            text += f"{body}\n{origin(hit)} {uri}"
         shown = {key: value for key, value in _escaped(hit).items() if not key.startswith("_")}
         structured = json.dumps({**shown, "content": body, "uri": uri}) + ", "
         return max(text, structured, key=len)
@@ -199,7 +205,8 @@ def search_result(result: dict[str, Any], *, detail: str, max_tokens: int,
     if not hits:
         blocks.append("Nothing relevant found. Rephrase the query, widen path_filter, or use "
                       "grep for an exact string.")
-    return Rendered("\n".join(head) + "\n\n" + "\n\n".join(blocks), structured)
+    links = [(hit["uri"], origin(hit)) for hit in shown] if sources == "both" else []
+    return Rendered("\n".join(head) + "\n\n" + "\n\n".join(blocks), structured, links)
 
 
 def _left_out(as_locations: int, dropped: int, max_tokens: int) -> str:

@@ -110,9 +110,8 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 def _ok(rendered: render.Rendered) -> CallToolResult:
-    links = [ResourceLink(type="resource_link", uri=hit["uri"], name=hit["id"],
-                          title=render.origin(hit))
-             for hit in rendered.structured.get("results") or () if "uri" in hit]
+    links = [ResourceLink(type="resource_link", uri=uri, name=name)
+             for uri, name in rendered.links]
     return CallToolResult(content=[TextContent(type="text", text=rendered.text), *links],
                           structured_content=rendered.structured)
 
@@ -148,8 +147,10 @@ class _Server(MCPServer):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
-            if not isinstance(cause, ValidationError) or not cause.title.endswith("Arguments"):
-                raise  # not the arguments: an answer that fails its own schema is a bug
+            if not isinstance(cause, ValidationError):
+                raise
+            if not cause.title.endswith("Arguments"):  # an answer that fails its own schema
+                return _error(name, cause)
             first = cause.errors()[0]
             field = ".".join(str(part) for part in first["loc"]) or "the arguments"
             return _failure({"error": USAGE_ERROR, "message": f"{name}: {field}: "
@@ -317,15 +318,16 @@ def build_server(service: Service) -> MCPServer:
 
 
 # Clients that hand the model a tool's structured content alone when it has one (Claude Code,
-# Codex, VS Code): their text block needs no second copy of the sources.
-STRUCTURED_READERS = frozenset({"claude-code", "codex-mcp-client", "Visual Studio Code"})
+# Codex, VS Code), by the name they give at initialize (lower case, spaces as dashes): their
+# text block needs no second copy of the sources, nor resource links they never show.
+STRUCTURED_READERS = frozenset({"claude-code", "codex-mcp-client", "visual-studio-code"})
 
 
 def _sources(ctx: Context) -> str:
     """Where an answer's sources go for the client of ``ctx``: ``structured`` for a client that
     reads structured content alone, ``both`` for any other (it may read either)."""
     params = ctx.session.client_params
-    name = params.client_info.name if params is not None else None
+    name = params.client_info.name.lower().replace(" ", "-") if params is not None else ""
     return "structured" if name in STRUCTURED_READERS else "both"
 
 

@@ -270,7 +270,7 @@ def _pack(result: dict[str, Any], tokens: int, frame: budget.Frame | None) -> No
     around = 0
     if frame is not None:  # its line on the budget at its longest: all of it used
         result["budget"] = {"tokens": tokens, "used": tokens}
-        around = budget.context_tokens(frame.envelope({**result, "results": []}))
+        around = budget.context_tokens(frame.envelope(result))
     result["results"], used = budget.pack(result["results"], offers, max(tokens - around, 0),
                                           frame.item if frame is not None else None)
     result["budget"] = {"tokens": tokens, "used": used + around}

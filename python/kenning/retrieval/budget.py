@@ -53,8 +53,8 @@ class Frame(Protocol):
     """What a front end prints of a search under a budget, so the budget bounds all of it."""
 
     def envelope(self, result: dict[str, Any]) -> str:
-        """Everything printed besides the results (``result`` with none, and its budget at
-        its largest)."""
+        """Everything printed besides the results, at its longest for any of ``result``'s
+        results (the candidates; its budget all used)."""
         ...
 
     def item(self, hit: dict[str, Any]) -> str:
