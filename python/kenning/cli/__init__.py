@@ -62,6 +62,7 @@ class LazyGroup(click.Group):
             command: click.Command = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError):
             return None  # a command whose module is not part of this build
+        _alias_json(command)
         return command
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -79,6 +80,18 @@ class LazyGroup(click.Group):
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def _alias_json(command: click.Command) -> None:
+    """``--json`` (as ripgrep users type it) for ``--json-output``, on ``command`` and every
+    subcommand that has it: one place, so a new command gets it too."""
+    for param in command.params:
+        if isinstance(param, click.Option) and "--json-output" in param.opts \
+                and "--json" not in param.opts:
+            param.opts.append("--json")
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _alias_json(sub)
 
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}

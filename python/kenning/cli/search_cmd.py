@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -83,13 +84,16 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     inside = next((ref.root for ref in refs if here.is_relative_to(ref.root)), None)
     loading = _load_local_model(settings)
     progress = _Progress() if sys.stderr.isatty() else None
+    several = len(refs) > 1 or settings["search.backend"] != "local"
+    relative_to = (inside, here) if inside is not None and not several else None
+    frame = JsonFrame() if json_output else HumanFrame(several, relative_to)
     try:
         result = run_search(query, refs, settings=settings,
                             limit=limit or settings["search.limit"], path_filter=path_filter,
                             language=language, kind=kind, refresh=not no_refresh,
                             progress=progress, shared_projects=shared_ids,
                             prefer=here if inside is not None and not targets else None,
-                            calls=calls, budget_tokens=budget_tokens)
+                            calls=calls, budget_tokens=budget_tokens, budget_frame=frame)
     finally:
         if progress is not None:
             progress.clear()
@@ -100,11 +104,49 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     if json_output:
         click.echo(json.dumps(result, ensure_ascii=False))
     else:
-        several = len(refs) > 1 or settings["search.backend"] != "local"
         # a budget's ranges are shown whole: the budget chose them
         print_results(result, max_snippet_lines if budget_tokens is None else sys.maxsize,
-                      several=several, query=query,
-               relative_to=(inside, here) if inside is not None and not several else None)
+                      several=several, query=query, relative_to=relative_to)
+
+
+class JsonFrame:
+    """What ``--json-output`` prints, for a token budget (``retrieval.budget.Frame``)."""
+
+    def envelope(self, result: dict[str, Any]) -> str:
+        return json.dumps({**result, "results": []}, ensure_ascii=False) + "\n"
+
+    def item(self, hit: dict[str, Any]) -> str:
+        shown = {key: value for key, value in hit.items() if not key.startswith("_")}
+        return json.dumps(shown, ensure_ascii=False) + ", "
+
+
+class HumanFrame:
+    """What the results for people print (stdout and stderr alike), for a token budget."""
+
+    def __init__(self, several: bool, relative_to: tuple[Path, Path] | None) -> None:
+        self.several, self.relative_to = several, relative_to
+
+    def envelope(self, result: dict[str, Any]) -> str:
+        # as many results, weak if any may be: the longest head it may print
+        hits = [{"weak": any(hit.get("weak") for hit in result["results"])}]
+        hits *= max(1, len(result["results"]))
+        return _captured(lambda err: _print_head(err, {**result, "results": hits}))
+
+    def item(self, hit: dict[str, Any]) -> str:
+        return _captured(lambda out: _print_hit(out, hit, sys.maxsize, None, self.several,
+                                                self.relative_to))
+
+
+def _captured(draw: Callable[[Any], None]) -> str:
+    """The text ``draw`` prints on a console like the one of a pipe."""
+    from rich.console import Console
+
+    from kenning.cli.output import UNBOUNDED_WIDTH
+
+    buffer = io.StringIO()
+    draw(Console(file=buffer, highlight=False, soft_wrap=True, width=UNBOUNDED_WIDTH,
+                 color_system=None))
+    return buffer.getvalue()
 
 
 class _Progress:
@@ -204,13 +246,22 @@ def print_results(result: dict[str, Any], max_lines: int, *, several: bool, quer
     ``relative_to`` (the project's root, the working directory inside it) shows paths from the
     working directory, as ripgrep does. With colour on, the query's words stand out, as
     ripgrep's matches do."""
-    from rich.text import Text
 
     from kenning.cli.output import console
-    from kenning.display import visible
 
     out, err = console(), console(stderr=True)
     words = query_words(query) if out.color_system is not None and not out.no_color else None
+    _print_head(err, result)
+    for hit in result["results"]:
+        _print_hit(out, hit, max_lines, words, several, relative_to)
+
+
+def _print_head(err: Any, result: dict[str, Any]) -> None:
+    """The lines on stderr before the results: warnings, the budget, a weak or empty answer."""
+    from rich.text import Text
+
+    from kenning.display import visible
+
     for warning in result["warnings"]:
         err.print(Text.assemble(("Warning:", "yellow"), " ", visible(warning, multiline=True)))
     if result.get("budget"):
@@ -219,31 +270,37 @@ def print_results(result: dict[str, Any], max_lines: int, *, several: bool, quer
         err.print(Text(described(result["budget"], len(result["results"])), "dim"))
     if not result["results"]:
         err.print("No relevant results.")
-        return
-    if all(hit.get("weak") for hit in result["results"]):
+    elif all(hit.get("weak") for hit in result["results"]):
         err.print(Text(WEAK_LINE, "yellow"))
-    for hit in result["results"]:
-        where = f"{hit['project']}/" if several else ""
-        path = hit["path"]
-        if relative_to is not None:
-            path = os.path.relpath(relative_to[0] / path, relative_to[1])
-        line = Text.assemble((visible(where + path), "bold cyan"), ":",
-                             (f"{hit['start_line']}-{hit['end_line']}", "green"))
-        if hit["symbol"]:
-            symbol = Text(visible(hit["symbol"]), "magenta")
-            if words is not None:
-                symbol.highlight_regex(words, QUERY_WORD_STYLE)
-            line.append_text(Text.assemble("  ", symbol))
-        line.append(f"  {hit['kind']} · {hit['score']:.4f}", "dim")
-        if hit["stale"]:
-            line.append("  (changed since indexed)", "red")
-        if hit.get("weak"):
-            line.append("  (weak match)", "yellow")
-        out.print(line)
-        _print_links(out, hit, where, relative_to)
-        if max_lines:
-            _print_snippet(out, hit, max_lines, words)
-        out.print()
+
+
+def _print_hit(out: Any, hit: dict[str, Any], max_lines: int, words: re.Pattern[str] | None,
+               several: bool, relative_to: tuple[Path, Path] | None) -> None:
+    from rich.text import Text
+
+    from kenning.display import visible
+
+    where = f"{hit['project']}/" if several else ""
+    path = hit["path"]
+    if relative_to is not None:
+        path = os.path.relpath(relative_to[0] / path, relative_to[1])
+    line = Text.assemble((visible(where + path), "bold cyan"), ":",
+                         (f"{hit['start_line']}-{hit['end_line']}", "green"))
+    if hit["symbol"]:
+        symbol = Text(visible(hit["symbol"]), "magenta")
+        if words is not None:
+            symbol.highlight_regex(words, QUERY_WORD_STYLE)
+        line.append_text(Text.assemble("  ", symbol))
+    line.append(f"  {hit['kind']} · {hit['score']:.4f}", "dim")
+    if hit["stale"]:
+        line.append("  (changed since indexed)", "red")
+    if hit.get("weak"):
+        line.append("  (weak match)", "yellow")
+    out.print(line)
+    _print_links(out, hit, where, relative_to)
+    if max_lines:
+        _print_snippet(out, hit, max_lines, words)
+    out.print()
 
 
 LINK_LABELS = {"callers": "called by", "callees": "calls"}
