@@ -102,7 +102,8 @@ def test_a_first_index_takes_the_published_vectors_and_equals_a_local_one(
     done = refresh(clone, settings, embedder=counting)
     assert done.warnings == []
     assert done.vectors_fetched == len(local) and done.vectors_embedded == 0
-    assert counting.texts == []
+    # embedded here: only the few fetched rows drawn to be compared with this machine's model
+    assert len(counting.texts) == vector_cache.SAMPLE
     assert _rows(clone, settings) == local  # bit for bit: sign bits, int8 rows and scales
     for query, expected in local_results.items():
         assert expected and _results(clone, settings, query) == expected
@@ -122,8 +123,10 @@ def test_a_text_at_another_path_is_embedded_here(published: Path, tmp_path: Path
     _home(monkeypatch, tmp_path, "teammate")
     counting = CountingEmbedder(model)
     done = refresh(clone, config.load(), embedder=counting, from_shared=True)
-    assert len(counting.texts) == 1
-    assert counting.texts[0].startswith(document_text("b/dup.py", "def merge_headers"))
+    drawn, embedded = counting.texts[:vector_cache.SAMPLE], counting.texts[vector_cache.SAMPLE:]
+    assert not any(text.startswith("Filepath: b/dup.py") for text in drawn)  # all fetched
+    assert len(embedded) == 1
+    assert embedded[0].startswith(document_text("b/dup.py", "def merge_headers"))
     assert done.vectors_fetched == len(local) - 1
     rows = _rows(clone, config.load())
     assert rows.keys() == local.keys()

@@ -440,9 +440,9 @@ class _Refresh:
                           "here.")
             return todo
         self.emit({"type": "fetching", "total": len(todo)})
-        found, warning = vector_cache.fetch(self.settings, self.index.descriptor,
-                                            [texts[h] for h in todo])
-        if warning:
+        found, warnings = vector_cache.fetch(self.settings, self.index.descriptor,
+                                             [texts[h] for h in todo], self.embedder)
+        for warning in warnings:
             self.warn(warning)
         hits = sorted(found)
         dims = int(self.index.descriptor["dims"])
