@@ -25,7 +25,7 @@ from kenning.embedding import document_text
 from kenning.indexing.indexer import refresh
 from kenning.shared import Engine, publish, vector_cache
 from kenning.shared.engine import MANIFEST_DIM
-from kenning.store import Index, make_descriptor
+from kenning.store import Index, make_descriptor, plausible
 from kenning.store.vectors import VectorRows
 from shared_helpers import require_engine
 from test_shared_vectors import _files, _results, _rows
@@ -212,35 +212,66 @@ def _entries(origin: Origin) -> list[tuple[str, bytes]]:
     return [(text, b"".join(origin.local_rows[h])) for h, text in origin.texts.items()]
 
 
-def test_rows_an_index_took_unchecked_are_found_by_doctor_and_dropped_by_index_full(
-        repo: Path, model: Any, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch):
-    """An index that stored forged rows before they were checked (as a first index from a
-    poisoned cache did): doctor names them, ``index --full`` embeds them again."""
+def _index_taking(repo: Path, model: Any, forge: Any) -> int:
+    """The repo indexed as a first index from a cache that was not checked: its vectors are
+    the model's, passed through ``forge(bits, int8, scales)`` before they are stored; returns
+    how many."""
     settings = config.load()
     refresh(repo, settings, embedder=model, embed=False)  # files and chunks, no vector yet
-    index = Index.open(repo, settings, embedder=model)
-    with index.writer() as writer:
+    with Index.open(repo, settings, embedder=model).writer() as writer:
         missing = writer.missing_vectors()
         vectors = model.embed_documents([
             document_text(m.path, (repo / m.path).read_bytes()[m.start_byte:m.end_byte].decode())
             for m in missing])
-        bits, (int8, scales) = kernels.binarize(vectors), kernels.quantize_int8(vectors)
-        bits[::2], int8[::2] = np.bitwise_not(bits[::2]), np.bitwise_not(int8[::2])  # negated
-        writer.add_rows([m.content_hash for m in missing], VectorRows(bits, int8, scales))
-    forged = len(missing[::2])
-    monkeypatch.chdir(repo)
+        rows = forge(kernels.binarize(vectors), *kernels.quantize_int8(vectors))
+        writer.add_rows([m.content_hash for m in missing], rows)
+    return len(missing)
+
+
+def _doctor_index_check(capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
     code, out, _ = kenning_cli(capsys, "doctor", "--json-output")
-    check = next(c for c in json.loads(out)["checks"] if c["check"] == "index integrity")
+    return code, next(c for c in json.loads(out)["checks"] if c["check"] == "index integrity")
+
+
+def test_rows_an_index_took_unchecked_are_found_by_doctor_and_dropped_by_index_full(
+        repo: Path, model: Any, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch):
+    """Negated rows (what flipping every bit of a format-1 row gives) that a first index took
+    before rows were checked: doctor names them, ``index --full`` embeds them again."""
+    def negate_every_other(bits: np.ndarray, int8: np.ndarray, scales: np.ndarray) -> VectorRows:
+        bits[::2], int8[::2] = np.bitwise_not(bits[::2]), np.bitwise_not(int8[::2])
+        return VectorRows(bits, int8, scales)
+
+    total = _index_taking(repo, model, negate_every_other)
+    forged = (total + 1) // 2
+    monkeypatch.chdir(repo)
+    code, check = _doctor_index_check(capsys)
     assert code == 1 and not check["ok"]
     assert f"{forged} vector rows are not what an embedder makes (row 0 first" in check["detail"]
     assert "kenning index --full" in check["fix"]
     code, out, err = kenning_cli(capsys, "index", str(repo), "--full")
     assert code == 0, err
-    assert f"keeping {len(missing) - forged} intact vectors" in out
-    code, out, _ = kenning_cli(capsys, "doctor", "--json-output")
-    assert next(c for c in json.loads(out)["checks"] if c["check"] == "index integrity")["ok"]
-    with Index.open(repo, settings).snapshot() as snap:
-        assert snap.status == "complete" and snap.vector_rows == len(missing)
+    assert f"keeping {total - forged} intact vectors" in out
+    code, check = _doctor_index_check(capsys)
+    assert code == 0 and check["ok"] and "vectors drawn at random are what the model" in \
+        check["detail"]
+    with Index.open(repo, config.load()).snapshot() as snap:
+        assert snap.status == "complete" and snap.vector_rows == total
     code, out, _ = kenning_cli(capsys, "search", "open the database", str(repo), "--json-output")
     assert code == 0 and json.loads(out)["results"][0]["path"] == "app/db.py"
+
+
+def test_other_texts_vectors_an_index_took_are_found_by_doctor(
+        repo: Path, model: Any, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch):
+    """Rows that are each a sound vector, of the wrong text: only embedding again finds them."""
+    def rotate(bits: np.ndarray, int8: np.ndarray, scales: np.ndarray) -> VectorRows:
+        return VectorRows(*(np.roll(a, 1, axis=0) for a in (bits, int8, scales)))
+
+    total = _index_taking(repo, model, rotate)
+    monkeypatch.chdir(repo)
+    code, check = _doctor_index_check(capsys)
+    drawn = min(total, plausible.SAMPLE)
+    assert code == 1 and not check["ok"]
+    assert check["detail"].startswith(f"{drawn} of {drawn} vectors drawn from the index of ")
+    assert f"kenning remove-index {repo}" in check["fix"]

@@ -20,7 +20,7 @@ from kenning.embedding import document_text
 from kenning.errors import ConfigError
 from kenning.indexing.indexer import SHARED_FETCH_MIN, refresh
 from kenning.shared import Engine, publish, publishing, retrieval, vector_cache
-from kenning.store import Index
+from kenning.store import Index, plausible
 from shared_helpers import require_engine
 
 require_engine()
@@ -103,7 +103,7 @@ def test_a_first_index_takes_the_published_vectors_and_equals_a_local_one(
     assert done.warnings == []
     assert done.vectors_fetched == len(local) and done.vectors_embedded == 0
     # embedded here: only the few fetched rows drawn to be compared with this machine's model
-    assert len(counting.texts) == vector_cache.SAMPLE
+    assert len(counting.texts) == plausible.SAMPLE
     assert _rows(clone, settings) == local  # bit for bit: sign bits, int8 rows and scales
     for query, expected in local_results.items():
         assert expected and _results(clone, settings, query) == expected
@@ -123,7 +123,7 @@ def test_a_text_at_another_path_is_embedded_here(published: Path, tmp_path: Path
     _home(monkeypatch, tmp_path, "teammate")
     counting = CountingEmbedder(model)
     done = refresh(clone, config.load(), embedder=counting, from_shared=True)
-    drawn, embedded = counting.texts[:vector_cache.SAMPLE], counting.texts[vector_cache.SAMPLE:]
+    drawn, embedded = counting.texts[:plausible.SAMPLE], counting.texts[plausible.SAMPLE:]
     assert not any(text.startswith("Filepath: b/dup.py") for text in drawn)  # all fetched
     assert len(embedded) == 1
     assert embedded[0].startswith(document_text("b/dup.py", "def merge_headers"))

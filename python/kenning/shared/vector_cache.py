@@ -61,7 +61,6 @@ if TYPE_CHECKING:
     from kenning.embedding import Embedder
 
 GET_IDS = 1024  # ids named in one engine call
-SAMPLE = 8  # rows of each fetch embedded here and compared with what the engine gave
 VERSION = 2  # of the sealed format; 1 was a bare keystream XOR, in another collection
 _PERSON = b"kenning-vectors1"
 _CIPHER, _MAC = "kenning shared vectors 2 cipher", "kenning shared vectors 2 mac"
@@ -201,7 +200,7 @@ def agrees(embedder: Embedder, texts: Sequence[str], payloads: Sequence[bytes],
            dims: int) -> bool:
     """Whether a few of ``payloads`` (drawn at random) are what ``embedder`` makes of their
     ``texts`` (``store.plausible.disagreeing``)."""
-    drawn = random.sample(range(len(payloads)), min(SAMPLE, len(payloads)))
+    drawn = random.sample(range(len(payloads)), min(plausible.SAMPLE, len(payloads)))
     if not drawn:
         return True
     embedded = embedder.embed_documents([texts[i] for i in drawn])

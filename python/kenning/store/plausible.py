@@ -22,6 +22,7 @@ NORM_BOUNDS = (0.8, 1.2)
 # the cosine of a row and this machine's float embedding of the same text: int8 rounding and
 # batch effects keep it above 0.999; another text's vector is far below
 AGREEMENT = 0.98
+SAMPLE = 8  # rows drawn to be embedded again and compared: a fetch's, doctor's
 _BLOCK = 16_384  # rows checked at once: bounded memory over an index of millions
 
 
