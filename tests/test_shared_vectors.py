@@ -359,3 +359,73 @@ def test_a_small_refresh_does_not_ask_the_shared_index(silent_server: str, repo:
     settings = config.load({"shared.uri": silent_server, "shared.timeout": "30"})
     done = refresh(repo, settings, embedder=model)
     assert done.vectors_embedded >= 1 and done.warnings == [] and done.vectors_fetched == 0
+
+
+# the kill points of a publish, in the order it reaches them: vectors-stored 1 is the sent files'
+# vectors, 2 the rows of unchanged files stored again
+PUBLISH_STAGES = ["files-marked", "vectors-stored:1", "vectors-stored:2", "chunks-sent",
+                  "stale-deleted", "manifest-written"]
+_SCALARS = ["id", "path", "content_hash", "ordinal", "generation", "start_line", "end_line",
+            "start_byte", "end_byte", "kind", "symbol", "text", "words"]
+
+
+def test_publishes_killed_at_random_points_converge_row_for_row(
+        shared: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: Any):
+    """An edit's publish, with rows of unchanged files lost from the vectors collection, is
+    killed at three points drawn at random (in the order a publish reaches them, so each run
+    gets to its point); the next publish leaves what one uninterrupted publish leaves."""
+    import os
+    import random
+    import subprocess
+    import sys
+
+    from kenning.shared.engine import release_all
+    from kenning.store import make_descriptor
+
+    root = make_repo(tmp_path / "origin", _files())
+    _home(monkeypatch, tmp_path, "ci")
+    settings = config.load()
+    publish(root, settings, embedder=model)
+    descriptor = make_descriptor(model)
+    with Engine(settings, descriptor) as engine:
+        first = {r["id"] for r in engine.query(engine.vectors, 'id != ""', ["id"], "reading")}
+        engine.client.delete(engine.vectors, ids=sorted(first)[::3])
+    (root / "app" / "db.py").write_text(FILES["app/db.py"].replace("WAL", "DELETE"))
+    (root / "app" / "extra.py").write_text("def extra_helper():\n    return 7\n")
+    (root / "lib" / "util.js").unlink()
+    assert refresh(root, settings, embedder=model).status == "complete"
+    release_all()  # an embedded engine's file is for one process at a time
+    points = sorted(random.Random(47).sample(PUBLISH_STAGES, 3), key=PUBLISH_STAGES.index)
+    for point in points:
+        killed = subprocess.run([sys.executable, "-m", "kenning", "publish", str(root)],
+                                env={**os.environ, "KENNING_TEST_KILL_AT": point},
+                                capture_output=True, text=True, timeout=240)
+        assert killed.returncode == -9, (point, killed.stdout, killed.stderr)
+    publish(root, settings, embedder=model)
+
+    index = Index.open(root, settings, embedder=model)
+    by_content = publishing._ByContent()
+    with index.snapshot() as snap, Engine(settings, descriptor) as engine:
+        digests = {p: d for p, (d, _) in snap.file_digests().items()}
+        expected = publishing._chunk_rows(snap, root, index.project_id, sorted(digests), digests,
+                                          [], int(settings["index.max_file_size"]),
+                                          engine.classes, by_content)
+        published = engine.query(engine.chunks, f'project == "{index.project_id}"', _SCALARS,
+                                 "reading")
+        assert sorted(tuple(r[f] for f in _SCALARS) for r in published) == sorted(
+            tuple(r[f] for f in _SCALARS) for r in expected)
+        files = publishing.manifest_rows(engine, index.project_id, "file", ["key", "digest"],
+                                         "reading")
+        assert {r["key"]: r["digest"] for r in files} == {p: d.hex() for p, d in digests.items()}
+        clusters = publishing.manifest_rows(engine, index.project_id, "cluster",
+                                            ["key", "digest"], "reading")
+        assert {r["key"]: r["digest"] for r in clusters} == {
+            c: d.hex() for c, d in snap.cluster_digests().items()}
+        head = publishing.read_head(engine, index.project_id) or {}
+        assert head["state"] == "published" and head["index_token"] == snap.token
+        # every text's row opens to the index's own row; nothing else was added
+        texts = [text for text, _ in by_content.entries]
+        assert vector_cache.get(engine, texts) == [row for _, row in by_content.entries]
+        stored = {r["id"] for r in engine.query(engine.vectors, 'id != ""', ["id"], "reading")}
+        slug = vector_cache.slug(engine)
+        assert stored == first | {vector_cache.Key(slug, text).id for text in texts}

@@ -197,6 +197,7 @@ class _ByContent:
     def flush(self, engine: Engine, dry_run: bool) -> None:
         if self.entries and not dry_run:
             vector_cache.put(engine, self.entries)
+            crash_point("vectors-stored")
         self.stored += len(self.entries)
         self.entries = []
 
@@ -212,6 +213,7 @@ class _ByContent:
             lost = [entry for entry, found in zip(part, held, strict=True) if found is None]
             if lost and not dry_run:
                 vector_cache.put(engine, lost)
+                crash_point("vectors-stored")
             self.stored += len(lost)
         self.entries = []
 
@@ -412,6 +414,7 @@ class _Publish:
             engine.upsert(engine.manifest, [
                 _manifest_row(project, "file", p, cluster=plan.cluster_of[p])
                 for p in [*sending, *plan.removed]], "marking the files being published")
+            crash_point("files-marked")
         new_ids: set[str] = set()
         files_done = 0
         for part in _batches(sending, PATHS_PER_QUERY):  # 2. upsert the chunks
@@ -454,6 +457,7 @@ class _Publish:
             engine.delete_ids(engine.chunks, stale[i:i + DELETE_IDS], "deleting stale chunks")
             self.emit({"type": "deleting", "done": min(len(stale), i + DELETE_IDS),
                        "total": len(stale)})
+        crash_point("stale-deleted")
         claim.check()  # 4. the manifest, last, only if the claim is still this process's
         engine.upsert(engine.manifest, [
             _manifest_row(project, "file", p, cluster=plan.cluster_of[p],
@@ -467,6 +471,7 @@ class _Publish:
         engine.delete_ids(engine.manifest,
                           [row_key(project, "cluster", c) for c in plan.removed_clusters],
                           "updating the published clusters")
+        crash_point("manifest-written")
         if not result.nothing_changed:
             result.generation += 1
         center = self.snap.center
