@@ -106,7 +106,7 @@ class PublishResult:
     resend_all: str | None = None  # why every file is sent again (None: only what changed)
     vectors_stored: int = 0  # vectors stored by content (``vector_cache``)
     vectors_repaired: int = 0  # of those, rows of files not sent that were absent or did not open
-    collection: str = ""  # the chunks collection (its companions add _manifest and _vectors)
+    collection: str = ""  # the chunks collection (its companions add _manifest and _vectors2)
     seconds: float = 0.0
 
     @property
