@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from index_helpers import kenning_cli, make_repo
+from index_helpers import FILES, kenning_cli, make_repo
 from kenning import config, kernels
 from kenning.embedding import document_text
 from kenning.indexing.indexer import refresh
@@ -28,13 +28,16 @@ from kenning.shared.engine import MANIFEST_DIM
 from kenning.store import Index, make_descriptor, plausible
 from kenning.store.vectors import VectorRows
 from shared_helpers import require_engine
-from test_shared_vectors import _files, _results, _rows
+from test_shared_vectors import DUPLICATE, _results, _rows
 
 require_engine()
 pytest_plugins = ["index_helpers", "shared_helpers"]
 
-QUERIES = ("merge two header dicts", "open the database", "patch request",
-           "answer a search request", "unlock a resource", "how are settings loaded")
+QUERIES = ("merge two header dicts", "open the database", "start the http server",
+           "retry with backoff", "parse a header line", "where do settings live")
+# the index fixture with one text at two paths: small, as first indexes here ask the shared
+# index whatever the count (``from_shared``)
+CORPUS = {**FILES, "a/dup.py": DUPLICATE, "b/dup.py": DUPLICATE}
 
 
 @dataclass
@@ -55,7 +58,7 @@ def origin(module_shared_uri: str, tmp_path_factory: pytest.TempPathFactory,
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("KENNING_SHARED_URI", module_shared_uri)
         patch.setenv("KENNING_HOME", str(base / "ci"))
-        root = make_repo(base / "origin", _files())
+        root = make_repo(base / "origin", CORPUS)
         publish(root, config.load(), embedder=model)
         with Engine(config.load(), make_descriptor(model)) as engine:
             sealed = [{**row, "unused": bytes(MANIFEST_DIM // 8)} for row in engine.query(
@@ -98,11 +101,11 @@ def _tamper(sealed: str, mode: str, dims: int, rng: random.Random) -> str:
 
 def _teammate(origin: Origin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
               model: Any) -> tuple[Any, Path]:
-    """A teammate's first index of a clone (shared.vectors on, as by default)."""
+    """A teammate's first index of a clone, taking what it can from the shared index."""
     clone = tmp_path / "clone"
     shutil.copytree(origin.root, clone)
     monkeypatch.setenv("KENNING_HOME", str(tmp_path / "teammate"))
-    return refresh(clone, config.load(), embedder=model), clone
+    return refresh(clone, config.load(), embedder=model, from_shared=True), clone
 
 
 @pytest.mark.parametrize("mode", ["negate", "scale", "random"])
