@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from index_helpers import FILES, kenning_cli, make_repo
+from index_helpers import FILES, CountingEmbedder, kenning_cli, make_repo
 from kenning import config, kernels
 from kenning.embedding import document_text
+from kenning.errors import EmbedderUnavailable
 from kenning.indexing.indexer import refresh
 from kenning.shared import Engine, publish, vector_cache
 from kenning.shared.engine import MANIFEST_DIM
@@ -140,6 +141,22 @@ def test_a_holder_of_the_text_who_stores_other_vectors_is_refused(
     assert done.warnings == [f"The vectors in {engine.vectors} of {engine.where} are not what "
                              "this machine's model makes of the same texts, so none of the "
                              f"{len(texts)} found is taken; all are embedded here."]
+
+
+def test_rows_that_cannot_be_compared_are_not_taken(
+        origin: Origin, engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        model: Any):
+    """With the embedder down, the sample cannot be embedded: nothing fetched is stored, and the
+    index stops as an embedder failure does (files and chunks kept, resumed by the next run)."""
+    clone = tmp_path / "clone"
+    shutil.copytree(origin.root, clone)
+    monkeypatch.setenv("KENNING_HOME", str(tmp_path / "teammate"))
+    down = CountingEmbedder(model, fail_after=0)
+    with pytest.raises(EmbedderUnavailable, match="unreachable") as raised:
+        refresh(clone, config.load(), embedder=down, from_shared=True)
+    assert "run `kenning index` again to resume" in (raised.value.hint or "")
+    with Index.open(clone, config.load()).snapshot() as snap:
+        assert snap.vector_rows == 0 and snap.status == "partial"
 
 
 def test_rows_that_open_but_are_no_vectors_are_refused(origin: Origin, engine: Engine):

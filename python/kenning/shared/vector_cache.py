@@ -51,7 +51,7 @@ import numpy as np
 from blake3 import blake3
 
 from kenning import project
-from kenning.errors import KenningError
+from kenning.errors import EmbedderError, KenningError
 from kenning.shared.engine import MANIFEST_DIM, Engine, require_pymilvus
 from kenning.store import plausible
 from kenning.store.vectors import VectorRows
@@ -221,7 +221,14 @@ def fetch(settings: Settings, descriptor: dict[str, Any], texts: Sequence[str],
         warnings.append(f"{refused} vectors in {where} do not open or are no vectors (written "
                         "without their text, or damaged), so they are embedded here.")
     hits = sorted(found)
-    if not agrees(embedder, [texts[i] for i in hits], [found[i] for i in hits], engine.dims):
+    try:
+        same = agrees(embedder, [texts[i] for i in hits], [found[i] for i in hits], engine.dims)
+    except EmbedderError as exc:  # unchecked rows are not taken; embedding says the rest
+        warnings.append(f"The vectors in {where} cannot be compared with this machine's model "
+                        f"({exc.message.rstrip('.')}), so none of the {len(hits)} found is "
+                        "taken.")
+        return {}, warnings
+    if not same:
         warnings.append(f"The vectors in {where} are not what this machine's model makes of "
                         f"the same texts, so none of the {len(hits)} found is taken; all are "
                         "embedded here.")
