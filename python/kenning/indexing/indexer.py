@@ -440,9 +440,9 @@ class _Refresh:
                           "here.")
             return todo
         self.emit({"type": "fetching", "total": len(todo)})
-        found, warning = vector_cache.fetch(self.settings, self.index.descriptor,
-                                            [texts[h] for h in todo])
-        if warning:
+        found, warnings = vector_cache.fetch(self.settings, self.index.descriptor,
+                                             [texts[h] for h in todo], self.embedder)
+        for warning in warnings:
             self.warn(warning)
         hits = sorted(found)
         dims = int(self.index.descriptor["dims"])
@@ -459,22 +459,35 @@ class _Refresh:
         """Embedding texts for missing hashes: this run's chunks, else re-read from the files
         (a run that resumes after a crash), skipping chunks whose file has changed since."""
         texts: dict[bytes, str] = {}
-        wanted: dict[str, list[MissingVector]] = defaultdict(list)
+        unread: list[MissingVector] = []
         for m in missing:
             if m.content_hash in self.texts:
                 texts[m.content_hash] = self.texts[m.content_hash]
             else:
-                wanted[m.path].append(m)
-        for path, entries in wanted.items():
-            try:
-                data, _ = safe_read.read(self.index.root, path, self.max_file_size)
-            except safe_read.Refused:
-                continue
-            pieces = [data[m.start_byte:m.end_byte].decode("utf-8", "replace") for m in entries]
-            for m, text, digest in zip(entries, pieces, kernels.hash_many(pieces), strict=True):
-                if digest == m.content_hash:
-                    texts[m.content_hash] = document_text(path, text)
+                unread.append(m)
+        texts.update(chunk_texts(self.index.root, unread, self.max_file_size))
         return texts
+
+
+def chunk_texts(root: Path, chunks: Iterable[MissingVector],
+                max_file_size: int) -> dict[bytes, str]:
+    """Embedding texts of ``chunks`` read from their files, by content hash; a chunk whose file
+    has changed since (its bytes no longer hash to its content hash) or cannot be read is left
+    out."""
+    texts: dict[bytes, str] = {}
+    wanted: dict[str, list[MissingVector]] = defaultdict(list)
+    for m in chunks:
+        wanted[m.path].append(m)
+    for path, entries in wanted.items():
+        try:
+            data, _ = safe_read.read(root, path, max_file_size)
+        except safe_read.Refused:
+            continue
+        pieces = [data[m.start_byte:m.end_byte].decode("utf-8", "replace") for m in entries]
+        for m, text, digest in zip(entries, pieces, kernels.hash_many(pieces), strict=True):
+            if digest == m.content_hash:
+                texts[m.content_hash] = document_text(path, text)
+    return texts
 
 
 def embedding_order(missing: Sequence[MissingVector], files: dict[str, FileRow]

@@ -514,8 +514,9 @@ def doctor(path: PathLike = ".", *, settings: Settings | None = None) -> Doctor:
     """An end-to-end self-test: the settings load, the kernels, the embedder answers, indexes
     can be written, a probe file is indexed and found by a search (its index removed after),
     and the indexes of the project at ``path`` are checked in full (database, full-text table,
-    vector files and their checksums). A failure is a check with ``ok`` False and its ``fix``,
-    never an exception."""
+    vector files and their checksums, every row one an embedder makes, a few drawn at random
+    embedded again). A failure is a check with ``ok`` False and its ``fix``, never an
+    exception."""
     from kenning.services.self_test import run_checks
 
     _check("path", path, (str, os.PathLike), "a string or a path")

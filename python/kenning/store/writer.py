@@ -402,8 +402,10 @@ def crash_point(stage: str) -> None:
     """Crash-safety tests only: ``KENNING_TEST_KILL_AT=<stage>[:<n>]`` SIGKILLs this process the
     n-th time (default 1st) it reaches ``stage``. Stages, in order: files-written (files and
     chunks written, their transaction not committed), chunks-committed, vectors-written (rows
-    fsynced, their transaction not committed), batch-committed, compaction-written; and
-    chunks-sent (a shared-index publish: chunks upserted, stale rows not yet deleted)."""
+    fsynced, their transaction not committed), batch-committed, compaction-written; and those
+    of a shared-index publish: files-marked, vectors-stored (after each batch of vectors by
+    content), chunks-sent (chunks upserted, stale rows not yet deleted), stale-deleted,
+    manifest-written (files and clusters, not the head)."""
     import os
 
     target = os.environ.get("KENNING_TEST_KILL_AT")
