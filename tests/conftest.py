@@ -33,6 +33,9 @@ def isolated_state(
         if name.startswith("KENNING_") and name not in {"KENNING_HOME", "KENNING_CONFIG",
                                                         "KENNING_KERNELS", "KENNING_RUNTIME"}:
             monkeypatch.delenv(name)
+    # the embedding service outlives the process that starts it: a test that wants one asks
+    # (tests/test_embedding_service.py)
+    monkeypatch.setenv("KENNING_EMBEDDER_SERVICE", "false")
     return home
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import threading
 import time
@@ -69,6 +68,7 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     searches use them as they arrive.
     """
     from kenning import config
+    from kenning.embedding import borrowed
     from kenning.retrieval import resolve_projects
     from kenning.retrieval import search as run_search
 
@@ -81,20 +81,22 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     # run from a subfolder of the project, as ripgrep is: its results first, paths from here
     here = Path.cwd().resolve()
     inside = next((ref.root for ref in refs if here.is_relative_to(ref.root)), None)
-    loading = _load_local_model(settings)
     progress = _Progress() if sys.stderr.isatty() else None
-    try:
-        result = run_search(query, refs, settings=settings,
-                            limit=limit or settings["search.limit"], path_filter=path_filter,
-                            language=language, kind=kind, refresh=not no_refresh,
-                            progress=progress, shared_projects=shared_ids,
-                            prefer=here if inside is not None and not targets else None,
-                            calls=calls, budget_tokens=budget_tokens)
-    finally:
-        if progress is not None:
-            progress.clear()
-        if loading is not None:  # never leave onnxruntime initialising while the process exits
-            loading.join()
+    with borrowed(settings, service=True) as embedder:
+        loading = warm_up(embedder, settings)
+        try:
+            result = run_search(query, refs, settings=settings,
+                                limit=limit or settings["search.limit"],
+                                path_filter=path_filter, language=language, kind=kind,
+                                refresh=not no_refresh, progress=progress,
+                                shared_projects=shared_ids,
+                                prefer=here if inside is not None and not targets else None,
+                                calls=calls, budget_tokens=budget_tokens, embedder=embedder)
+        finally:
+            if progress is not None:
+                progress.clear()
+            if loading is not None:  # never leave onnxruntime initialising at the exit
+                loading.join()
     for root in result["vectors_deferred"]:
         _index_in_background(Path(root))
     if json_output:
@@ -145,32 +147,37 @@ def _index_in_background(root: Path) -> None:
     """Leave the vectors of a first index to a detached `kenning index`: the search has
     answered from the words and symbols already, and the next searches use the vectors as they
     arrive. The child gets its own session and no terminal, so it outlives this process."""
-    argv = [sys.executable, "-m", "kenning", "index", str(root), "--quiet"]
-    if hasattr(os, "posix_spawn"):  # no Popen object left to warn that its child still runs
-        quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
-        os.posix_spawn(sys.executable, argv, os.environ, file_actions=quiet, setsid=True)
-    else:
-        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
+    from kenning.detached import spawn_detached
+
+    spawn_detached([sys.executable, "-m", "kenning", "index", str(root), "--quiet"])
     click.echo(f"The vectors of {root} are being computed in the background; "
                "`kenning status` shows how far it got.", err=True)
 
 
-def _load_local_model(settings: Any) -> threading.Thread | None:
-    """Start loading the embedded model while this process imports and refreshes: its session
-    is the slowest part of a search in a fresh process (the search waits for it, not again)."""
-    if settings["embedder.backend"] != "local":
+def warm_up(embedder: Any, settings: Any) -> threading.Thread | None:
+    """Start loading the embedded model while this process refreshes, in its service (started
+    now when there is none) or here: the model's session is the slowest part of a search in a
+    fresh process (the search waits for it, not again)."""
+    from kenning.embedding.local import LocalEmbedder
+    from kenning.embedding.service_client import ServiceEmbedder
+
+    if isinstance(embedder, ServiceEmbedder):
+        def load() -> None:
+            from kenning.embedding import deadline
+
+            with deadline.within(settings["search.timeout"]):
+                embedder.start()
+    elif isinstance(embedder, LocalEmbedder):
+        def load() -> None:
+            from kenning.embedding import local
+
+            try:
+                local.session()
+                local.tokenizer()
+            except Exception:  # noqa: BLE001, S110 - the search reports it when it needs it
+                pass
+    else:
         return None
-
-    def load() -> None:
-        from kenning.embedding import local
-
-        try:
-            local.session()
-            local.tokenizer()
-        except Exception:  # noqa: BLE001, S110 - the search reports it when it needs the model
-            pass
-
     thread = threading.Thread(target=load, name="kenning-model", daemon=True)
     thread.start()
     return thread
