@@ -280,6 +280,16 @@ def _print_links(out: Any, hit: dict[str, Any], where: str,
         out.print(line)
 
 
+def _lexer(path: str, code: str) -> str:
+    """Pygments' lexer for a file of this name (its text chooses between several). Rich's
+    ``Syntax.guess_lexer`` loads every lexer pygments has to choose: most of the CPU time of
+    a search in a fresh process, once the model ran elsewhere."""
+    from pygments.lexers import find_lexer_class_for_filename
+
+    found = find_lexer_class_for_filename(path, code)
+    return found.aliases[0] if found is not None and found.aliases else "text"
+
+
 def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int,
                    words: re.Pattern[str] | None = None) -> None:
     """The snippet with line numbers: its runs of code (a declaration's signature, its window)
@@ -315,9 +325,9 @@ def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int,
             continue
         code = part[1]
         shown = visible("\n".join(code[:left]), multiline=True)
-        lexer = Syntax.guess_lexer(hit["path"], code=shown)
-        syntax = Syntax(shown, lexer, line_numbers=True, start_line=first, word_wrap=False,
-                        theme="ansi_dark", background_color="default")
+        syntax = Syntax(shown, _lexer(hit["path"], shown), line_numbers=True,
+                        start_line=first, word_wrap=False, theme="ansi_dark",
+                        background_color="default")
         if words is not None:
             for number, text in enumerate(shown.splitlines(), start=1):
                 for found in words.finditer(text):
