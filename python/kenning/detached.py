@@ -14,8 +14,8 @@ def spawn_detached(argv: Sequence[str], *, stdout: int | None = None,
     """Start ``argv`` in a session of its own, with no terminal (no signal of this one reaches
     it, and it outlives this process), and return its pid. Its stdin is /dev/null, and so are
     its stdout unless ``stdout`` names a descriptor of this process for it, and its stderr
-    unless ``stderr`` names a file for it (made afresh)."""
-    log_flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    unless ``stderr`` names a file it appends to."""
+    log_flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
     if hasattr(os, "posix_spawn"):  # no Popen object left to warn that its child still runs
         actions: list[tuple[object, ...]] = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0)]
         actions.append((os.POSIX_SPAWN_DUP2, stdout, 1) if stdout is not None

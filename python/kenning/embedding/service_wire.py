@@ -7,7 +7,7 @@ A service is named by the identity of the code and the model file that make its 
 and a service answers only requests that name its own identity, so a client never gets vectors
 that its own process would not have made. Its files are in ``$KENNING_HOME/run`` (mode 0700):
 ``embed-<id>.sock`` (mode 0600), ``embed-<id>.lock`` (held by the live service, with its pid)
-and ``embed-<id>.log`` (its stderr).
+and ``embed-<id>.log`` (what its services said on stderr: a failure to start, a refusal).
 
 One request per connection. A message is a 4-byte big-endian length, that many bytes of a JSON
 header (ASCII: any Python string survives it, lone surrogates included), then ``bytes`` bytes
@@ -113,8 +113,9 @@ def peer(sock: socket.socket) -> tuple[int, int | None]:
     """The uid and (where the system tells) the pid of the process at the other end of a Unix
     socket: SO_PEERCRED on Linux, LOCAL_PEERCRED and LOCAL_PEERPID on macOS."""
     if hasattr(socket, "SO_PEERCRED"):
-        pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                          struct.calcsize("3i")))
+        # struct ucred: pid_t, uid_t, gid_t
+        pid, uid, _ = struct.unpack("=iII", sock.getsockopt(
+            socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("=iII")))
         return uid, pid
     level = getattr(socket, "SOL_LOCAL", 0)
     # struct xucred: cr_version (u_int), cr_uid (uid_t), then the groups
