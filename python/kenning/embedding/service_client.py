@@ -1,11 +1,11 @@
 """The embedded model's vectors from the embedding service (``service``), so that a CLI call
 or an MCP server does not load the model itself (``embedder.service``, on by default).
 
-``ServiceEmbedder`` is a ``LocalEmbedder`` whose ``embed_*`` ask the service of this
-``KENNING_HOME`` and identity, starting it when there is none, and fall back to the model in
-this process when it cannot answer: it is switched off or cannot be started, its socket or
-folder is not private to this user (refused in one sentence, on stderr), it is of another
-identity, or it died before answering (the next call starts a new one). Every wait is bounded
+``ServiceEmbedder`` stands in for a ``LocalEmbedder``: its ``embed_*`` ask the service of
+this ``KENNING_HOME`` and identity, starting it when there is none, and fall back to the model
+in this process when it cannot answer: it cannot be started (or its socket's path is too long),
+its socket or folder is not private to this user (refused in one sentence, on stderr), it is of
+another identity, or it died before answering (the next call starts a new one). Every wait is bounded
 by the caller's deadline (``deadline``: a search's ``search.timeout``) and by
 ``embedder.timeout``: past the deadline the call fails as a hung embedder does, and a service
 that left a request unanswered for ``embedder.timeout`` is ended (the next call starts a new
