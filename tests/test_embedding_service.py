@@ -79,12 +79,14 @@ sys.argv = ["kenning", *sys.argv[1:]]
 try:
     runpy.run_module("kenning", run_name="__main__")
 finally:
-    print(json.dumps({"model_loaded": "onnxruntime" in sys.modules}), file=sys.stderr)
+    print(json.dumps({"model_loaded": "onnxruntime" in sys.modules or "tokenizers" in sys.modules}),
+          file=sys.stderr)
 """
 
 
 def cli_search(root: Path, query: str) -> tuple[dict[str, object], bool]:
-    """A CLI search in a process of its own: its result, and whether it loaded the model."""
+    """A CLI search in a process of its own: its result, and whether it loaded the model or
+    its tokenizer."""
     done = subprocess.run([sys.executable, "-c", "import json\n" + SEARCH, "search", query,
                            str(root), "--json-output"], capture_output=True, text=True,
                           timeout=120)
@@ -160,6 +162,20 @@ def test_a_service_killed_or_hung_mid_request_falls_back_and_is_started_again(
     impatient = service(**{"embedder.timeout": "0.5"})
     assert np.array_equal(impatient.embed_query(query), want)
     ended(second)
+
+
+def test_the_bound_on_word_pieces_holds_for_any_text(local_model: None) -> None:
+    import random
+
+    rng = random.Random(7)
+    awkward = [0x130, 0xFB01, 0x1F82, 0x390, 0x2126, 0xDF, 0x3000, 0xAC00]  # İ ﬁ ᾂ ΐ Ω ß
+    texts = [*TEXTS, *("".join(chr(rng.choice(
+        [rng.randint(32, 126), rng.randint(0xA0, 0x2FFF), rng.randint(0x3000, 0x9FFF),
+         rng.randint(0xAC00, 0xD7A3), rng.randint(0x1F300, 0x1FAFF), rng.choice(awkward)]))
+        for _ in range(rng.randint(1, 80))) for _ in range(500))]
+    embedder = service(**{"embedder.service": "true"})  # none is started: nothing embeds
+    for text in texts:
+        assert embedder.at_most_tokens(text) >= embedder.count_tokens(text), text
 
 
 @pytest.mark.parametrize("unsafe", ["folder mode", "socket symlink", "socket owner"])

@@ -5,8 +5,8 @@ or an MCP server does not load the model itself (``embedder.service``, on by def
 this ``KENNING_HOME`` and identity, starting it when there is none, and fall back to the model
 in this process when it cannot answer: it cannot be started (or its socket's path is too long),
 its socket or folder is not private to this user (refused in one sentence, on stderr), it is of
-another identity, or it died before answering (the next call starts a new one). Every wait is bounded
-by the caller's deadline (``deadline``: a search's ``search.timeout``) and by
+another identity, or it died before answering (the next call starts a new one). Every wait
+is bounded by the caller's deadline (``deadline``: a search's ``search.timeout``) and by
 ``embedder.timeout``: past the deadline the call fails as a hung embedder does, and a service
 that left a request unanswered for ``embedder.timeout`` is ended (the next call starts a new
 one) and the texts are embedded here.
@@ -23,6 +23,7 @@ import socket
 import sys
 import threading
 import time
+import unicodedata
 from collections.abc import Sequence
 from contextlib import suppress
 from typing import Any, NamedTuple
@@ -96,6 +97,12 @@ class ServiceEmbedder:
 
     def count_tokens(self, text: str) -> int:
         return self.local.count_tokens(text)
+
+    def at_most_tokens(self, text: str) -> int:
+        """At least ``count_tokens(text)``, with no tokenizer loaded: each word piece covers a
+        character or more of the text as the model's normaliser leaves it (decomposed,
+        lower-cased, its accents dropped), so a short query costs this process no tokenizer."""
+        return len(unicodedata.normalize("NFD", text).lower())
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
