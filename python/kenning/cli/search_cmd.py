@@ -325,7 +325,9 @@ def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int,
             continue
         code = part[1]
         shown = visible("\n".join(code[:left]), multiline=True)
-        syntax = Syntax(shown, _lexer(hit["path"], shown), line_numbers=True,
+        # off a terminal no style is shown: lexing would only cost time (a pipe, an agent)
+        lexer = "text" if out.color_system is None else _lexer(hit["path"], shown)
+        syntax = Syntax(shown, lexer, line_numbers=True,
                         start_line=first, word_wrap=False, theme="ansi_dark",
                         background_color="default")
         if words is not None:
