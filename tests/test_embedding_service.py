@@ -127,6 +127,20 @@ def test_a_service_killed_or_hung_mid_request_falls_back_and_is_started_again(
     assert np.array_equal(embedder.embed_query(query), want)  # starts the service
     first = service_pid()
 
+    # clients that die halfway through sending or before the answer (the kernel closes a
+    # killed process's socket so) leave the service serving
+    request = {"kenning": service_wire.PROTOCOL, "identity": embedder.identity, "op": "embed",
+               "kind": "documents", "texts": TEXTS}
+    for cut in ("sending", "waiting"):
+        with socket.socket(socket.AF_UNIX) as dying:
+            dying.connect(str(embedder.place.socket))
+            if cut == "sending":
+                dying.sendall(b"\0\0\1\0{")
+            else:
+                service_wire.send(dying, request)
+    assert np.array_equal(embedder.embed_query(query), want)
+    assert embedder.status()["pid"] == first
+
     # SIGKILL while the client waits for the answer: the client embeds in its own process
     waiting = threading.Event()
     real_receive = service_wire.receive
@@ -151,7 +165,7 @@ def test_a_service_killed_or_hung_mid_request_falls_back_and_is_started_again(
     assert np.array_equal(embedder.embed_query(query), want)
     second = service_pid()
     assert second != first
-    assert embedder.status()["served"]["query"] == 1
+    assert embedder.status()["served"]["query"] == 1  # a new service's count
 
     # hung: past the caller's deadline the call fails as a hung embedder does, promptly
     os.kill(second, signal.SIGSTOP)
