@@ -83,7 +83,7 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     inside = next((ref.root for ref in refs if here.is_relative_to(ref.root)), None)
     progress = _Progress() if sys.stderr.isatty() else None
     with borrowed(settings, service=True) as embedder:
-        loading = warm_up(embedder, settings)
+        loading = _warm_up(embedder, settings)
         try:
             result = run_search(query, refs, settings=settings,
                                 limit=limit or settings["search.limit"],
@@ -154,7 +154,7 @@ def _index_in_background(root: Path) -> None:
                "`kenning status` shows how far it got.", err=True)
 
 
-def warm_up(embedder: Any, settings: Any) -> threading.Thread | None:
+def _warm_up(embedder: Any, settings: Any) -> threading.Thread | None:
     """Start loading the embedded model while this process refreshes, in its service (started
     now when there is none) or here: the model's session is the slowest part of a search in a
     fresh process (the search waits for it, not again)."""
