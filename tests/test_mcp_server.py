@@ -141,6 +141,8 @@ class World:
                      if k in os.environ}
         return {**inherited, "KENNING_HOME": str(self.home / "data"),
                 "KENNING_CONFIG": str(self.home / config_file),
+                # servers shared by several tests outlive each: none starts a model service
+                "KENNING_EMBEDDER_SERVICE": "false",
                 # searches in these tests may follow an edit within the same second
                 "KENNING_MCP_REFRESH_INTERVAL": "0",
                 # the server runs the sources under test, not whatever is installed

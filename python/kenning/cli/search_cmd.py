@@ -6,7 +6,6 @@ import io
 import json
 import os
 import re
-import subprocess
 import sys
 import threading
 import time
@@ -70,6 +69,7 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     searches use them as they arrive.
     """
     from kenning import config
+    from kenning.embedding import borrowed
     from kenning.retrieval import resolve_projects
     from kenning.retrieval import search as run_search
 
@@ -82,23 +82,26 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     # run from a subfolder of the project, as ripgrep is: its results first, paths from here
     here = Path.cwd().resolve()
     inside = next((ref.root for ref in refs if here.is_relative_to(ref.root)), None)
-    loading = _load_local_model(settings)
     progress = _Progress() if sys.stderr.isatty() else None
     several = len(refs) > 1 or settings["search.backend"] != "local"
     relative_to = (inside, here) if inside is not None and not several else None
     frame = JsonFrame() if json_output else HumanFrame(several, relative_to)
-    try:
-        result = run_search(query, refs, settings=settings,
-                            limit=limit or settings["search.limit"], path_filter=path_filter,
-                            language=language, kind=kind, refresh=not no_refresh,
-                            progress=progress, shared_projects=shared_ids,
-                            prefer=here if inside is not None and not targets else None,
-                            calls=calls, budget_tokens=budget_tokens, budget_frame=frame)
-    finally:
-        if progress is not None:
-            progress.clear()
-        if loading is not None:  # never leave onnxruntime initialising while the process exits
-            loading.join()
+    with borrowed(settings, service=True) as embedder:
+        loading = _warm_up(embedder, settings)
+        try:
+            result = run_search(query, refs, settings=settings,
+                                limit=limit or settings["search.limit"],
+                                path_filter=path_filter, language=language, kind=kind,
+                                refresh=not no_refresh, progress=progress,
+                                shared_projects=shared_ids,
+                                prefer=here if inside is not None and not targets else None,
+                                calls=calls, budget_tokens=budget_tokens, budget_frame=frame,
+                                embedder=embedder)
+        finally:
+            if progress is not None:
+                progress.clear()
+            if loading is not None:  # never leave onnxruntime initialising at the exit
+                loading.join()
     for root in result["vectors_deferred"]:
         _index_in_background(Path(root))
     if json_output:
@@ -187,32 +190,37 @@ def _index_in_background(root: Path) -> None:
     """Leave the vectors of a first index to a detached `kenning index`: the search has
     answered from the words and symbols already, and the next searches use the vectors as they
     arrive. The child gets its own session and no terminal, so it outlives this process."""
-    argv = [sys.executable, "-m", "kenning", "index", str(root), "--quiet"]
-    if hasattr(os, "posix_spawn"):  # no Popen object left to warn that its child still runs
-        quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
-        os.posix_spawn(sys.executable, argv, os.environ, file_actions=quiet, setsid=True)
-    else:
-        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
+    from kenning.detached import spawn_detached
+
+    spawn_detached([sys.executable, "-m", "kenning", "index", str(root), "--quiet"])
     click.echo(f"The vectors of {root} are being computed in the background; "
                "`kenning status` shows how far it got.", err=True)
 
 
-def _load_local_model(settings: Any) -> threading.Thread | None:
-    """Start loading the embedded model while this process imports and refreshes: its session
-    is the slowest part of a search in a fresh process (the search waits for it, not again)."""
-    if settings["embedder.backend"] != "local":
+def _warm_up(embedder: Any, settings: Any) -> threading.Thread | None:
+    """Start loading the embedded model while this process refreshes, in its service (started
+    now when there is none) or here: the model's session is the slowest part of a search in a
+    fresh process (the search waits for it, not again)."""
+    from kenning.embedding.local import LocalEmbedder
+    from kenning.embedding.service_client import ServiceEmbedder
+
+    if isinstance(embedder, ServiceEmbedder):
+        def load() -> None:
+            from kenning.embedding import deadline
+
+            with deadline.within(settings["search.timeout"]):
+                embedder.start()
+    elif isinstance(embedder, LocalEmbedder):
+        def load() -> None:
+            from kenning.embedding import local
+
+            try:
+                local.session()
+                local.tokenizer()
+            except Exception:  # noqa: BLE001, S110 - the search reports it when it needs it
+                pass
+    else:
         return None
-
-    def load() -> None:
-        from kenning.embedding import local
-
-        try:
-            local.session()
-            local.tokenizer()
-        except Exception:  # noqa: BLE001, S110 - the search reports it when it needs the model
-            pass
-
     thread = threading.Thread(target=load, name="kenning-model", daemon=True)
     thread.start()
     return thread
@@ -330,6 +338,16 @@ def _print_links(out: Any, hit: dict[str, Any], where: str,
         out.print(line)
 
 
+def _lexer(path: str, code: str) -> str:
+    """Pygments' lexer for a file of this name (its text chooses between several). Rich's
+    ``Syntax.guess_lexer`` loads every lexer pygments has to choose: most of the CPU time of
+    a search in a fresh process, once the model ran elsewhere."""
+    from pygments.lexers import find_lexer_class_for_filename
+
+    found = find_lexer_class_for_filename(path, code)
+    return found.aliases[0] if found is not None and found.aliases else "text"
+
+
 def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int,
                    words: re.Pattern[str] | None = None) -> None:
     """The snippet with line numbers: its runs of code (a declaration's signature, its window)
@@ -365,9 +383,11 @@ def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int,
             continue
         code = part[1]
         shown = visible("\n".join(code[:left]), multiline=True)
-        lexer = Syntax.guess_lexer(hit["path"], code=shown)
-        syntax = Syntax(shown, lexer, line_numbers=True, start_line=first, word_wrap=False,
-                        theme="ansi_dark", background_color="default")
+        # off a terminal no style is shown: lexing would only cost time (a pipe, an agent)
+        lexer = "text" if out.color_system is None else _lexer(hit["path"], shown)
+        syntax = Syntax(shown, lexer, line_numbers=True,
+                        start_line=first, word_wrap=False, theme="ansi_dark",
+                        background_color="default")
         if words is not None:
             for number, text in enumerate(shown.splitlines(), start=1):
                 for found in words.finditer(text):
