@@ -71,8 +71,8 @@ COMMIT_CHUNKS = 20_000
 # rest are read again from the files, block by block, so a first index of any size fits in
 # memory.
 TEXTS_KEPT_BYTES = 64 << 20
-# Missing vectors whose texts are loaded at once.
-EMBED_BLOCK = 4096
+# Files whose chunks without a vector are embedded as one group (their texts loaded at once).
+EMBED_FILES = 256
 
 
 @dataclass
@@ -237,6 +237,7 @@ class _Refresh:
         self.max_file_size = int(settings["index.max_file_size"])
         self.embedder, self.result, self.emit = embedder, result, emit
         self.texts: dict[bytes, str] = {}  # content hash -> embedding text, for this run's chunks
+        self.text_paths: dict[bytes, str] = {}  # the path each of those texts is of
         self.texts_bytes = 0
         self.timings = result.timings
         self.started = self.clock = time.perf_counter()
@@ -414,44 +415,52 @@ class _Refresh:
             return
         for piece, content_hash in zip(item.chunks, item.hashes, strict=True):
             chunks.append((piece, content_hash))
-            if self.texts_bytes < TEXTS_KEPT_BYTES and content_hash not in self.texts:
+            # a text in several files is embedded with the first path, whatever the order
+            # chunked in, as the shared index and a teammate's index embed it
+            kept = self.text_paths.get(content_hash)
+            if kept is None and self.texts_bytes < TEXTS_KEPT_BYTES or (
+                    kept is not None and piece.path < kept):
                 text = self.texts[content_hash] = document_text(piece.path, piece.text)
+                self.text_paths[content_hash] = piece.path
                 self.texts_bytes += len(text)
         replaced.append(_file_row(item.file, digests[item.file.path]))
 
     def embed_missing(self, limit: int | None = None) -> None:
-        """Embed the chunks without a vector, in ``embedding_order``, their texts loaded a
-        block at a time (all at once only to ask the shared index for them)."""
-        missing = self.writer.missing_vectors()
-        if not missing or (limit is not None and len(missing) > limit):
+        """Embed the chunks without a vector, the files in ``file_priority`` order and their
+        chunks in ``embedding_order``, a group of files at a time: memory holds one group's
+        texts, whatever the size of the index (all at once only to ask the shared index)."""
+        total = self.writer.count_missing(limit)
+        if not total or (limit is not None and total > limit):
             return
-        ordered = embedding_order(missing, self.writer.files())
-        del missing
+        files = self.writer.files()
+        order = sorted(files, key=lambda p: file_priority(p, files[p].language,
+                                                          files[p].mtime_ns))
+        groups = [order[i:i + EMBED_FILES] for i in range(0, len(order), EMBED_FILES)]
+        shared: dict[bytes, str] | None = None
+        if self.asks_shared(total):
+            shared = self.shared_first(embedding_order(self.writer.missing_vectors(), files))
+            total = self.writer.count_missing()
         self.lap("embed_prepare")
-        left = set(self.reuse_earlier([m.content_hash for m in ordered]))
-        todo = [m for m in ordered if m.content_hash in left]
-        del ordered, left
-        texts: dict[bytes, str] | None = None
-        if todo and self.asks_shared(len(todo)):
-            texts = self.load_texts(todo)
-            todo = [m for m in todo if m.content_hash in texts]
-            unfetched = set(self.fetch_shared([m.content_hash for m in todo], texts))
-            todo = [m for m in todo if m.content_hash in unfetched]
         batch = max(1, int(self.settings["embedder.batch_size"])) * max(
             1, int(self.settings["embedder.concurrency"]))
         needs_centering = bool(getattr(self.embedder, "needs_centering", False))
-        total, done = len(todo), 0
+        done = 0
         self.emit({"type": "embedding", "done": 0, "total": total})
-        for block_start in range(0, len(todo), EMBED_BLOCK):
-            block = todo[block_start:block_start + EMBED_BLOCK]
-            block_texts = texts if texts is not None else self.load_texts(block)
-            hashes_of_block = [m.content_hash for m in block if m.content_hash in block_texts]
-            total -= len(block) - len(hashes_of_block)  # their files changed since: not embedded
+        for group in groups:
+            missing = embedding_order(self.writer.missing_vectors(group), files)
+            if not missing:
+                continue
+            left = set(self.reuse_earlier([m.content_hash for m in missing]))
+            total -= len(missing) - len(left)
+            todo = [m for m in missing if m.content_hash in left]
+            texts = shared if shared is not None else self.load_texts(todo)
+            hashes_of_group = [m.content_hash for m in todo if m.content_hash in texts]
+            total -= len(todo) - len(hashes_of_group)  # their files changed since: not embedded
             self.lap("embed_prepare")
-            for start in range(0, len(hashes_of_block), batch):
-                hashes = hashes_of_block[start:start + batch]
+            for start in range(0, len(hashes_of_group), batch):
+                hashes = hashes_of_group[start:start + batch]
                 try:
-                    vectors = self.embedder.embed_documents([block_texts[h] for h in hashes])
+                    vectors = self.embedder.embed_documents([texts[h] for h in hashes])
                 except EmbedderError as exc:
                     self.lap("embed")
                     raise type(exc)(exc.message, hint=" ".join(filter(None, [
@@ -464,6 +473,17 @@ class _Refresh:
                 done += len(hashes)
                 self.lap("store_vectors")
                 self.emit({"type": "embedding", "done": done, "total": total})
+
+    def shared_first(self, missing: list[MissingVector]) -> dict[bytes, str]:
+        """Store what the shared index holds for ``missing`` (and an earlier index first);
+        returns the texts of all of them, for the embedding of the rest."""
+        left = set(self.reuse_earlier([m.content_hash for m in missing]))
+        missing = [m for m in missing if m.content_hash in left]
+        texts = self.load_texts(missing)
+        todo = [m.content_hash for m in missing if m.content_hash in texts]
+        if todo:
+            self.fetch_shared(todo, texts)
+        return texts
 
     def reuse_earlier(self, todo: list[bytes]) -> list[bytes]:
         """Store the vectors that an earlier index of this project (same model, older chunker
