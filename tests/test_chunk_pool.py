@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,26 +28,36 @@ from kenning.indexing.sources import walk
 from kenning.records import SourceFile
 
 CHECKOUT = Path(__file__).resolve().parents[1]
-# every language of the checkout but its test data, and two packages of Python
 PYTHON = ("python/kenning/chunking/", "python/kenning/indexing/")
 
 
-def _tree() -> list[SourceFile]:
-    files = [f for f in walk(CHECKOUT, max_file_size=1 << 20)
-             if f.language not in ("python", "json") or f.path.startswith(PYTHON)]
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the checkout's files of every language but its test data, and two packages of
+    Python: the files do not change while the test reads them."""
+    root = tmp_path_factory.mktemp("tree")
+    for f in walk(CHECKOUT, max_file_size=1 << 20):
+        if f.language not in ("python", "json") or f.path.startswith(PYTHON):
+            (root / f.path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f.abs_path, root / f.path)
+    return root
+
+
+def _tree(root: Path) -> list[SourceFile]:
+    files = list(walk(root, max_file_size=1 << 20))
     assert len({f.language for f in files}) >= 6  # python, rust, markdown, bash, toml, yaml...
     return files
 
 
 @pytest.fixture(scope="module")
-def chunker() -> Chunker:
-    return chunker_for(make_embedder(config.load()), CHECKOUT, 1 << 20)
+def chunker(tree: Path) -> Chunker:
+    return chunker_for(make_embedder(config.load()), tree, 1 << 20)
 
 
 @pytest.fixture(scope="module")
-def files() -> list[SourceFile]:
-    files = _tree()
-    gone = SourceFile("no/such/file.py", CHECKOUT / "no/such/file.py", 10, 0, "python")
+def files(tree: Path) -> list[SourceFile]:
+    files = _tree(tree)
+    gone = SourceFile("no/such/file.py", tree / "no/such/file.py", 10, 0, "python")
     files.insert(len(files) // 2, gone)  # vanished since the walk: refused in both, in place
     return files
 
@@ -79,8 +90,8 @@ def test_a_worker_that_dies_costs_only_speed(
     assert [first, *rest] == reference
 
 
-def test_a_small_job_stays_in_this_process(chunker: Chunker) -> None:
-    small = [f for f in _tree() if f.path.startswith("rust/")][:3]
+def test_a_small_job_stays_in_this_process(chunker: Chunker, files: list[SourceFile]) -> None:
+    small = [f for f in files if f.path.startswith("rust/")][:3]
     assert workers_for(small, chunker) == 0
 
 

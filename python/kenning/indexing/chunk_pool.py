@@ -163,7 +163,8 @@ class _Worker:
         assert self.process.stdin is not None and self.process.stdout is not None
         self.input, self.output = self.process.stdin, self.process.stdout
         self.tasks: deque[list[SourceFile]] = deque()
-        send(self.input, chunker)
+        with contextlib.suppress(OSError):  # it could not start: the first ``take`` says so
+            send(self.input, chunker)
 
     def give(self, task: list[SourceFile]) -> None:
         self.tasks.append(task)

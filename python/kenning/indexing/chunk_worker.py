@@ -9,10 +9,13 @@ when the process that started it is gone.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 
 def main() -> None:
+    # Ctrl-C reaches the whole process group: the pool's process answers it and ends this one
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from kenning.chunking import _parser
     from kenning.indexing.chunk_pool import chunk_one, receive, send
 

@@ -360,10 +360,10 @@ class _Refresh:
                                 snapshot=snapshot)
             self.lap("commit")
             first = False
-            if content:
+            if content:  # searchable now; the counts are of the whole run so far
                 self.emit({"type": "committed", "generation": generation,
-                           "files": len(replaced), "removed": len(removed_now),
-                           "chunks": len(chunks)})  # searchable now
+                           "files": result.files_added + result.files_changed,
+                           "removed": result.files_removed, "chunks": result.chunks_added})
                 crash_point("chunks-committed")
 
     def chunk_increments(self, files: Sequence[SourceFile], digests: dict[str, bytes]
