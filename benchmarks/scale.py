@@ -5,6 +5,7 @@ memory, and an index of that size, on a tree built from real source.
     python benchmarks/scale.py --files 100000
     python benchmarks/scale.py --files 20000 --chunking-only   # MB/s per core, serial and workers
     python benchmarks/scale.py --files 20000 --first-answer-only   # the first search alone
+    python benchmarks/scale.py --files 100000 --first-answer-only --watch-seconds 180
 
 The tree (``<tree>-<files>``, built once, a git repository) is real source copied into the
 layout of a project that vendors its dependencies, as grafana/loki does: its own code under
@@ -22,9 +23,11 @@ Measured, in one run:
   chunk, and MB/s of wall time on every usable core;
 - time to first answer: `kenning search` in the never-indexed tree, a fresh process, and the
   warning that says how much is still to come;
+- the peak RSS of that search process;
 - the background `kenning index` that search starts: when every file is chunked, the peak
   RSS of the indexer and of the indexer with its workers, and its embedding rate over
-  ``--embed-seconds`` of embedding; then it is stopped;
+  ``--embed-seconds`` of embedding; then it is stopped (or after ``--watch-seconds``, with
+  ``--first-answer-only`` at once or then: its RSS while chunking);
 - time until the project's own code has vectors: estimated from that rate (the own code's
   chunks without a vector, divided by it, after chunking ends), unless it finished;
 - index size on disk, a no-op refresh against `git status --porcelain` (medians), and search
@@ -194,15 +197,19 @@ def _children(pid: int) -> Iterator[int]:
 
 
 def first_index(tree: Path, home: Path, env: dict[str, str], embed_seconds: float,
-                only_first: bool = False) -> dict[str, Any]:
+                watch_seconds: float | None = None) -> dict[str, Any]:
     """The first search, then the background index it starts, watched until it has embedded
-    for ``embed_seconds`` (then stopped; at once with ``only_first``)."""
+    for ``embed_seconds``, or for ``watch_seconds`` in all, then stopped."""
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "kenning", "search", QUERIES[0], str(tree),
-                           "--json-output"], capture_output=True, text=True, env=env, check=True)
+    search = subprocess.Popen([sys.executable, "-m", "kenning", "search", QUERIES[0], str(tree),
+                               "--json-output"], stdout=subprocess.PIPE, env=env, text=True)
+    assert search.stdout is not None
+    answer = json.loads(search.stdout.read())
+    _, status, usage = os.wait4(search.pid, 0)
     first = time.perf_counter() - started
-    answer = json.loads(done.stdout)
+    assert status == 0, status
     out: dict[str, Any] = {"first_answer_s": round(first, 1),
+                           "first_search_peak_rss_mb": round(usage.ru_maxrss / 1024),
                            "first_results": len(answer["results"]),
                            "first_warnings": answer["warnings"]}
     print(json.dumps({"first_search": out}), flush=True)
@@ -216,9 +223,6 @@ def first_index(tree: Path, home: Path, env: dict[str, str], embed_seconds: floa
         except (OSError, ValueError, KeyError):
             time.sleep(0.2)
     assert pid is not None, "no background index started"
-    if only_first:
-        _stop(pid)
-        return out
     peak_tree = 0
     chunked_at = embedding_from = None
     state: dict[str, Any] = {}
@@ -235,6 +239,9 @@ def first_index(tree: Path, home: Path, env: dict[str, str], embed_seconds: floa
                 embedding_from = (time.perf_counter(), int(state.get("done", 0)))
             elif time.perf_counter() - embedding_from[0] >= embed_seconds:
                 break
+        if watch_seconds is not None and time.perf_counter() - started >= watch_seconds:
+            out["stopped_in"] = {k: state.get(k) for k in ("phase", "done", "total")}
+            break
         time.sleep(0.5)
     embedded = int(state.get("done", 0))
     elapsed = time.perf_counter() - embedding_from[0] if embedding_from else 0.0
@@ -312,6 +319,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--chunking-only", action="store_true")
     parser.add_argument("--first-answer-only", action="store_true")
+    parser.add_argument("--watch-seconds", type=float, default=None,
+                        help="stop watching the background index after this long")
     args = parser.parse_args()
     tree = Path(f"{args.tree}-{args.files}")
     t = time.perf_counter()
@@ -328,7 +337,8 @@ def main() -> None:
             print(json.dumps({"chunking": chunking_rates(tree, int(args.sample_mb * 1e6))}),
                   flush=True)
         if args.first_answer_only:
-            first_index(tree, home / "data", env, 0, only_first=True)
+            print(json.dumps({"first_index": first_index(tree, home / "data", env, 0,
+                                                         args.watch_seconds or 0)}), flush=True)
         elif not args.chunking_only:
             measure(tree, home / "data", env, args)
     finally:
@@ -336,8 +346,10 @@ def main() -> None:
 
 
 def measure(tree: Path, home: Path, env: dict[str, str], args: argparse.Namespace) -> None:
-    figures = first_index(tree, home, env, args.embed_seconds)
+    figures = first_index(tree, home, env, args.embed_seconds, args.watch_seconds)
     print(json.dumps({"first_index": figures}), flush=True)
+    if "stopped_in" in figures:
+        return  # not every file is chunked: the index is not yet the tree's
     index = index_figures(tree, home, args.runs)
     rate = figures["embed_rate_chunks_s"]
     if rate and figures["all_chunked_s"]:

@@ -88,6 +88,7 @@ def test_texts_past_the_memory_cap_are_read_again_to_the_same_vectors(
     copy = shutil.copytree(repo, tmp_path / "copy")
     monkeypatch.setattr(indexer, "TEXTS_KEPT_BYTES", 0)
     monkeypatch.setattr(indexer, "EMBED_FILES", 1)
+    monkeypatch.setattr(indexer, "EMBED_AT_ONCE", 0)
     result = refresh(copy, settings, embedder=model)
     assert result.vectors_embedded == result.chunks > 2
     kept, reread = (Index.open(r, settings, embedder=model) for r in (repo, copy))

@@ -71,8 +71,10 @@ COMMIT_CHUNKS = 20_000
 # rest are read again from the files, block by block, so a first index of any size fits in
 # memory.
 TEXTS_KEPT_BYTES = 64 << 20
-# Files whose chunks without a vector are embedded as one group (their texts loaded at once).
+# Files whose chunks without a vector are embedded as one group (their texts loaded at once),
+# when more than EMBED_AT_ONCE chunks lack one; fewer are taken all at once.
 EMBED_FILES = 256
+EMBED_AT_ONCE = 4096
 
 
 @dataclass
@@ -433,9 +435,11 @@ class _Refresh:
         if not total or (limit is not None and total > limit):
             return
         files = self.writer.files()
-        order = sorted(files, key=lambda p: file_priority(p, files[p].language,
-                                                          files[p].mtime_ns))
-        groups = [order[i:i + EMBED_FILES] for i in range(0, len(order), EMBED_FILES)]
+        groups: list[list[str] | None] = [None]  # all at once (an edit's few)
+        if total > EMBED_AT_ONCE:
+            order = sorted(files, key=lambda p: file_priority(p, files[p].language,
+                                                              files[p].mtime_ns))
+            groups = [order[i:i + EMBED_FILES] for i in range(0, len(order), EMBED_FILES)]
         shared: dict[bytes, str] | None = None
         if self.asks_shared(total):
             shared = self.shared_first(embedding_order(self.writer.missing_vectors(), files))
