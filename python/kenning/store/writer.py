@@ -178,13 +178,31 @@ class IndexWriter:
                 "timings")
         return dict(zip(keys, row, strict=True))
 
-    def missing_vectors(self) -> list[MissingVector]:
-        """One chunk location per distinct content hash that has no vector, in path order."""
-        rows = self.conn.execute(
-            "SELECT c.content_hash, c.path, c.start_byte, c.end_byte FROM chunks c "
-            "LEFT JOIN vectors v ON v.content_hash = c.content_hash "
-            "WHERE v.vector_id IS NULL GROUP BY c.content_hash ORDER BY c.path, c.start_byte")
+    def missing_vectors(self, paths: Sequence[str] | None = None) -> list[MissingVector]:
+        """One chunk location per distinct content hash that has no vector, in path order; with
+        ``paths``, of the chunks of those files only."""
+        sql = ("SELECT c.content_hash, c.path, c.start_byte, c.end_byte FROM chunks c "
+               "LEFT JOIN vectors v ON v.content_hash = c.content_hash WHERE v.vector_id IS NULL")
+        if paths is None:
+            rows = self.conn.execute(f"{sql} GROUP BY c.content_hash ORDER BY c.path, "
+                                     "c.start_byte").fetchall()
+        else:
+            rows = []
+            for i in range(0, len(paths), 500):
+                part = list(paths[i:i + 500])
+                rows += self.conn.execute(f"{sql} AND c.path IN ({','.join('?' * len(part))}) "
+                                          "GROUP BY c.content_hash", part).fetchall()
+            unique = {r[0]: r for r in rows}  # a hash in two parts: one location is enough
+            rows = sorted(unique.values(), key=lambda r: (r[1], r[2]))
         return [MissingVector(*r) for r in rows]
+
+    def count_missing(self, limit: int | None = None) -> int:
+        """How many distinct content hashes have no vector; counting stops past ``limit``."""
+        query = ("SELECT 1 FROM chunks c LEFT JOIN vectors v ON v.content_hash = c.content_hash "
+                 "WHERE v.vector_id IS NULL GROUP BY c.content_hash")
+        if limit is not None:
+            query += f" LIMIT {int(limit) + 1}"
+        return int(self.conn.execute(f"SELECT count(*) FROM ({query})").fetchone()[0])
 
     # -- changes -------------------------------------------------------------------------------
 
