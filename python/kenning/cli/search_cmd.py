@@ -176,10 +176,6 @@ def _load_local_model(settings: Any) -> threading.Thread | None:
     return thread
 
 
-WEAK_LINE = ("Nothing relevant found: no result contains the names the query asks for, or all "
-             "are below the relevance floor; these are the nearest matches.")
-
-
 # How the query's words stand out in symbols and snippets on a colour terminal
 QUERY_WORD_STYLE = "bold red"
 
@@ -208,9 +204,13 @@ def print_results(result: dict[str, Any], max_lines: int, *, several: bool, quer
 
     from kenning.cli.output import console
     from kenning.display import visible
+    from kenning.retrieval.confidence import WEAK_LINE, no_strong_match_line
 
     out, err = console(), console(stderr=True)
     words = query_words(query) if out.color_system is not None and not out.no_color else None
+    if result["results"] and all(hit.get("weak") for hit in result["results"]):
+        err.print(Text(visible(no_strong_match_line(json.dumps(result["query"])))
+                       if "query" in result else WEAK_LINE, "yellow"))
     for warning in result["warnings"]:
         err.print(Text.assemble(("Warning:", "yellow"), " ", visible(warning, multiline=True)))
     if result.get("budget"):
@@ -220,8 +220,6 @@ def print_results(result: dict[str, Any], max_lines: int, *, several: bool, quer
     if not result["results"]:
         err.print("No relevant results.")
         return
-    if all(hit.get("weak") for hit in result["results"]):
-        err.print(Text(WEAK_LINE, "yellow"))
     for hit in result["results"]:
         where = f"{hit['project']}/" if several else ""
         path = hit["path"]
@@ -235,6 +233,8 @@ def print_results(result: dict[str, Any], max_lines: int, *, several: bool, quer
                 symbol.highlight_regex(words, QUERY_WORD_STYLE)
             line.append_text(Text.assemble("  ", symbol))
         line.append(f"  {hit['kind']} · {hit['score']:.4f}", "dim")
+        if hit.get("confidence") is not None:
+            line.append(f" · confidence {hit['confidence']:.2f}", "dim")
         if hit["stale"]:
             line.append("  (changed since indexed)", "red")
         if hit.get("weak"):
