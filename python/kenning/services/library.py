@@ -93,8 +93,8 @@ class Hit(_Place):
     ``confidence`` is the probability that it answers the query, one scale for every model
     (None for the results of ``related``, which answer no query); ``id`` is for ``get_chunk``.
     Where it comes from: ``revision``, the commit the work tree has checked out (None outside
-    git); ``changed_since_index``, whether the
-    file's size or mtime differs from the indexed ones, as a refresh compares them;
+    git); ``changed_since_index``, whether the file's size or mtime differs from the indexed
+    ones, as a refresh compares them;
     ``content_hash``, a short hash of the lines as read of the declaration ``id`` names (the
     result's lines, save where a result joins short neighbours), which
     ``get_chunk(expect_hash=...)`` checks (None for a result of the shared index). ``lines``:
