@@ -74,8 +74,8 @@ def docstring(args: argparse.Namespace) -> None:
     ranks: dict[str, dict[str, list[tuple[int | None, int | None, int]]]] = defaultdict(dict)
     latencies: dict[str, list[float]] = defaultdict(list)
     for package, items in sorted(by_package.items()):
-        if args.sample and len(items) > args.sample:
-            items = random.Random(args.seed).sample(items, args.sample)
+        if args.sample and len(items) > args.sample:  # the queries the kit's score.py samples
+            items = random.Random(f"{args.seed}:{package}").sample(items, args.sample)
         root = Path(args.corpora_dir) / package
         print(f"[index] {package}: {_index(root, settings, embedder):.1f} s", file=sys.stderr)
         for mode in modes:

@@ -26,7 +26,7 @@ pytest_plugins = ["search_fixtures"]  # the indexed fixture repositories
 
 RESULT_KEYS = {"id", "project", "path", "start_line", "end_line", "start_byte", "end_byte",
                "kind", "symbol", "score", "content", "stale", "weak", "revision",
-               "changed_since_index", "content_hash", "lines"}
+               "changed_since_index", "content_hash", "lines", "confidence"}
 
 
 def run(state: Indexed, query: str, **kwargs: object) -> dict:
@@ -65,7 +65,7 @@ def test_identifier_queries_find_the_definition(indexed: Indexed, query: str,
 def test_result_schema(indexed: Indexed) -> None:
     result = run(indexed, "parse a header line")
     assert set(result) == {"type", "query", "results", "warnings", "revision", "vectors_deferred",
-                           "budget"}
+                           "budget", "no_strong_match"}
     assert result["type"] == "search_result" and result["query"] == "parse a header line"
     hit = result["results"][0]
     assert set(hit) == RESULT_KEYS

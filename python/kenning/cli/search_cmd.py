@@ -226,10 +226,6 @@ def _warm_up(embedder: Any, settings: Any) -> threading.Thread | None:
     return thread
 
 
-WEAK_LINE = ("Nothing relevant found: no result contains the names the query asks for, or all "
-             "are below the relevance floor; these are the nearest matches.")
-
-
 # How the query's words stand out in symbols and snippets on a colour terminal
 QUERY_WORD_STYLE = "bold red"
 
@@ -265,11 +261,16 @@ def print_results(result: dict[str, Any], max_lines: int, *, several: bool, quer
 
 
 def _print_head(err: Any, result: dict[str, Any]) -> None:
-    """The lines on stderr before the results: warnings, the budget, a weak or empty answer."""
+    """The lines on stderr before the results: a weak answer said first, warnings, the
+    budget, an empty answer."""
     from rich.text import Text
 
     from kenning.display import visible
+    from kenning.retrieval.confidence import WEAK_LINE, no_strong_match_line
 
+    if result["results"] and all(hit.get("weak") for hit in result["results"]):
+        err.print(Text(visible(no_strong_match_line(json.dumps(result["query"])))
+                       if "query" in result else WEAK_LINE, "yellow"))
     for warning in result["warnings"]:
         err.print(Text.assemble(("Warning:", "yellow"), " ", visible(warning, multiline=True)))
     if result.get("budget"):
@@ -278,8 +279,6 @@ def _print_head(err: Any, result: dict[str, Any]) -> None:
         err.print(Text(described(result["budget"], len(result["results"])), "dim"))
     if not result["results"]:
         err.print("No relevant results.")
-    elif all(hit.get("weak") for hit in result["results"]):
-        err.print(Text(WEAK_LINE, "yellow"))
 
 
 def _print_hit(out: Any, hit: dict[str, Any], max_lines: int, words: re.Pattern[str] | None,
@@ -300,6 +299,8 @@ def _print_hit(out: Any, hit: dict[str, Any], max_lines: int, words: re.Pattern[
             symbol.highlight_regex(words, QUERY_WORD_STYLE)
         line.append_text(Text.assemble("  ", symbol))
     line.append(f"  {hit['kind']} · {hit['score']:.4f}", "dim")
+    if hit.get("confidence") is not None:
+        line.append(f" · confidence {hit['confidence']:.2f}", "dim")
     if hit["stale"]:
         line.append("  (changed since indexed)", "red")
     if hit.get("weak"):

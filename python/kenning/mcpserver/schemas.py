@@ -54,9 +54,13 @@ class Hit(_Open):
     kind: str
     symbol: str | None
     score: float
+    confidence: float | None = Field(None, ge=0, le=1, description=(
+        "The chance that the result answers (calibrated); below the weak threshold the "
+        "result is weak."))
     content: str | None = Field(description="The source, inside untrusted-content markers; "
                                             "null when shown as a location only.")
     stale: bool
+    weak: bool = False
     uri: str = Field(description="The chunk as an MCP resource (resources/read).")
     callers: list[Link] | None = None
     callees: list[Link] | None = None
@@ -82,6 +86,8 @@ class SearchAnswer(_Open):
     max_tokens: int
     budget: Budget | None = None
     left_out: LeftOut | None = None
+    no_strong_match: bool = Field(False, description=(
+        "Every result is weak: the answer may not be in the project."))
 
 
 class ChunkAnswer(_Open):

@@ -25,7 +25,7 @@ from kenning.errors import (
     StaleContent,
     UsageError,
 )
-from kenning.retrieval import budget, dense, lexical, symbols, tracebacks
+from kenning.retrieval import budget, confidence, dense, lexical, symbols, tracebacks
 from kenning.retrieval.calls import LINKS
 from kenning.retrieval.calls import around as call_links_around
 from kenning.retrieval.calls import linked as call_links
@@ -212,10 +212,34 @@ def _search_snapshot(index: Index, ctx: _Context,
                              ctx.limit)
             ranked_cands += _after(ranked_cands, _folder_first(deeper, ctx.prefer, index.root),
                                    ctx.limit)
-        weak = _weak(snap, ctx, vector, ranked_cands, cosine) - {cid for cid, _ in frames}
+        framed = {cid for cid, _ in frames}
+        weak = _weak(snap, ctx, vector, ranked_cands, cosine) - framed
         results = hit_records(index, snap, ranked_cands, ctx.settings, weak, calls=ctx.calls,
                               offers=ctx.budget_tokens is not None)
+        _leave_evidence(snap, ctx, vector, ranked_cands, cosine, framed, results)
         return results, snap.revision
+
+
+def _leave_evidence(snap: Snapshot, ctx: _Context, vector: np.ndarray | None,
+                    cands: list[Candidate], cosine: dict[int, float], framed: set[int],
+                    results: list[dict[str, Any]]) -> None:
+    """What ``confidence.assess`` needs of each result that only this snapshot knows: its
+    cosine against the index's background, whether it declares a name the query asks for, the
+    share of the query's terms the index says, whether it is ``sure`` (it holds a frame of the
+    query's stack trace, or says the phrases the query quotes)."""
+    spread = None
+    if vector is not None:
+        spread = confidence.background(snap, vector)
+        cosine.update(dense.cosines(snap, vector, [c.id for c in cands if c.id not in cosine]))
+    named = {c.id for c in named_candidates(cands, ctx.query)}
+    terms = ctx.query.terms
+    known = sum(snap.says([[t]]) for t in terms) / len(terms) if terms else 1.0
+    # a quoted phrase that is said keeps only the results that say it: each is what was asked
+    quoted = bool(ctx.query.phrases) and snap.says(ctx.query.phrases)
+    for cand, result in zip(cands, results, strict=True):
+        result["_evidence"] = {"cos_z": confidence.cos_z(cosine.get(cand.id), spread),
+                               "named": cand.id in named, "known": known,
+                               "sure": quoted or cand.id in framed}
 
 
 def hit_records(index: Index, snap: Snapshot, cands: list[Candidate], settings: Settings,
@@ -592,6 +616,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
                                       f"for {root}; `kenning index {root}` resumes once it "
                                       "answers.")
     result["vectors_deferred"] = deferred
+    result["no_strong_match"] = confidence.assess(result["results"], ctx.query)
     result["budget"] = None
     for r in result["results"]:
         # a result of the shared index: no work tree here to vouch for

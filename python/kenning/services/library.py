@@ -89,9 +89,12 @@ class Hit(_Place):
     Lines are 1-based and inclusive, bytes half-open, ``path`` relative to the project root;
     ``stale`` means the file changed after it was indexed; ``weak`` that it matches the query
     poorly (the query names an identifier no chunk contains, or it is under the model's
-    relevance floor); ``id`` is for ``get_chunk``. Where it comes from: ``revision``, the commit
-    the work tree has checked out (None outside git); ``changed_since_index``, whether the
-    file's size or mtime differs from the indexed ones, as a refresh compares them;
+    relevance floor, or its ``confidence`` is under ``retrieval.confidence.WEAK_BELOW``);
+    ``confidence`` is the probability that it answers the query, one scale for every model
+    (None for the results of ``related``, which answer no query); ``id`` is for ``get_chunk``.
+    Where it comes from: ``revision``, the commit the work tree has checked out (None outside
+    git); ``changed_since_index``, whether the file's size or mtime differs from the indexed
+    ones, as a refresh compares them;
     ``content_hash``, a short hash of the lines as read of the declaration ``id`` names (the
     result's lines, save where a result joins short neighbours), which
     ``get_chunk(expect_hash=...)`` checks (None for a result of the shared index). ``lines``:
@@ -108,6 +111,7 @@ class Hit(_Place):
     changed_since_index: bool
     content_hash: str | None
     lines: list[list[int]] | None
+    confidence: float | None = None  # None, and absent from the JSON, for ``related``
     # asked for with ``calls=True`` (None otherwise, and absent from the JSON): the
     # declarations that call this one and that it calls, best first, a few each
     callers: tuple[CallLink, ...] | None = None
@@ -115,6 +119,8 @@ class Hit(_Place):
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)  # a result in the JSON carries no "type"
+        if out["confidence"] is None:
+            del out["confidence"]
         for key in _LINKS:
             if out[key] is None:
                 del out[key]
@@ -124,7 +130,7 @@ class Hit(_Place):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Hit:
-        given = {key: None for key in _LINKS} | dict(data)
+        given = {key: None for key in (*_LINKS, "confidence")} | dict(data)
         checked = cls._checked(given)
         for key in _LINKS:
             if checked[key] is not None:
@@ -137,7 +143,8 @@ class SearchResult(_Typed):
     """The ranked hits of one search, best first, and what the caller should know
     (``warnings``: a refresh that failed, an embedder that is down, an index still being
     built). ``revision`` is the git HEAD of the indexed snapshot (None across projects).
-    ``budget`` is ``{"tokens", "used"}`` of a search with a token budget, else None."""
+    ``budget`` is ``{"tokens", "used"}`` of a search with a token budget, else None.
+    ``no_strong_match``: no hit is strong (each is ``weak``): the answer may not be there."""
 
     TYPE: ClassVar[str] = "search_result"
     query: str
@@ -148,19 +155,22 @@ class SearchResult(_Typed):
     # kenning.search, which embeds them all first)
     vectors_deferred: tuple[str, ...]
     budget: dict[str, int] | None
+    no_strong_match: bool
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.TYPE, "query": self.query,
                 "results": [hit.to_dict() for hit in self.results],
                 "warnings": list(self.warnings), "revision": self.revision,
-                "vectors_deferred": list(self.vectors_deferred), "budget": self.budget}
+                "vectors_deferred": list(self.vectors_deferred), "budget": self.budget,
+                "no_strong_match": self.no_strong_match}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SearchResult:
         checked = cls._checked(data)
         return cls(checked["query"], tuple(Hit.from_dict(hit) for hit in checked["results"]),
                    tuple(checked["warnings"]), checked["revision"],
-                   tuple(checked["vectors_deferred"]), checked["budget"])
+                   tuple(checked["vectors_deferred"]), checked["budget"],
+                   checked["no_strong_match"])
 
 
 @dataclass(frozen=True)

@@ -293,7 +293,8 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
                 "symbol": c.symbol, "score": round(c.score, 6), "content": "", "stale": False,
                 "weak": (floor is not None and c.id not in declares
                          and cosine.get(c.id, floor) < floor),
-                "_pk": row["id"], "_window": c.window})
+                "_pk": row["id"], "_window": c.window,
+                "_evidence": {"named": c.id in declares}})  # for confidence.assess
     _Snippets(engine, roots, max_file_size).fill(
         results, {r["_pk"]: rows[pk_of[r["_pk"]]] for r in results})
     for r in results:
