@@ -62,8 +62,7 @@ def ort_runner(path: Path, level: str = "all") -> Run:
 
 
 def ov_runner(path: Path, precision: str) -> Run:
-    import openvino as ov
-
+    ov = local.import_openvino()
     compiled = ov.Core().compile_model(str(path), "CPU", {
         "INFERENCE_NUM_THREADS": 2, "PERFORMANCE_HINT": "LATENCY",
         "INFERENCE_PRECISION_HINT": precision})

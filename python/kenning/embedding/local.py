@@ -265,9 +265,9 @@ class OpenVINOSession:
     runs_at_once = 1
 
     def __init__(self, threads: int | None = None) -> None:
-        import openvino as ov
-
         from kenning.project import kenning_home
+
+        ov = import_openvino()
 
         path = model_path()
         verify_model(path)
@@ -288,6 +288,52 @@ class OpenVINOSession:
         with self._turn:  # ``infer`` returns copies, not views of the request's tensors
             outputs = self._request.infer(feeds)
             return [outputs[name] for name in output_names]
+
+
+def installed_runtimes() -> dict[str, str]:
+    """The runtimes of ``RUNTIMES`` installed here and their versions, from the packages'
+    metadata (nothing is imported)."""
+    from importlib import metadata, util
+
+    found = {}
+    for name in RUNTIMES:
+        try:
+            if util.find_spec(name) is not None:
+                found[name] = metadata.version(name)
+        except (ImportError, ValueError, metadata.PackageNotFoundError):
+            pass  # blocked, or a module without its package's metadata: not a runtime to use
+    return found
+
+
+_environ_lock = threading.Lock()
+
+
+def import_openvino() -> Any:
+    """OpenVINO, imported with its telemetry off.
+
+    Importing its Python package starts its telemetry (``openvino.tools.ovc``, with
+    ``disable_in_ci=True``): a client id and a usage count written under ``~/intel`` (the count
+    rises with every process) and an event sent to Google Analytics from a child process. The
+    switch openvino-telemetry documents that does not write, ``disable_in_ci``, turns it off
+    where the environment says ``CI=true``; it is set for the import only (the telemetry is
+    set up once per process, at the import) and put back after, so neither the rest of the
+    process nor the processes it starts see it. The opt-out that OpenVINO's docs give,
+    ``opt_in_out --opt_out``, would itself write a consent file under ``~/intel``."""
+    import sys
+
+    if "openvino" in sys.modules:
+        return sys.modules["openvino"]
+    with _environ_lock:
+        before = os.environ.get("CI")
+        os.environ["CI"] = "true"
+        try:
+            import openvino
+        finally:
+            if before is None:
+                del os.environ["CI"]
+            else:
+                os.environ["CI"] = before
+    return openvino
 
 
 def runtime_choice() -> str | None:
