@@ -6,9 +6,10 @@ Vectors follow sentence-transformers' all-MiniLM-L6-v2: at most 256 word pieces 
 [CLS]/[SEP], mean pooling over the attention mask, L2 normalisation. The file is our own
 export of its weights with int8 matrix products (``training/quantize.py --int8-products``,
 recipe and figures in ``data/MODEL_CARD.md``): each token's activations are quantised with a
-scale of their own, so a text's vector never depends on the texts batched with it. Its sha256
-is checked before it is loaded; the check is remembered (keyed on path, size and mtime) so
-later processes only stat the file. The tokenizer and the session load on first use and are
+scale of their own. Each text runs alone at its own length (``encode``), so its vector is a
+function of its text, whatever the texts embedded with it. Its sha256 is checked before it
+is loaded; the check is remembered (keyed on path, size and mtime) so later processes only
+stat the file. The tokenizer and the session load on first use and are
 shared by every embedder in the process; under onnxruntime each run takes one thread, and the
 runs of a list go on at once, one per core (``runs_at_once``).
 """
@@ -36,7 +37,6 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_SHA256 = "bded68f8cab05d015dbd1ccbb08d5532e9f67f25b0e13e030eee50efc8417038"
 DIMS = 384
 MAX_SEQUENCE = 256  # word pieces the model reads, [CLS] and [SEP] included
-BATCH_TOKENS = 256  # padded tokens per session run (see ``batches``)
 _CLS, _SEP = 101, 102
 TOKENIZER_PATH = Path(__file__).parent.parent / "data" / "minilm-tokenizer.json"
 MODEL_PATH = Path(__file__).parent.parent / "data" / "minilm-l6-int8.onnx"
@@ -406,21 +406,6 @@ def token_ids(texts: Sequence[str]) -> list[list[int]]:
     return out
 
 
-def batches(ids: Sequence[Sequence[int]], batch_tokens: int) -> list[list[int]]:
-    """Row indexes grouped by similar length, each group at most ``batch_tokens`` padded
-    tokens (one row at least): little padding, attention tensors that stay in cache. Wider
-    runs (2048 tokens) cost onnxruntime more CPU per chunk and gave OpenVINO nothing
-    (benchmarks/embed_runtimes.py compares budgets)."""
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    groups: list[list[int]] = []
-    for i in order:  # ascending length: the newest row is the widest of its group
-        if groups and (len(groups[-1]) + 1) * len(ids[i]) <= batch_tokens:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-    return groups
-
-
 def runs_at_once(runtime: Any) -> int:
     """How many runs of ``runtime`` ``encode`` keeps going at once: as many as its threads per
     run fit in the usable cores (at most 8). On 2 cores, two runs of one thread embedded 1.4x
@@ -470,29 +455,30 @@ def _each_at_once(work: Callable[[list[int]], None], groups: list[list[int]],
         raise errors[0]
 
 
-def encode(ids: Sequence[Sequence[int]], batch_tokens: int | None = None,
-           onnx_session: Any = None) -> np.ndarray:
-    """Mean-pooled, L2-normalised float32 vectors for token id lists; the runs of a long list
-    go on at once (``runs_at_once``), the widest first so that none is left running alone."""
+def encode(ids: Sequence[Sequence[int]], onnx_session: Any = None) -> np.ndarray:
+    """Mean-pooled, L2-normalised float32 vectors for token id lists.
+
+    Each text runs alone, at its own length: the runtime sees the same input for a text
+    whatever the texts, padding and order of the list, so its vector is a function of its
+    text. Batches are not (OpenVINO's sign bits for a text changed with the lengths and number
+    of the texts beside it, by how its kernels block the sums), and on this model a batch of
+    short texts saves almost nothing: onnxruntime took the same CPU per chunk either way
+    (benchmarks/README.md). The runs of a list go on at once (``runs_at_once``), the longest
+    first so that none is left running alone."""
     result = np.zeros((len(ids), DIMS), dtype=np.float32)
     runtime = onnx_session or session()
 
     def embed(rows: list[int]) -> None:
-        width = max(len(ids[i]) for i in rows)
-        input_ids = np.zeros((len(rows), width), dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        for r, i in enumerate(rows):
-            input_ids[r, : len(ids[i])] = ids[i]
-            mask[r, : len(ids[i])] = 1
+        (row,) = rows
+        input_ids = np.array([ids[row]], dtype=np.int64)
         with runs_in_flight:
             (hidden,) = runtime.run(["last_hidden_state"], {
-                "input_ids": input_ids, "attention_mask": mask,
+                "input_ids": input_ids, "attention_mask": np.ones_like(input_ids),
                 "token_type_ids": np.zeros_like(input_ids)})
-        weights = mask[:, :, None].astype(np.float32)
-        result[rows] = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        result[row] = hidden[0].mean(axis=0)
 
-    groups = batches(ids, batch_tokens or BATCH_TOKENS)[::-1]
-    _each_at_once(embed, groups, min(runs_at_once(runtime), len(groups)))
+    longest_first = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+    _each_at_once(embed, [[i] for i in longest_first], min(runs_at_once(runtime), len(ids)))
     return l2_normalise(result)
 
 
