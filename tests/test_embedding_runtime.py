@@ -34,8 +34,9 @@ def _vectors(runtime: object) -> np.ndarray:
 
 
 def _python(code: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    given = {name: value for name, value in os.environ.items() if name != "KENNING_RUNTIME"}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=240, env={**os.environ, "KENNING_HOME": str(home),
+                          text=True, timeout=240, env={**given, "KENNING_HOME": str(home),
                                                        **env})
 
 
@@ -62,12 +63,13 @@ def test_with_avx2_alone_onnxruntime_is_chosen_though_openvino_is_installed(
 
 def test_the_environment_forces_a_runtime(isolated_state: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(local.RUNTIME_ENV, "onnxruntime")
+    monkeypatch.setenv("KENNING_RUNTIME", "onnxruntime")
     assert local.runtime_name(local.build_runtime(threads=1)) == "onnxruntime"
-    monkeypatch.setenv(local.RUNTIME_ENV, "OpenVINO")
+    monkeypatch.setenv("KENNING_RUNTIME", "OpenVINO")
     assert local.runtime_name(local.build_runtime(threads=1)) == "openvino"
-    monkeypatch.setenv(local.RUNTIME_ENV, "tensorrt")
-    with pytest.raises(ConfigError, match="KENNING_RUNTIME='tensorrt' names no runtime"):
+    monkeypatch.setenv("KENNING_RUNTIME", "tensorrt")
+    with pytest.raises(ConfigError, match="Bad value 'tensorrt' for embedder.runtime from "
+                                          "KENNING_RUNTIME"):
         local.build_runtime()
 
 

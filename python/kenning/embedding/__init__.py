@@ -135,7 +135,7 @@ def make_embedder(settings: Settings) -> Embedder:
         check_model_name(settings["embedder.model"])
         profile = _profile(settings, MODEL_NAME)
         output_dims(profile, MODEL_NAME, common["dims"])  # MiniLM is not Matryoshka
-        return LocalEmbedder(profile)
+        return LocalEmbedder(profile, runtime=settings["embedder.runtime"])
     model, url = _remote_target(settings)
     if backend == "ollama":
         from kenning.embedding.ollama import OllamaEmbedder

@@ -1,6 +1,6 @@
 """The embedded default model: all-MiniLM-L6-v2 as an ONNX file that ships in the package, run
 with onnxruntime, or with OpenVINO where it is installed and the CPU multiplies int8 in one
-instruction (VNNI, AMX), offline (``KENNING_RUNTIME=openvino|onnxruntime`` forces one).
+instruction (VNNI, AMX), offline; the setting ``embedder.runtime`` picks one (``plan_runtime``).
 
 Vectors follow sentence-transformers' all-MiniLM-L6-v2: at most 256 word pieces including
 [CLS]/[SEP], mean pooling over the attention mask, L2 normalisation. The file is our own
@@ -244,7 +244,6 @@ class InFlight:
 runs_in_flight = InFlight()
 atexit.register(runs_in_flight.close)
 
-RUNTIME_ENV = "KENNING_RUNTIME"
 RUNTIMES = ("openvino", "onnxruntime")
 
 
@@ -252,7 +251,7 @@ class OpenVINOSession:
     """The model compiled by OpenVINO, behind onnxruntime's ``run`` call so ``encode`` takes
     either. It reads the same file as onnxruntime (int8 weights, activations quantised per
     token) and runs its int8 products with VNNI or AMX where the CPU has them; with AVX2 alone
-    it is slower than onnxruntime on this file (benchmarks/README.md), so ``build_runtime``
+    it is slower than onnxruntime on this file (benchmarks/README.md), so ``plan_runtime``
     takes it only on such CPUs. Float32 elsewhere, even where the CPU has AMX: bfloat16 there
     is faster still, but a chunk's vector would then depend on the other texts of its batch.
 
@@ -336,50 +335,87 @@ def import_openvino() -> Any:
     return openvino
 
 
-def runtime_choice() -> str | None:
-    """The runtime ``KENNING_RUNTIME`` asks for; None: the fastest that loads here."""
-    choice = os.environ.get(RUNTIME_ENV, "").strip().lower()
-    if choice and choice not in RUNTIMES:
-        raise ConfigError(f"{RUNTIME_ENV}={choice!r} names no runtime of the local model.",
-                          hint=f"Use {' or '.join(RUNTIMES)}, or unset it.")
-    return choice or None
+def configured_runtime() -> str:
+    """``embedder.runtime`` of the settings in effect (config file, environment)."""
+    from kenning import config
+
+    return config.load()["embedder.runtime"]
 
 
-INT8_DOT_FLAGS = {"avx512_vnni", "avx_vnni", "amx_int8"}
+INT8_DOT_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 
 
-def cpu_multiplies_int8() -> bool:
-    """Whether the CPU multiplies and sums int8 in one instruction (x86 VNNI or AMX), read from
-    /proc/cpuinfo; False where there is none to read."""
+def int8_dot_flags() -> list[str]:
+    """The CPU's instructions that multiply and sum int8 in one (x86 VNNI or AMX), read from
+    /proc/cpuinfo; none where there is nothing to read."""
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
             for line in fh:
                 if line.startswith("flags"):
-                    return not INT8_DOT_FLAGS.isdisjoint(line.partition(":")[2].split())
+                    flags = set(line.partition(":")[2].split())
+                    return [flag for flag in INT8_DOT_FLAGS if flag in flags]
     except OSError:
         pass
-    return False
+    return []
 
 
-def build_runtime(threads: int | None = None) -> Any:
-    """OpenVINO where it is asked for, or installed on a CPU with VNNI or AMX and compiles the
-    model; else onnxruntime."""
-    choice = runtime_choice()
-    if choice is None and not cpu_multiplies_int8():
-        choice = "onnxruntime"
+def cpu_multiplies_int8() -> bool:
+    return bool(int8_dot_flags())
+
+
+@dataclass(frozen=True)
+class RuntimeChoice:
+    """The runtime that runs the model (or would), its version and why it was taken."""
+
+    name: str
+    version: str
+    reason: str
+
+
+def plan_runtime(choice: str) -> RuntimeChoice:
+    """The runtime that ``choice`` (``embedder.runtime``) takes here, decided without loading
+    one: a runtime asked for by name; for "auto", OpenVINO where it is installed and the CPU
+    multiplies int8 in one instruction (on AVX2 alone it is slower than onnxruntime,
+    benchmarks/README.md), else onnxruntime."""
+    installed = installed_runtimes()
+    if choice != "auto":
+        return RuntimeChoice(choice, installed.get(choice, "not installed"), "asked for")
+    if not cpu_multiplies_int8():
+        reason = "this CPU has no VNNI or AMX, and onnxruntime is the faster without them"
+    elif "openvino" in installed:
+        flags = ", ".join(int8_dot_flags()) or "VNNI or AMX"
+        return RuntimeChoice("openvino", installed["openvino"],
+                             f"this CPU multiplies int8 in one instruction ({flags}) and "
+                             "OpenVINO is installed")
+    else:
+        reason = "OpenVINO is not installed (the openvino extra adds it for this CPU's VNNI)"
+    return RuntimeChoice("onnxruntime", installed.get("onnxruntime", "not installed"), reason)
+
+
+def build_runtime(threads: int | None = None, choice: str | None = None) -> Any:
+    """The runtime that ``choice`` (default: ``embedder.runtime``) takes (``plan_runtime``),
+    with the model loaded; onnxruntime when "auto" took OpenVINO and it does not load."""
+    return _build(threads, choice)[0]
+
+
+def _build(threads: int | None, choice: str | None) -> tuple[Any, RuntimeChoice]:
+    plan = plan_runtime(choice or configured_runtime())
     with runs_in_flight:  # compiling is a call into the runtime too
-        if choice != "onnxruntime":
+        if plan.name == "openvino":
             try:
-                return OpenVINOSession(threads)
+                return OpenVINOSession(threads), plan
             except EmbedderUnavailable:
                 raise
             except Exception as exc:  # noqa: BLE001 - not installed, or no plugin for this CPU
-                if choice == "openvino":
-                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                if plan.reason == "asked for":  # by name: an error, not a silent fallback
                     raise EmbedderUnavailable(
                         f"OpenVINO cannot run the embedded model here: {first}",
-                        hint=f"Install openvino, or set {RUNTIME_ENV}=onnxruntime.") from None
-        return build_session(threads)
+                        hint="Install it (`pip install \"kenning[openvino]\"`), or `kenning "
+                             "config set embedder.runtime onnxruntime`.") from None
+                plan = plan_runtime("onnxruntime")
+                plan = RuntimeChoice(plan.name, plan.version, f"OpenVINO did not load: {first}")
+        return build_session(threads), plan
 
 
 def runtime_name(runtime: Any) -> str:
@@ -387,15 +423,21 @@ def runtime_name(runtime: Any) -> str:
 
 
 @cache
-def _session_cached() -> Any:
-    return build_runtime()
+def _session_cached(choice: str) -> tuple[Any, RuntimeChoice]:
+    return _build(None, choice)
 
 
-def session() -> Any:
-    """The model's runtime (see ``build_runtime``), loaded once per process (thread-safe;
-    ``run`` itself is reentrant)."""
+def loaded_runtime(choice: str | None = None) -> tuple[Any, RuntimeChoice]:
+    """The model's runtime for ``choice`` (default: ``embedder.runtime``) and why it was taken,
+    loaded once per process and choice (thread-safe; ``run`` itself is reentrant)."""
+    choice = choice or configured_runtime()
     with _session_lock:
-        return _session_cached()
+        return _session_cached(choice)
+
+
+def session(choice: str | None = None) -> Any:
+    """The model's runtime (see ``loaded_runtime``)."""
+    return loaded_runtime(choice)[0]
 
 
 def token_ids(texts: Sequence[str]) -> list[list[int]]:
@@ -498,6 +540,7 @@ class LocalEmbedder:
     model: str = MODEL_NAME
     dims: int = DIMS
     needs_centering: bool = False
+    runtime: str = "auto"  # embedder.runtime
 
     def __post_init__(self) -> None:
         self._query_prefix = self.profile.query_prefix
@@ -518,13 +561,15 @@ class LocalEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
-        return encode(token_ids([self._document_prefix + t for t in texts]))
+        return encode(token_ids([self._document_prefix + t for t in texts]),
+                      onnx_session=session(self.runtime))
 
     def embed_query(self, text: str) -> np.ndarray:
-        return encode(token_ids([self._query_prefix + text]))[0]
+        ids = token_ids([self._query_prefix + text])
+        return encode(ids, onnx_session=session(self.runtime))[0]
 
     def check(self) -> None:
-        session()
+        session(self.runtime)
         tokenizer()
 
     def close(self) -> None:
