@@ -6,7 +6,8 @@ Indexes a copy of a few packages of this machine's own CPython standard library 
 Target (issue 3): >= 90% of wall time inside the model. Also prints the word pieces embedded
 (the model's input, [CLS] and [SEP] included) per second of the whole refresh, and the process's
 CPU time per embedded chunk (every thread's; it holds up on a busy machine where wall time does
-not).
+not), and how those word pieces divide into words, punctuation, the path header and the
+special pieces.
 
     python benchmarks/index_local.py [--packages json http logging email] [--batch-size 32]
         [--runtime onnxruntime] [--model OLD/model.onnx]
@@ -21,7 +22,36 @@ import shutil
 import sysconfig
 import tempfile
 import time
+import unicodedata
+from collections import Counter
 from pathlib import Path
+
+
+def piece_shares(texts: list[str]) -> Counter[str]:
+    """The word pieces the model reads of ``texts`` ([CLS]/[SEP] included, cut at its 256),
+    by kind: the two special pieces, the ``Filepath: ...`` header, punctuation in the chunk
+    (a piece of punctuation or symbol characters only: BERT's tokenizer makes each such
+    character a piece of its own), whitespace (none: the tokenizer drops it, indentation
+    included) and the rest."""
+    from kenning.embedding import local
+
+    tok = local.tokenizer()
+    kinds: Counter[str] = Counter()
+    for text in texts:
+        header = text.index("\n---\n") + 5 if text.startswith("Filepath: ") else 0
+        enc = tok.encode(text, add_special_tokens=False)
+        kinds["[CLS] and [SEP]"] += 2
+        read = local.MAX_SEQUENCE - 2
+        for piece, (start, _) in zip(enc.tokens[:read], enc.offsets[:read], strict=True):
+            if start < header:
+                kinds["path header"] += 1
+            elif piece.isspace():
+                kinds["whitespace"] += 1
+            elif all(unicodedata.category(c)[0] in "PS" for c in piece):
+                kinds["punctuation"] += 1
+            else:
+                kinds["words, names and numbers"] += 1
+    return kinds
 
 
 class TimedEmbedder:
@@ -100,6 +130,11 @@ def main() -> None:
     print(f"word pieces: {pieces} ({pieces / max(1, embedder.texts):.0f} a text), "
           f"{pieces / wall:.0f} word pieces/s end to end, "
           f"{1000 * cpu / max(1, embedder.texts):.1f} CPU-ms per embedded chunk")
+    kinds = piece_shares(embedder.embedded)
+    print("word pieces by kind: " + ", ".join(
+        f"{kind} {kinds[kind] / pieces:.1%}" for kind in
+        ("words, names and numbers", "punctuation", "path header", "[CLS] and [SEP]",
+         "whitespace")))
     print("stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in result.timings.items()))
     shutil.rmtree(tree)
     shutil.rmtree(home)

@@ -166,7 +166,7 @@ def _load_local_model(settings: Any) -> threading.Thread | None:
         from kenning.embedding import local
 
         try:
-            local.session()
+            local.session(settings["embedder.runtime"])
             local.tokenizer()
         except Exception:  # noqa: BLE001, S110 - the search reports it when it needs the model
             pass
