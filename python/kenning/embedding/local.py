@@ -253,7 +253,8 @@ class OpenVINOSession:
     token) and runs its int8 products with VNNI or AMX where the CPU has them; with AVX2 alone
     it is slower than onnxruntime on this file (benchmarks/README.md), so ``plan_runtime``
     takes it only on such CPUs. Float32 elsewhere, even where the CPU has AMX: bfloat16 there
-    is faster still, but a chunk's vector would then depend on the other texts of its batch.
+    is faster still, but its vectors were measured only in batches, where they moved with the
+    other texts of the batch.
 
     Runs take turns on one infer request. Two threads filling requests of their own at once
     can deadlock inside OpenVINO: 6 of 160 first searches hung so here, the query embedded
@@ -291,16 +292,22 @@ class OpenVINOSession:
 
 def installed_runtimes() -> dict[str, str]:
     """The runtimes of ``RUNTIMES`` installed here and their versions, from the packages'
-    metadata (nothing is imported)."""
+    metadata (nothing is imported; onnxruntime may come in another package, such as
+    onnxruntime-gpu)."""
     from importlib import metadata, util
 
     found = {}
     for name in RUNTIMES:
         try:
-            if util.find_spec(name) is not None:
-                found[name] = metadata.version(name)
-        except (ImportError, ValueError, metadata.PackageNotFoundError):
-            pass  # blocked, or a module without its package's metadata: not a runtime to use
+            if util.find_spec(name) is None:
+                continue
+        except (ImportError, ValueError):  # blocked (sys.modules[name] = None)
+            continue
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            for package in metadata.packages_distributions().get(name, []):
+                found[name] = metadata.version(package)
     return found
 
 
