@@ -406,7 +406,8 @@ def build_runtime(threads: int | None = None, choice: str | None = None) -> Any:
 
 
 def _build(threads: int | None, choice: str | None) -> tuple[Any, RuntimeChoice]:
-    plan = plan_runtime(choice or configured_runtime())
+    choice = choice or configured_runtime()
+    plan = plan_runtime(choice)
     with runs_in_flight:  # compiling is a call into the runtime too
         if plan.name == "openvino":
             try:
@@ -415,7 +416,7 @@ def _build(threads: int | None, choice: str | None) -> tuple[Any, RuntimeChoice]
                 raise
             except Exception as exc:  # noqa: BLE001 - not installed, or no plugin for this CPU
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-                if plan.reason == "asked for":  # by name: an error, not a silent fallback
+                if choice == "openvino":  # by name: an error, not a silent fallback
                     raise EmbedderUnavailable(
                         f"OpenVINO cannot run the embedded model here: {first}",
                         hint="Install it (`pip install \"kenning[openvino]\"`), or `kenning "

@@ -59,7 +59,7 @@ def runtime_status(settings: Settings, *, load: bool = False) -> Runtime | None:
     choice = settings["embedder.runtime"]
     chosen = local.loaded_runtime(choice)[1] if load else local.plan_runtime(choice)
     reason = config.setting_origin(settings, "embedder.runtime")
-    if chosen.reason != "asked for":
+    if choice == "auto":
         reason += f": {chosen.reason}"
     return {"name": chosen.name, "version": chosen.version, "reason": reason}
 
