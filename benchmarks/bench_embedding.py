@@ -196,13 +196,14 @@ def main() -> None:
             runs[name].append(timed_cpu(fn, 1))
     for name, fn in variants.items():
         vectors = fn()
-        assert np.allclose(vectors, baseline, atol=1e-4), "batching changed vectors"
+        cosine = float((vectors * baseline).sum(axis=1).min())
+        assert cosine > 0.999, f"{name}: a vector far off its own text's alone ({cosine:.4f})"
         same = int((vectors == baseline).all(axis=1).sum())
         wall = statistics.median(r[0] for r in runs[name])
         cpu = statistics.median(r[1] for r in runs[name])
         print(f"{name:>24}: {len(texts) / wall:6.1f} chunks/s wall, "
               f"{cpu / len(texts) * 1000:5.1f} CPU-ms per chunk, {same}/{len(texts)} vectors "
-              "the same bits as one text a run")
+              f"the same bits as one text a run (min cosine {cosine:.6f})")
     queries = ["how are retries handled", "parse command line arguments",
                "where is the config file read", "compute a sha256 digest"]
     latencies = []
