@@ -42,6 +42,7 @@ def _python(code: str, home: Path, **env: str) -> subprocess.CompletedProcess[st
 
 def test_openvino_is_chosen_where_the_cpu_multiplies_int8_and_agrees_with_onnxruntime(
         isolated_state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KENNING_RUNTIME", raising=False)  # "auto", whatever pins a test run
     monkeypatch.setattr(local, "cpu_multiplies_int8", lambda: True)
     chosen = local.build_runtime(threads=2)
     assert local.runtime_name(chosen) == "openvino"
@@ -57,6 +58,7 @@ def test_openvino_is_chosen_where_the_cpu_multiplies_int8_and_agrees_with_onnxru
 
 def test_with_avx2_alone_onnxruntime_is_chosen_though_openvino_is_installed(
         isolated_state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KENNING_RUNTIME", raising=False)
     monkeypatch.setattr(local, "cpu_multiplies_int8", lambda: False)
     assert local.runtime_name(local.build_runtime(threads=1)) == "onnxruntime"
 
