@@ -105,7 +105,7 @@ def main() -> None:
         local.use_model_file(args.model)
     if args.threads_per_run:
         runtime = local.build_session(args.threads_per_run)
-        local.session = lambda: runtime  # the one encode runs when given none
+        local.session = lambda choice=None: runtime  # what the embedder runs
 
     settings = config.load({"embedder.batch_size": args.batch_size})
     embedder = TimedEmbedder(make_embedder(settings))
