@@ -1,7 +1,8 @@
 """Local embedder throughput and latency: ``python benchmarks/bench_embedding.py``.
 
 Chunks are 25-line windows of the machine's own CPython standard library, cut to the local
-model's chunk budget (as the chunker would). Prints chunks/s per batch size (median of repeats),
+model's chunk budget (as the chunker would). Prints chunks/s per batch size (median of repeats):
+kenning's one text a run against batches of similar lengths padded into one run, and the
 query latency, the cost of the model checksum (hash vs remembered stamp) and the first load.
 It asserts the vectors agree across batch sizes, never a time.
 """
@@ -14,6 +15,7 @@ import statistics
 import sysconfig
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -52,17 +54,59 @@ def timed_cpu(fn, repeats: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
-def fixed_batches(ids: list[list[int]], size: int) -> np.ndarray:
+def batches(ids: Sequence[Sequence[int]], batch_tokens: int) -> list[list[int]]:
+    """Row indexes grouped by similar length, each group at most ``batch_tokens`` padded
+    tokens (one row at least): how kenning batched texts before it ran each alone."""
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    groups: list[list[int]] = []
+    for i in order:  # ascending length: the newest row is the widest of its group
+        if groups and (len(groups[-1]) + 1) * len(ids[i]) <= batch_tokens:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def batched(run: Callable[[dict[str, np.ndarray]], np.ndarray], ids: Sequence[Sequence[int]],
+            groups: list[list[int]]) -> np.ndarray:
+    """Vectors pooled as ``local.encode`` pools them, the texts of each group padded into one
+    run of ``run`` (feeds to hidden states), one run at a time."""
+    out = np.zeros((len(ids), local.DIMS), np.float32)
+    for rows in groups:
+        width = max(len(ids[i]) for i in rows)
+        input_ids = np.zeros((len(rows), width), np.int64)
+        mask = np.zeros_like(input_ids)
+        for r, i in enumerate(rows):
+            input_ids[r, : len(ids[i])], mask[r, : len(ids[i])] = ids[i], 1
+        hidden = run({"input_ids": input_ids, "attention_mask": mask,
+                      "token_type_ids": np.zeros_like(input_ids)})
+        weights = mask[:, :, None].astype(np.float32)
+        out[rows] = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def fixed_batches(ids: list[list[int]], size: int) -> list[list[int]]:
     """``size`` texts a run (sorted by length), the usual alternative to a token budget."""
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    out = np.zeros((len(ids), local.DIMS), np.float32)
-    for start in range(0, len(order), size):
-        rows = order[start : start + size]
-        out[rows] = local.encode([ids[i] for i in rows], batch_tokens=1 << 30)
-    return out
+    return [order[start : start + size] for start in range(0, len(order), size)]
 
 
-def spin_ab(texts: list[str], repeats: int) -> None:
+def graph_level_session(level: str) -> object:
+    """A session over the shipped file at another graph optimisation level, one thread a run
+    (kenning's session keeps the level it saved and applies "all" on load)."""
+    import onnxruntime as ort
+
+    levels = {"basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+              "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+              "none": ort.GraphOptimizationLevel.ORT_DISABLE_ALL}
+    return ort.InferenceSession(str(local.model_path()),
+                                local._options(1, False, levels[level], None),
+                                providers=["CPUExecutionProvider"])
+
+
+def options_ab(texts: list[str], repeats: int) -> None:
+    """onnxruntime's session options on the same chunks, interleaved: threads per run and idle
+    spinning (which never change a vector), and graph optimisation levels (which may)."""
     ids = local.token_ids(texts)
     built = [("sleeping", local.build_session(2, spinning=False)),
              ("spinning", local.build_session(2, spinning=True)),
@@ -73,20 +117,28 @@ def spin_ab(texts: list[str], repeats: int) -> None:
         runs = local.runs_at_once(onnx_session)
         name = f"{threads} thread{'s' * (threads > 1)} x {runs} run{'s' * (runs > 1)} {idle}"
         sessions[name.rstrip()] = onnx_session
-    reference = local.encode(ids, onnx_session=built[0][1])
+    reference = local.encode(ids, onnx_session=built[-1][1])
     for onnx_session in sessions.values():  # threads change the speed, never the vectors
-        assert np.allclose(local.encode(ids, onnx_session=onnx_session), reference, atol=1e-6)
+        np.testing.assert_array_equal(local.encode(ids, onnx_session=onnx_session), reference)
+    for level in ("extended", "basic", "none"):
+        sessions[f"graph level {level}"] = graph_level_session(level)
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in sessions}
+    cosines, same = {}, {}
     for _ in range(repeats):  # interleaved, so a change in machine load hits every variant
         for name, onnx_session in sessions.items():
             runs[name].append(timed_cpu(lambda s=onnx_session: local.encode(ids, onnx_session=s),
                                         1))
+    for name, onnx_session in sessions.items():
+        vectors = local.encode(ids, onnx_session=onnx_session)
+        cosines[name] = float((vectors * reference).sum(axis=1).min())
+        same[name] = int((vectors == reference).all(axis=1).sum())
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {len(texts)} chunks")
     for name, results in runs.items():
         wall = statistics.median(r[0] for r in results)
         cpu = statistics.median(r[1] for r in results)
         print(f"{name:>26}: {len(texts) / wall:6.1f} chunks/s wall, "
-              f"{cpu / len(texts) * 1000:5.1f} CPU-ms per chunk")
+              f"{cpu / len(texts) * 1000:5.1f} CPU-ms per chunk, min cosine to kenning's "
+              f"{cosines[name]:.4f}, {same[name]}/{len(ids)} the same bits")
 
 
 def main() -> None:
@@ -95,12 +147,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batches", default="1,4,8,16,32", help="fixed batch sizes to compare")
     parser.add_argument("--tokens", default="128,256,512,1024",
-                        help="padded-token budgets per run to compare (the embedder's way)")
+                        help="padded-token budgets per run to compare")
     parser.add_argument("--spin-ab", action="store_true",
-                        help="compare ONNX thread settings (interleaved runs) and exit")
+                        help="compare onnxruntime session options (threads per run, idle "
+                             "spinning, graph optimisation level; interleaved runs) and exit")
     args = parser.parse_args()
     if args.spin_ab:
-        spin_ab(corpus(args.chunks), args.repeats)
+        options_ab(corpus(args.chunks), args.repeats)
         return
 
     with tempfile.TemporaryDirectory() as home:
@@ -125,20 +178,32 @@ def main() -> None:
     embedder = make_embedder(config.load())
     baseline = embedder.embed_documents(texts)
     ids = local.token_ids(texts)
-    variants = {f"fixed batch {size}": lambda size=size: fixed_batches(ids, size)
-                for size in [int(b) for b in args.batches.split(",")]}
-    variants.update({f"{tokens} tokens/run": lambda tokens=tokens: local.encode(ids, tokens)
+    runtime = local.session()
+
+    def run(feeds: dict[str, np.ndarray]) -> np.ndarray:
+        return runtime.run(["last_hidden_state"], feeds)[0]
+
+    variants = {"one text a run (kenning)": lambda: local.encode(ids)}
+    variants.update({f"fixed batch {size}": lambda size=size: batched(run, ids,
+                                                                      fixed_batches(ids, size))
+                     for size in [int(b) for b in args.batches.split(",")]})
+    variants.update({f"{tokens} tokens/run": lambda tokens=tokens: batched(run, ids,
+                                                                          batches(ids, tokens))
                      for tokens in [int(t) for t in args.tokens.split(",")]})
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
     for _ in range(args.repeats):  # interleaved, so a change in machine load hits every variant
         for name, fn in variants.items():
             runs[name].append(timed_cpu(fn, 1))
     for name, fn in variants.items():
-        assert np.allclose(fn(), baseline, atol=1e-4), "batching changed vectors"
+        vectors = fn()
+        cosine = float((vectors * baseline).sum(axis=1).min())
+        assert cosine > 0.999, f"{name}: a vector far off its own text's alone ({cosine:.4f})"
+        same = int((vectors == baseline).all(axis=1).sum())
         wall = statistics.median(r[0] for r in runs[name])
         cpu = statistics.median(r[1] for r in runs[name])
-        print(f"{name:>16}: {len(texts) / wall:6.1f} chunks/s wall, "
-              f"{cpu / len(texts) * 1000:5.1f} CPU-ms per chunk")
+        print(f"{name:>24}: {len(texts) / wall:6.1f} chunks/s wall, "
+              f"{cpu / len(texts) * 1000:5.1f} CPU-ms per chunk, {same}/{len(texts)} vectors "
+              f"the same bits as one text a run (min cosine {cosine:.6f})")
     queries = ["how are retries handled", "parse command line arguments",
                "where is the config file read", "compute a sha256 digest"]
     latencies = []

@@ -36,7 +36,7 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
-from bench_embedding import corpus
+from bench_embedding import batched, batches, corpus
 from kenning.embedding import local
 
 NO_AMX_ISA = "AVX512_CORE_VNNI"
@@ -62,8 +62,7 @@ def ort_runner(path: Path, level: str = "all") -> Run:
 
 
 def ov_runner(path: Path, precision: str) -> Run:
-    import openvino as ov
-
+    ov = local.import_openvino()
     compiled = ov.Core().compile_model(str(path), "CPU", {
         "INFERENCE_NUM_THREADS": 2, "PERFORMANCE_HINT": "LATENCY",
         "INFERENCE_PRECISION_HINT": precision})
@@ -86,19 +85,9 @@ def requantised(fp32: Path, folder: Path) -> dict[str, Path]:
 
 
 def encode(run: Run, ids: list[list[int]], budget: int) -> np.ndarray:
-    """kenning's own pooling over the runtime's hidden states (as local.encode does)."""
-    out = np.zeros((len(ids), local.DIMS), np.float32)
-    for rows in local.batches(ids, budget):
-        width = max(len(ids[i]) for i in rows)
-        input_ids = np.zeros((len(rows), width), np.int64)
-        mask = np.zeros_like(input_ids)
-        for r, i in enumerate(rows):
-            input_ids[r, : len(ids[i])], mask[r, : len(ids[i])] = ids[i], 1
-        hidden = run({"input_ids": input_ids, "attention_mask": mask,
-                      "token_type_ids": np.zeros_like(input_ids)})
-        weights = mask[:, :, None].astype(np.float32)
-        out[rows] = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
-    return out / np.linalg.norm(out, axis=1, keepdims=True)
+    """kenning's own pooling over the runtime's hidden states, batches of ``budget`` padded
+    tokens."""
+    return batched(run, ids, batches(ids, budget))
 
 
 def variants(fp32: Path, folder: Path, amx: bool, full: bool, extra: dict[str, Path],

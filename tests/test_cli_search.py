@@ -133,7 +133,7 @@ def test_doctor(capsys: pytest.CaptureFixture[str]) -> None:
     report = json.loads(out)
     assert code == 0 and report["ok"] is True
     assert [c["check"] for c in report["checks"]] == [
-        "config", "kernels", "embedder", "index writable", "search round trip",
+        "config", "kernels", "embedder", "runtime", "index writable", "search round trip",
         "index integrity"]
 
 

@@ -53,7 +53,7 @@ def test_vectors_are_normalised_float32_and_deterministic(embedder: LocalEmbedde
 def test_padding_in_a_batch_does_not_change_a_vector(embedder: LocalEmbedder) -> None:
     alone = embedder.embed_documents(["short text"])[0]
     batched = embedder.embed_documents(["short text", RETRY * 4, PARSE])[0]
-    np.testing.assert_allclose(alone, batched, atol=1e-4)
+    np.testing.assert_array_equal(alone, batched)  # bit for bit
 
 
 def test_related_code_is_nearer_than_unrelated_code(embedder: LocalEmbedder) -> None:
@@ -138,14 +138,20 @@ def test_a_changed_model_file_is_hashed_again_and_refused(isolated_state: Path) 
     assert "force-reinstall" in (caught.value.hint or "")
 
 
-def test_batches_group_similar_lengths_within_a_token_budget() -> None:
-    lengths = [300, 5, 40, 6, 7, 41, 120, 5, 250]
-    ids = [[1] * n for n in lengths]
-    groups = local.batches(ids, 256)
-    assert sorted(i for g in groups for i in g) == list(range(len(ids)))
-    for group in groups:
-        width = max(lengths[i] for i in group)
-        assert len(group) == 1 or len(group) * width <= 256  # a long text still gets a run
-    widths = [[lengths[i] for i in g] for g in groups]
-    assert [w for g in widths for w in g] == sorted(lengths)  # similar lengths together
-    assert widths[0] == [5, 5, 6, 7, 40, 41] and [300] in widths
+def test_each_text_runs_alone_at_its_own_length(isolated_state: Path) -> None:
+    # no padding and no other text in a run: nothing but its own word pieces reaches a vector
+    lengths = [300, 5, 40, 6, 120, 5]
+    ids = [[101, *[1000 + n] * (n - 2), 102] for n in lengths]
+    runtime = local.build_session()
+    shapes: list[tuple[int, ...]] = []
+
+    class Seen:
+        runs_at_once = 1
+
+        def run(self, names: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+            shapes.append(feeds["input_ids"].shape)
+            assert feeds["attention_mask"].all()
+            return runtime.run(names, feeds)
+
+    local.encode(ids, onnx_session=Seen())
+    assert shapes == [(1, n) for n in sorted(lengths, reverse=True)]  # the longest first

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 from kenning import config
 from kenning.embedding import deadline, make_embedder, service_wire
-from kenning.embedding.local import LocalEmbedder
+from kenning.embedding.local import LocalEmbedder, configured_runtime
 from kenning.embedding.service_client import ServiceEmbedder, stop_services
 from kenning.errors import EmbedderUnavailable
 from search_fixtures import REPO, write_repo
@@ -64,7 +64,7 @@ def local() -> LocalEmbedder:
 
 def service_pid() -> int:
     """The pid in the lock file of the live service."""
-    lock = service_wire.place(service_wire.identity()).lock
+    lock = service_wire.place(service_wire.identity(configured_runtime())).lock
     return int(lock.read_text().strip())
 
 
@@ -242,7 +242,7 @@ def test_the_service_never_answers_another_user(service_home: Path) -> None:
 
 def test_of_two_services_started_at_once_one_serves_and_it_exits_when_idle(
         service_home: Path) -> None:
-    place = service_wire.place(service_wire.identity())
+    place = service_wire.place(service_wire.identity(configured_runtime()))
     place.folder.mkdir(mode=0o700)
     argv = [sys.executable, "-m", "kenning.embedding.service", "--idle", "1"]
     both = [subprocess.Popen(argv, stdout=subprocess.PIPE) for _ in range(2)]

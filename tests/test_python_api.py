@@ -97,7 +97,7 @@ def test_doctor_runs_from_the_library_and_its_record_is_the_json_of_the_cli(
     report = kenning.doctor(indexed.root)
     assert isinstance(report, kenning.Doctor) and report.ok
     assert [c.check for c in report.checks] == [
-        "config", "kernels", "embedder", "index writable", "search round trip",
+        "config", "kernels", "embedder", "runtime", "index writable", "search round trip",
         "index integrity"]
     assert str(indexed.root) in report.checks[-1].detail  # the project's indexes, in full
     assert kenning.Doctor.from_dict(report.to_dict()) == report

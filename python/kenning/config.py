@@ -34,6 +34,7 @@ class Key:
     # and reading check the same way.
     convert: Callable[[Any], Any]
     help: str
+    older_env: str | None = None  # an earlier name of its environment variable, still read
 
 
 def _integer(low: int, high: int | None = None) -> Callable[[Any], int]:
@@ -175,6 +176,10 @@ KEYS: dict[str, Key] = {
         Key("embedder.service_idle", 600.0, _seconds(0, zero=False),
             "seconds the local model's service waits for a request before it exits"),
         Key("embedder.keep_alive", "30m", _keep_alive, "how long Ollama keeps the model loaded"),
+        Key("embedder.runtime", "auto", _choice("auto", "onnxruntime", "openvino"),
+            "the local model's runtime: auto (OpenVINO where it is installed and the CPU has "
+            "VNNI or AMX, else onnxruntime), onnxruntime or openvino",
+            older_env="KENNING_RUNTIME"),
         # _text, not optional: "" is a real override (no prefix), unlike unset (the model's).
         Key("embedder.query_prefix", None, _text, "override the model's query prefix"),
         Key("embedder.document_prefix", None, _text, "override the document prefix"),
@@ -254,8 +259,22 @@ def model_origin(settings: Settings) -> str:
     and status: ``embedder.model = "x" (KENNING_EMBEDDER_MODEL)``, or the backend when no
     model is set (``embedder.backend = "local" (default)``)."""
     key = "embedder.model" if settings["embedder.model"] is not None else "embedder.backend"
-    where = {"env": env_name(key), "file": "config file", "flag": "command line"}
+    return setting_origin(settings, key)
+
+
+def setting_origin(settings: Settings, key: str) -> str:
+    """``key = value (where it came from)``: ``embedder.runtime = "auto" (default)``."""
+    where = {"env": _env_source(KEYS[key])[1], "file": "config file", "flag": "command line"}
     return f"{key} = {toml_value(settings[key])} ({where.get(settings.origin(key), 'default')})"
+
+
+def _env_source(spec: Key) -> tuple[str | None, str]:
+    """The environment's value of ``spec`` and the variable it came from (its own name first,
+    then the older one)."""
+    for name in (env_name(spec.name), spec.older_env):
+        if name is not None and name in os.environ:
+            return os.environ[name], name
+    return None, env_name(spec.name)
 
 
 def _check_key(key: str) -> Key:
@@ -329,7 +348,8 @@ def _lookup(tree: Mapping[str, Any], key: str) -> Any:
 # The keys of KEYS by the type of their value, so that ``settings[key]`` is typed for a key
 # written out (a test checks that these cover KEYS and agree with each key's conversion).
 TextKey = Literal["embedder.backend", "embedder.api_key_env", "embedder.keep_alive",
-                  "index.vector_search", "search.backend", "shared.token_env", "shared.group"]
+                  "embedder.runtime", "index.vector_search", "search.backend", "shared.token_env",
+                  "shared.group"]
 OptionalTextKey = Literal["embedder.model", "embedder.url", "embedder.query_prefix",
                           "embedder.document_prefix", "shared.uri"]
 IntKey = Literal["embedder.batch_size", "embedder.concurrency", "index.max_file_size",
@@ -387,11 +407,10 @@ def load(overrides: Mapping[str, Any] | None = None, *, path: Path | None = None
         if from_file is not None:
             value, origin = _parse(spec, from_file, f"the config file {path}",
                                    _file_hint(name)), "file"
-        from_env = os.environ.get(env_name(name))
+        from_env, variable = _env_source(spec)
         if from_env is not None:
-            value, origin = _parse(spec, from_env, env_name(name),
-                                   f"Fix or unset the environment variable {env_name(name)}."
-                                   ), "env"
+            value, origin = _parse(spec, from_env, variable,
+                                   f"Fix or unset the environment variable {variable}."), "env"
         values[name], origins[name] = value, origin
     for name, value in (overrides or {}).items():
         spec = _check_key(name)

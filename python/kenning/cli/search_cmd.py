@@ -215,7 +215,7 @@ def _warm_up(embedder: Any, settings: Any) -> threading.Thread | None:
             from kenning.embedding import local
 
             try:
-                local.session()
+                local.session(embedder.runtime)
                 local.tokenizer()
             except Exception:  # noqa: BLE001, S110 - the search reports it when it needs it
                 pass

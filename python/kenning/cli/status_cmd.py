@@ -79,6 +79,8 @@ def _print_status(info: ProjectStatus) -> None:
     lines = [
         f"project    {info['project']}  ({info['root']})",
         f"model      {info['model']}, {info['dims']} dims, from {info['model_origin']}",
+        *([f"runtime    {runtime['name']} {runtime['version']}, by {runtime['reason']}"]
+          if (runtime := info["runtime"]) is not None else []),
         f"config     {info['config']}",
         f"state      {info['state']}",
         f"index      {info['files']} files, {info['chunks']} chunks, {info['chunks_embedded']} "

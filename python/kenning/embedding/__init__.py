@@ -138,12 +138,13 @@ def make_embedder(settings: Settings, *, service: bool = False) -> Embedder:
         check_model_name(settings["embedder.model"])
         profile = _profile(settings, MODEL_NAME)
         output_dims(profile, MODEL_NAME, common["dims"])  # MiniLM is not Matryoshka
+        local = LocalEmbedder(profile, runtime=settings["embedder.runtime"])
         if service and settings["embedder.service"]:
             from kenning.embedding.service_client import ServiceEmbedder
 
-            return ServiceEmbedder(LocalEmbedder(profile), idle=settings["embedder.service_idle"],
+            return ServiceEmbedder(local, idle=settings["embedder.service_idle"],
                                    timeout=common["timeout"])
-        return LocalEmbedder(profile)
+        return local
     model, url = _remote_target(settings)
     if backend == "ollama":
         from kenning.embedding.ollama import OllamaEmbedder

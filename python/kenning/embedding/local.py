@@ -1,14 +1,15 @@
 """The embedded default model: all-MiniLM-L6-v2 as an ONNX file that ships in the package, run
 with onnxruntime, or with OpenVINO where it is installed and the CPU multiplies int8 in one
-instruction (VNNI, AMX), offline (``KENNING_RUNTIME=openvino|onnxruntime`` forces one).
+instruction (VNNI, AMX), offline; the setting ``embedder.runtime`` picks one (``plan_runtime``).
 
 Vectors follow sentence-transformers' all-MiniLM-L6-v2: at most 256 word pieces including
 [CLS]/[SEP], mean pooling over the attention mask, L2 normalisation. The file is our own
 export of its weights with int8 matrix products (``training/quantize.py --int8-products``,
 recipe and figures in ``data/MODEL_CARD.md``): each token's activations are quantised with a
-scale of their own, so a text's vector never depends on the texts batched with it. Its sha256
-is checked before it is loaded; the check is remembered (keyed on path, size and mtime) so
-later processes only stat the file. The tokenizer and the session load on first use and are
+scale of their own. Each text runs alone at its own length (``encode``), so its vector is a
+function of its text, whatever the texts embedded with it. Its sha256 is checked before it
+is loaded; the check is remembered (keyed on path, size and mtime) so later processes only
+stat the file. The tokenizer and the session load on first use and are
 shared by every embedder in the process; under onnxruntime each run takes one thread, and the
 runs of a list go on at once, one per core (``runs_at_once``).
 """
@@ -36,7 +37,6 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_SHA256 = "bded68f8cab05d015dbd1ccbb08d5532e9f67f25b0e13e030eee50efc8417038"
 DIMS = 384
 MAX_SEQUENCE = 256  # word pieces the model reads, [CLS] and [SEP] included
-BATCH_TOKENS = 256  # padded tokens per session run (see ``batches``)
 _CLS, _SEP = 101, 102
 TOKENIZER_PATH = Path(__file__).parent.parent / "data" / "minilm-tokenizer.json"
 MODEL_PATH = Path(__file__).parent.parent / "data" / "minilm-l6-int8.onnx"
@@ -244,7 +244,6 @@ class InFlight:
 runs_in_flight = InFlight()
 atexit.register(runs_in_flight.close)
 
-RUNTIME_ENV = "KENNING_RUNTIME"
 RUNTIMES = ("openvino", "onnxruntime")
 
 
@@ -252,9 +251,10 @@ class OpenVINOSession:
     """The model compiled by OpenVINO, behind onnxruntime's ``run`` call so ``encode`` takes
     either. It reads the same file as onnxruntime (int8 weights, activations quantised per
     token) and runs its int8 products with VNNI or AMX where the CPU has them; with AVX2 alone
-    it is slower than onnxruntime on this file (benchmarks/README.md), so ``build_runtime``
+    it is slower than onnxruntime on this file (benchmarks/README.md), so ``plan_runtime``
     takes it only on such CPUs. Float32 elsewhere, even where the CPU has AMX: bfloat16 there
-    is faster still, but a chunk's vector would then depend on the other texts of its batch.
+    is faster still, but its vectors were measured only in batches, where they moved with the
+    other texts of the batch.
 
     Runs take turns on one infer request. Two threads filling requests of their own at once
     can deadlock inside OpenVINO: 6 of 160 first searches hung so here, the query embedded
@@ -265,9 +265,9 @@ class OpenVINOSession:
     runs_at_once = 1
 
     def __init__(self, threads: int | None = None) -> None:
-        import openvino as ov
-
         from kenning.project import kenning_home
+
+        ov = import_openvino()
 
         path = model_path()
         verify_model(path)
@@ -290,50 +290,140 @@ class OpenVINOSession:
             return [outputs[name] for name in output_names]
 
 
-def runtime_choice() -> str | None:
-    """The runtime ``KENNING_RUNTIME`` asks for; None: the fastest that loads here."""
-    choice = os.environ.get(RUNTIME_ENV, "").strip().lower()
-    if choice and choice not in RUNTIMES:
-        raise ConfigError(f"{RUNTIME_ENV}={choice!r} names no runtime of the local model.",
-                          hint=f"Use {' or '.join(RUNTIMES)}, or unset it.")
-    return choice or None
+def installed_runtimes() -> dict[str, str]:
+    """The runtimes of ``RUNTIMES`` installed here and their versions, from the packages'
+    metadata (nothing is imported; onnxruntime may come in another package, such as
+    onnxruntime-gpu)."""
+    from importlib import metadata, util
+
+    found = {}
+    for name in RUNTIMES:
+        try:
+            if util.find_spec(name) is None:
+                continue
+        except (ImportError, ValueError):  # blocked (sys.modules[name] = None)
+            continue
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            for package in metadata.packages_distributions().get(name, []):
+                found[name] = metadata.version(package)
+    return found
 
 
-INT8_DOT_FLAGS = {"avx512_vnni", "avx_vnni", "amx_int8"}
+_environ_lock = threading.Lock()
 
 
-def cpu_multiplies_int8() -> bool:
-    """Whether the CPU multiplies and sums int8 in one instruction (x86 VNNI or AMX), read from
-    /proc/cpuinfo; False where there is none to read."""
+def import_openvino() -> Any:
+    """OpenVINO, imported with its telemetry off.
+
+    Importing its Python package starts its telemetry (``openvino.tools.ovc``, with
+    ``disable_in_ci=True``): a client id and a usage count written under ``~/intel`` (the count
+    rises with every process) and an event sent to Google Analytics from a child process. The
+    switch openvino-telemetry documents that does not write, ``disable_in_ci``, turns it off
+    where the environment says ``CI=true``; it is set for the import only (the telemetry is
+    set up once per process, at the import) and put back after, so neither the rest of the
+    process nor the processes it starts see it. The opt-out that OpenVINO's docs give,
+    ``opt_in_out --opt_out``, would itself write a consent file under ``~/intel``."""
+    import sys
+
+    if "openvino" in sys.modules:
+        return sys.modules["openvino"]
+    with _environ_lock:
+        before = os.environ.get("CI")
+        os.environ["CI"] = "true"
+        try:
+            import openvino
+        finally:
+            if before is None:
+                del os.environ["CI"]
+            else:
+                os.environ["CI"] = before
+    return openvino
+
+
+def configured_runtime() -> str:
+    """``embedder.runtime`` of the settings in effect (config file, environment)."""
+    from kenning import config
+
+    return config.load()["embedder.runtime"]
+
+
+INT8_DOT_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
+
+
+def int8_dot_flags() -> list[str]:
+    """The CPU's instructions that multiply and sum int8 in one (x86 VNNI or AMX), read from
+    /proc/cpuinfo; none where there is nothing to read."""
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
             for line in fh:
                 if line.startswith("flags"):
-                    return not INT8_DOT_FLAGS.isdisjoint(line.partition(":")[2].split())
+                    flags = set(line.partition(":")[2].split())
+                    return [flag for flag in INT8_DOT_FLAGS if flag in flags]
     except OSError:
         pass
-    return False
+    return []
 
 
-def build_runtime(threads: int | None = None) -> Any:
-    """OpenVINO where it is asked for, or installed on a CPU with VNNI or AMX and compiles the
-    model; else onnxruntime."""
-    choice = runtime_choice()
-    if choice is None and not cpu_multiplies_int8():
-        choice = "onnxruntime"
+def cpu_multiplies_int8() -> bool:
+    return bool(int8_dot_flags())
+
+
+@dataclass(frozen=True)
+class RuntimeChoice:
+    """The runtime that runs the model (or would), its version and why it was taken."""
+
+    name: str
+    version: str
+    reason: str
+
+
+def plan_runtime(choice: str) -> RuntimeChoice:
+    """The runtime that ``choice`` (``embedder.runtime``) takes here, decided without loading
+    one: a runtime asked for by name; for "auto", OpenVINO where it is installed and the CPU
+    multiplies int8 in one instruction (on AVX2 alone it is slower than onnxruntime,
+    benchmarks/README.md), else onnxruntime."""
+    installed = installed_runtimes()
+    if choice != "auto":
+        return RuntimeChoice(choice, installed.get(choice, "not installed"), "asked for")
+    if not cpu_multiplies_int8():
+        reason = "this CPU has no VNNI or AMX, and onnxruntime is the faster without them"
+    elif "openvino" in installed:
+        flags = ", ".join(int8_dot_flags()) or "VNNI or AMX"
+        return RuntimeChoice("openvino", installed["openvino"],
+                             f"this CPU multiplies int8 in one instruction ({flags}) and "
+                             "OpenVINO is installed")
+    else:
+        reason = "OpenVINO is not installed (the openvino extra adds it for this CPU's VNNI)"
+    return RuntimeChoice("onnxruntime", installed.get("onnxruntime", "not installed"), reason)
+
+
+def build_runtime(threads: int | None = None, choice: str | None = None) -> Any:
+    """The runtime that ``choice`` (default: ``embedder.runtime``) takes (``plan_runtime``),
+    with the model loaded; onnxruntime when "auto" took OpenVINO and it does not load."""
+    return _build(threads, choice)[0]
+
+
+def _build(threads: int | None, choice: str | None) -> tuple[Any, RuntimeChoice]:
+    choice = choice or configured_runtime()
+    plan = plan_runtime(choice)
     with runs_in_flight:  # compiling is a call into the runtime too
-        if choice != "onnxruntime":
+        if plan.name == "openvino":
             try:
-                return OpenVINOSession(threads)
+                return OpenVINOSession(threads), plan
             except EmbedderUnavailable:
                 raise
             except Exception as exc:  # noqa: BLE001 - not installed, or no plugin for this CPU
-                if choice == "openvino":
-                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                if choice == "openvino":  # by name: an error, not a silent fallback
                     raise EmbedderUnavailable(
                         f"OpenVINO cannot run the embedded model here: {first}",
-                        hint=f"Install openvino, or set {RUNTIME_ENV}=onnxruntime.") from None
-        return build_session(threads)
+                        hint="Install it (`pip install \"kenning[openvino]\"`), or `kenning "
+                             "config set embedder.runtime onnxruntime`.") from None
+                plan = plan_runtime("onnxruntime")
+                plan = RuntimeChoice(plan.name, plan.version, f"OpenVINO did not load: {first}")
+        return build_session(threads), plan
 
 
 def runtime_name(runtime: Any) -> str:
@@ -341,15 +431,21 @@ def runtime_name(runtime: Any) -> str:
 
 
 @cache
-def _session_cached() -> Any:
-    return build_runtime()
+def _session_cached(choice: str) -> tuple[Any, RuntimeChoice]:
+    return _build(None, choice)
 
 
-def session() -> Any:
-    """The model's runtime (see ``build_runtime``), loaded once per process (thread-safe;
-    ``run`` itself is reentrant)."""
+def loaded_runtime(choice: str | None = None) -> tuple[Any, RuntimeChoice]:
+    """The model's runtime for ``choice`` (default: ``embedder.runtime``) and why it was taken,
+    loaded once per process and choice (thread-safe; ``run`` itself is reentrant)."""
+    choice = choice or configured_runtime()
     with _session_lock:
-        return _session_cached()
+        return _session_cached(choice)
+
+
+def session(choice: str | None = None) -> Any:
+    """The model's runtime (see ``loaded_runtime``)."""
+    return loaded_runtime(choice)[0]
 
 
 def token_ids(texts: Sequence[str]) -> list[list[int]]:
@@ -358,21 +454,6 @@ def token_ids(texts: Sequence[str]) -> list[list[int]]:
     for enc in tokenizer().encode_batch(list(texts), add_special_tokens=False):
         out.append([_CLS, *enc.ids[: MAX_SEQUENCE - 2], _SEP])
     return out
-
-
-def batches(ids: Sequence[Sequence[int]], batch_tokens: int) -> list[list[int]]:
-    """Row indexes grouped by similar length, each group at most ``batch_tokens`` padded
-    tokens (one row at least): little padding, attention tensors that stay in cache. Wider
-    runs (2048 tokens) cost onnxruntime more CPU per chunk and gave OpenVINO nothing
-    (benchmarks/embed_runtimes.py compares budgets)."""
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    groups: list[list[int]] = []
-    for i in order:  # ascending length: the newest row is the widest of its group
-        if groups and (len(groups[-1]) + 1) * len(ids[i]) <= batch_tokens:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-    return groups
 
 
 def runs_at_once(runtime: Any) -> int:
@@ -424,29 +505,30 @@ def _each_at_once(work: Callable[[list[int]], None], groups: list[list[int]],
         raise errors[0]
 
 
-def encode(ids: Sequence[Sequence[int]], batch_tokens: int | None = None,
-           onnx_session: Any = None) -> np.ndarray:
-    """Mean-pooled, L2-normalised float32 vectors for token id lists; the runs of a long list
-    go on at once (``runs_at_once``), the widest first so that none is left running alone."""
+def encode(ids: Sequence[Sequence[int]], onnx_session: Any = None) -> np.ndarray:
+    """Mean-pooled, L2-normalised float32 vectors for token id lists.
+
+    Each text runs alone, at its own length: the runtime sees the same input for a text
+    whatever the texts, padding and order of the list, so its vector is a function of its
+    text. Batches are not (OpenVINO's sign bits for a text changed with the lengths and number
+    of the texts beside it, by how its kernels block the sums), and on this model a batch of
+    short texts saves almost nothing: onnxruntime took the same CPU per chunk either way
+    (benchmarks/README.md). The runs of a list go on at once (``runs_at_once``), the longest
+    first so that none is left running alone."""
     result = np.zeros((len(ids), DIMS), dtype=np.float32)
     runtime = onnx_session or session()
 
     def embed(rows: list[int]) -> None:
-        width = max(len(ids[i]) for i in rows)
-        input_ids = np.zeros((len(rows), width), dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        for r, i in enumerate(rows):
-            input_ids[r, : len(ids[i])] = ids[i]
-            mask[r, : len(ids[i])] = 1
+        (row,) = rows
+        input_ids = np.array([ids[row]], dtype=np.int64)
         with runs_in_flight:
             (hidden,) = runtime.run(["last_hidden_state"], {
-                "input_ids": input_ids, "attention_mask": mask,
+                "input_ids": input_ids, "attention_mask": np.ones_like(input_ids),
                 "token_type_ids": np.zeros_like(input_ids)})
-        weights = mask[:, :, None].astype(np.float32)
-        result[rows] = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        result[row] = hidden[0].mean(axis=0)
 
-    groups = batches(ids, batch_tokens or BATCH_TOKENS)[::-1]
-    _each_at_once(embed, groups, min(runs_at_once(runtime), len(groups)))
+    longest_first = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+    _each_at_once(embed, [[i] for i in longest_first], min(runs_at_once(runtime), len(ids)))
     return l2_normalise(result)
 
 
@@ -466,6 +548,7 @@ class LocalEmbedder:
     model: str = MODEL_NAME
     dims: int = DIMS
     needs_centering: bool = False
+    runtime: str = "auto"  # embedder.runtime
 
     def __post_init__(self) -> None:
         self._query_prefix = self.profile.query_prefix
@@ -486,13 +569,15 @@ class LocalEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
-        return encode(token_ids([self._document_prefix + t for t in texts]))
+        return encode(token_ids([self._document_prefix + t for t in texts]),
+                      onnx_session=session(self.runtime))
 
     def embed_query(self, text: str) -> np.ndarray:
-        return encode(token_ids([self._query_prefix + text]))[0]
+        ids = token_ids([self._query_prefix + text])
+        return encode(ids, onnx_session=session(self.runtime))[0]
 
     def check(self) -> None:
-        session()
+        session(self.runtime)
         tokenizer()
 
     def close(self) -> None:

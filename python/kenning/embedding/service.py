@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from kenning.embedding import service_wire as wire
-from kenning.embedding.local import MODEL_NAME, LocalEmbedder, runtime_name, session
+from kenning.embedding.local import MODEL_NAME, RUNTIMES, LocalEmbedder, runtime_name, session
 from kenning.embedding.profiles import profile_for
 from kenning.errors import KenningError
 
@@ -45,7 +45,7 @@ class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         self.place, self.identity = place, identity
         # the texts arrive with their prefixes: the model embeds them as they are
         self.embedder = LocalEmbedder(replace(profile_for(MODEL_NAME), query_prefix="",
-                                              document_prefix=""))
+                                              document_prefix=""), runtime=identity["runtime"])
         self.started = time.time()
         self.changed = threading.Lock()
         self.busy = 0
@@ -99,7 +99,8 @@ class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         with self.changed:
             served = dict(self.served)
         return {"pid": os.getpid(), "started": self.started, "served": served,
-                "runtime": runtime_name(session()), "identity": self.identity}
+                "runtime": runtime_name(session(self.embedder.runtime)),
+                "identity": self.identity}
 
 
 class Handler(socketserver.BaseRequestHandler):
@@ -182,9 +183,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kenning.embedding.service")
     parser.add_argument("--idle", type=float, default=600.0,
                         help="seconds without a request before the service exits")
+    parser.add_argument("--runtime", choices=("auto", *RUNTIMES), default="auto",
+                        help="the runtime asked for (embedder.runtime)")
     args = parser.parse_args(argv)
     os.umask(0o077)
-    identity = wire.identity()
+    identity = wire.identity(args.runtime)
     place = wire.place(identity)
     try:
         place.folder.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -72,7 +72,7 @@ class ServiceEmbedder:
 
     def __init__(self, local: LocalEmbedder, *, idle: float, timeout: float) -> None:
         self.local, self.idle, self.timeout = local, idle, timeout
-        self.identity = wire.identity()
+        self.identity = wire.identity(local.runtime)
         self.place = wire.place(self.identity)
 
     # the model's facts come from the local embedder, which loads nothing for them
@@ -258,7 +258,8 @@ class ServiceEmbedder:
             try:
                 _started.append(spawn_detached(
                     [sys.executable, "-m", "kenning.embedding.service", "--idle",
-                     f"{self.idle:g}"], stdout=announce, stderr=self.place.log))
+                     f"{self.idle:g}", "--runtime", self.local.runtime], stdout=announce,
+                    stderr=self.place.log))
             except OSError as exc:
                 os.close(ready)
                 raise _Unavailable(str(exc)) from None

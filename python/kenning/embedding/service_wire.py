@@ -58,14 +58,13 @@ def _code_stamp() -> str:
     return digest.hexdigest()
 
 
-def identity() -> dict[str, str]:
-    """What decides the local model's bits in this process, read without loading anything:
-    the model file's pinned sha256, the runtime asked for (``KENNING_RUNTIME``; empty: the
-    fastest that loads) and the code."""
+def identity(runtime: str) -> dict[str, str]:
+    """What decides the local model's bits, read without loading anything: the model file's
+    pinned sha256, the runtime asked for (``embedder.runtime``) and the code."""
     from kenning.embedding import local
 
-    return {"protocol": str(PROTOCOL), "weights": local.MODEL_SHA256,
-            "runtime": local.runtime_choice() or "", "code": _code_stamp()}
+    return {"protocol": str(PROTOCOL), "weights": local.MODEL_SHA256, "runtime": runtime,
+            "code": _code_stamp()}
 
 
 @dataclass(frozen=True)

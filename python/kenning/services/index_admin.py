@@ -37,6 +37,33 @@ class ChangedSince(TypedDict):
     removed: int
 
 
+class Runtime(TypedDict):
+    """The runtime that runs the local model: its name, its version and why it was taken (the
+    ``embedder.runtime`` setting and where it came from, and for "auto" the CPU's reason)."""
+
+    name: str
+    version: str
+    reason: str
+
+
+def runtime_status(settings: Settings, *, load: bool = False) -> Runtime | None:
+    """The local model's runtime under ``settings`` (None for a remote backend): as decided from
+    the setting, the CPU and the installed packages without loading it, or with ``load`` the
+    one that loaded (onnxruntime where "auto" took OpenVINO and it failed to load)."""
+    from kenning import config
+
+    if settings["embedder.backend"] != "local":
+        return None
+    from kenning.embedding import local
+
+    choice = settings["embedder.runtime"]
+    chosen = local.loaded_runtime(choice)[1] if load else local.plan_runtime(choice)
+    reason = config.setting_origin(settings, "embedder.runtime")
+    if choice == "auto":
+        reason += f": {chosen.reason}"
+    return {"name": chosen.name, "version": chosen.version, "reason": reason}
+
+
 class Published(TypedDict, total=False):
     """The project in the shared index: ``problem`` alone when it cannot be reached;
     ``generation`` 0 and a ``hint`` when it is not published; else the published head and
@@ -67,6 +94,7 @@ class ProjectStatus(TypedDict):
     model: str
     dims: int | None
     model_origin: str  # the setting that chose the model
+    runtime: Runtime | None  # the local model's runtime; None for a remote backend
     config: str  # the config file
     generation: int  # of the last committed snapshot; 0: none yet
     status: str | None  # of that snapshot: "complete" or "partial"
@@ -114,7 +142,8 @@ def _base(root: Path, project_id: str, settings: Settings, model: str,
 
     return {"type": "status", "project": project_id, "root": str(root), "state": "not indexed",
             "healthy": False, "problems": [], "index_dir": None, "model": model, "dims": dims,
-            "model_origin": config.model_origin(settings), "config": str(config.config_path()),
+            "model_origin": config.model_origin(settings), "runtime": runtime_status(settings),
+            "config": str(config.config_path()),
             "generation": 0, "status": None, "revision": None, "branch": None,
             "indexed_at": None, "files": 0, "chunks": 0, "chunks_embedded": 0, "size_bytes": 0,
             "changed_since": None, "indexer": None, "published": None}

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, Union
 if TYPE_CHECKING:
     from kenning.config import Settings
     from kenning.indexing.state import Running
-    from kenning.services.index_admin import ChangedSince, Problem, Published, State
+    from kenning.services.index_admin import ChangedSince, Problem, Published, Runtime, State
 
 PathLike = Union[str, "os.PathLike[str]"]
 Scope = Literal["declaration", "chunk"]
@@ -256,6 +256,7 @@ class Status(_Typed):
     model: str
     dims: int | None
     model_origin: str
+    runtime: Runtime | None
     config: str
     generation: int
     status: str | None

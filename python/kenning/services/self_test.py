@@ -46,9 +46,10 @@ def _check(name: str, run: Callable[[], str], checks: list[DoctorCheck]) -> bool
 
 def run_checks(path: str | os.PathLike[str],
                settings: Settings | None = None) -> list[DoctorCheck]:
-    """The checks in order: config (``settings``, else the config file), kernels, embedder,
-    a writable KENNING_HOME, a search round trip over a probe file, and the full check of the
-    indexes of the project at ``path`` (lifted to its git work tree's root)."""
+    """The checks in order: config (``settings``, else the config file), kernels, embedder
+    (and the local model's runtime: which, its version and why), a writable KENNING_HOME, a
+    search round trip over a probe file, and the full check of the indexes of the project at
+    ``path`` (lifted to its git work tree's root)."""
     from kenning import config
 
     checks: list[DoctorCheck] = []
@@ -73,6 +74,13 @@ def run_checks(path: str | os.PathLike[str],
             raise RuntimeError(f"the model returned {vector.shape[0]} dims, expected {emb.dims}")
         state["embedder"] = emb
         return f"{state['settings']['embedder.backend']} {emb.model}, {emb.dims} dims"
+
+    def runtime() -> str:
+        from kenning.services.index_admin import runtime_status
+
+        found = runtime_status(state["settings"], load=True)
+        assert found is not None  # checked for the local backend only
+        return f"{found['name']} {found['version']}, by {found['reason']}"
 
     def writable() -> str:
         from kenning.project import home_error, kenning_home
@@ -122,6 +130,8 @@ def run_checks(path: str | os.PathLike[str],
     if _check("config", load_config, checks):
         _check("kernels", kernels, checks)
         embedder_ok = _check("embedder", embedder, checks)
+        if embedder_ok and state["settings"]["embedder.backend"] == "local":
+            _check("runtime", runtime, checks)
         home_ok = _check("index writable", writable, checks)
         if embedder_ok and home_ok:
             _check("search round trip", round_trip, checks)
