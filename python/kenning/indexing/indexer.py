@@ -38,7 +38,8 @@ from kenning.embedding import Embedder, borrowed, document_text
 from kenning.embedding.profiles import HEADER_RESERVE_TOKENS
 from kenning.errors import EmbedderError, IndexBusy, IndexMissing, KenningError, UsageError
 from kenning.indexing import state as indexing_state
-from kenning.indexing.sources import Changes, WalkStats, changes, walk
+from kenning.indexing.kinds import EVIDENCE, Kinds
+from kenning.indexing.sources import BINARY_SNIFF_BYTES, Changes, WalkStats, changes, walk
 from kenning.records import Chunk, SourceFile
 from kenning.services import usage_log
 from kenning.store import Index, db
@@ -82,6 +83,7 @@ class RefreshResult:
     vectors_fetched: int = 0  # from the shared index, by content, instead of embedded
     vectors_reused: int = 0  # from an earlier index of the project (another chunker version)
     vectors_missing: int = 0
+    vectors_deferred: int = 0  # chunks of kinds not embedded (index.embed_kinds)
     vectors_dropped: int = 0  # no longer used by any chunk, reclaimed by a compaction
     graph_rows_added: int = 0  # rows added to the approximate-search graph (all, on a rebuild)
     repaired: list[str] = field(default_factory=list)  # damage found and rebuilt (``full``)
@@ -225,6 +227,7 @@ class _Refresh:
         self.max_file_size = int(settings["index.max_file_size"])
         self.embedder, self.result, self.emit = embedder, result, emit
         self.texts: dict[bytes, str] = {}  # content hash -> embedding text, for this run's chunks
+        self.kinds = Kinds(str(index.root))
         self.timings = result.timings
         self.started = self.clock = time.perf_counter()
 
@@ -241,7 +244,7 @@ class _Refresh:
             self.lap("load")
             try:
                 return changes(self.index.root, max_file_size=self.max_file_size, known=known,
-                               every=full)
+                               every=full, kinds=self.kinds)
             except ValueError as exc:  # the only ValueError: ``known`` cannot be read
                 reason = str(exc)
         raise db.damaged(self.index.dir, f"its file records cannot be read ({reason})")
@@ -251,6 +254,7 @@ class _Refresh:
         found = self.changes(full)
         self.emit({"type": "scan", "files": found.unchanged + len(found.files)})
         self.lap("walk")
+        rekinded = self.reclassify(found)
         latest = writer.latest()
         head, branch = git_state(self.index.root)
         result.revision, result.branch = head, branch
@@ -258,7 +262,11 @@ class _Refresh:
             self.apply(found.files, found.removed, latest, full=full)
         elif latest is not None and (latest["git_head"], latest["git_branch"]) != (head, branch):
             writer.update_revision(head, branch)
-        if embed and (result.content_changed or latest is None or latest["status"] != "complete"):
+        if rekinded:
+            writer.remember("kinds", self.kinds.digest)
+        recounted = embed and self.embed_kinds()
+        if embed and (result.content_changed or latest is None or recounted
+                      or latest["status"] != "complete"):
             self.embed_missing(embed_limit)
             if result.content_changed:
                 result.vectors_dropped = writer.compact(min_dead=COMPACT_MIN_DEAD)
@@ -275,7 +283,40 @@ class _Refresh:
                 final = writer.latest() or final
             result.generation, result.status = final["generation"], final["status"]
             result.files, result.chunks = final["files"], final["chunks"]
-            result.vectors_missing = final["chunks"] - final["vectors"]
+            result.vectors_missing = final["chunks"] - final["vectors"] - final["deferred"]
+            result.vectors_deferred = final["deferred"]
+
+    def reclassify(self, found: Changes) -> bool:
+        """Decide every indexed file's kind again when what decides kinds changed (the rules
+        of ``.kenningkinds``, ``.gitmodules``, a licence or manifest added or removed): the
+        files whose kind changed join ``found`` to be chunked again (their vectors are kept
+        by content). True when the kinds were decided again."""
+        if self.writer.recalled("kinds") == self.kinds.digest and not any(
+                EVIDENCE.search(p) for p in (*(f.path for f in found.files), *found.removed)):
+            return False
+        listed = {f.path for f in found.files}
+        for path, row in self.writer.files().items():
+            if path in listed or path in found.removed:
+                continue
+            try:
+                head, _ = safe_read.read(self.index.root, path, self.max_file_size,
+                                         head=BINARY_SNIFF_BYTES)
+            except safe_read.Refused:
+                continue  # gone since the walk: the next refresh drops it
+            kind = self.kinds.of(path, row.size, row.language, head)
+            if kind != row.kind:
+                found.files.append(SourceFile(path, self.index.root / path, row.size,
+                                              row.mtime_ns, row.language, kind))
+        found.files.sort(key=lambda f: f.path)
+        self.lap("kinds")
+        return True
+
+    def embed_kinds(self) -> bool:
+        """Embed the chunks of ``index.embed_kinds`` only; True when that changed since the
+        latest snapshot was counted."""
+        from kenning.retrieval.classes import chunk_class
+
+        return self.writer.embed_kinds(chunk_class, self.settings["index.embed_kinds"])
 
     def apply(self, candidates: list[SourceFile], removed: list[str],
               latest: dict[str, Any] | None, *, full: bool) -> None:
@@ -303,8 +344,10 @@ class _Refresh:
         new_files = {p: d for p, d in digests.items() if _cluster(p) in dirty}
         _, changed_f, added_f, removed_f = kernels.diff(old_files, new_files)
         by_path = {f.path: f for f in candidates}
-        rechunk = sorted({*changed_f, *added_f} | ({p for p in digests if p in by_path}
-                                                   if full else set()))
+        rekinded = {f.path for f in candidates if f.path in stored and f.path in digests
+                    and stored[f.path].kind != f.kind}  # chunks carry their file's kind
+        rechunk = sorted({*changed_f, *added_f, *rekinded} | (
+            {p for p in digests if p in by_path} if full else set()))
         rechunk_set = set(rechunk)
         touched = [_file_row(f, digests[f.path]) for f in candidates
                    if f.path in digests and f.path not in rechunk_set]
@@ -489,7 +532,8 @@ def embedding_order(missing: Sequence[MissingVector], files: dict[str, FileRow]
     def key(m: MissingVector) -> tuple[float, int, str, int]:
         row = files.get(m.path)
         weight = 1.0
-        for category in categories(m.path, row.language if row else None):
+        for category in categories(m.path, row.language if row else None,
+                                   file_kind=row.kind if row else None):
             weight *= PENALTY.get(category, 1.0)
         return -weight, -(row.mtime_ns if row else 0), m.path, m.start_byte
 
@@ -497,7 +541,8 @@ def embedding_order(missing: Sequence[MissingVector], files: dict[str, FileRow]
 
 
 def _file_row(file: SourceFile, digest: bytes) -> FileRow:
-    return FileRow(file.path, file.size, file.mtime_ns, digest, _cluster(file.path), file.language)
+    return FileRow(file.path, file.size, file.mtime_ns, digest, _cluster(file.path), file.language,
+                   file.kind)
 
 
 def git_state(root: Path) -> tuple[str | None, str | None]:

@@ -99,6 +99,7 @@ class Hit(_Place):
 
     TYPE: ClassVar[str] = "hit"
     kind: str
+    chunk_class: str  # what it is to the project: "code", "test", "vendored" ... (--kind)
     symbol: str | None
     score: float
     content: str
@@ -255,6 +256,8 @@ class Status(_Typed):
     files: int
     chunks: int
     chunks_embedded: int
+    chunks_deferred: int
+    kinds: dict[str, dict[str, int]]
     size_bytes: int
     changed_since: ChangedSince | None
     indexer: Running | None
@@ -291,6 +294,7 @@ class IndexRun(_Typed):
     vectors_fetched: int  # from the shared index, by content, instead of embedded
     vectors_reused: int  # from an earlier index of the project (another chunker version)
     vectors_missing: int  # chunks still without a vector
+    vectors_deferred: int  # chunks of kinds not embedded (index.embed_kinds)
     vectors_dropped: int  # no longer used by any chunk, reclaimed
     graph_rows_added: int  # rows added to the approximate-search graph
     repaired: tuple[str, ...]
