@@ -25,7 +25,8 @@ def result_options(command: Callable[..., None]) -> Callable[..., None]:
         click.option("--lang", "language", help="Only this language (python, rust, markdown, "
                      "...; extensions such as py, rs, ts work too)."),
         click.option("--kind", help="code (the implementation), docs, test, example, generated, "
-                     "completion, or a declaration kind (function, class, method, ...)."),
+                     "completion, vendored, fixture, data, or a declaration kind (function, "
+                     "class, method, ...)."),
         click.option("-n", "--limit", type=click.IntRange(min=1), default=None,
                      help="How many results (default: search.limit, 10; at most 200)."),
         click.option("--project", "projects", multiple=True,
@@ -96,7 +97,7 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
         if loading is not None:  # never leave onnxruntime initialising while the process exits
             loading.join()
     for root in result["vectors_deferred"]:
-        _index_in_background(Path(root))
+        index_in_background(Path(root))
     if json_output:
         click.echo(json.dumps(result, ensure_ascii=False))
     else:
@@ -141,17 +142,21 @@ class _Progress:
             self.shown = False
 
 
-def _index_in_background(root: Path) -> None:
-    """Leave the vectors of a first index to a detached `kenning index`: the search has
-    answered from the words and symbols already, and the next searches use the vectors as they
-    arrive. The child gets its own session and no terminal, so it outlives this process."""
-    argv = [sys.executable, "-m", "kenning", "index", str(root), "--quiet"]
+def index_in_background(root: Path, *, words_only: bool = False, silent: bool = False) -> None:
+    """Leave the vectors of a first index to a detached `kenning index` (``words_only``: its
+    words and symbols alone): the search has answered from the words and symbols already, and
+    the next searches use the vectors as they arrive. The child gets its own session and no
+    terminal, so it outlives this process. ``silent``: the caller says what it started."""
+    argv = [sys.executable, "-m", "kenning", "index", str(root), "--quiet",
+            *(["--words-only"] if words_only else [])]
     if hasattr(os, "posix_spawn"):  # no Popen object left to warn that its child still runs
         quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
         os.posix_spawn(sys.executable, argv, os.environ, file_actions=quiet, setsid=True)
     else:
         subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
+    if silent:
+        return
     click.echo(f"The vectors of {root} are being computed in the background; "
                "`kenning status` shows how far it got.", err=True)
 
@@ -234,7 +239,8 @@ def print_results(result: dict[str, Any], max_lines: int, *, several: bool, quer
             if words is not None:
                 symbol.highlight_regex(words, QUERY_WORD_STYLE)
             line.append_text(Text.assemble("  ", symbol))
-        line.append(f"  {hit['kind']} · {hit['score']:.4f}", "dim")
+        shown = [hit["kind"], *([hit["chunk_class"]] if hit["chunk_class"] != "code" else [])]
+        line.append(f"  {' · '.join(shown)} · {hit['score']:.4f}", "dim")
         if hit["stale"]:
             line.append("  (changed since indexed)", "red")
         if hit.get("weak"):

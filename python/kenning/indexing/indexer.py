@@ -37,6 +37,7 @@ from kenning.config import Settings
 from kenning.embedding import Embedder, borrowed, document_text
 from kenning.embedding.profiles import HEADER_RESERVE_TOKENS
 from kenning.errors import EmbedderError, IndexBusy, IndexMissing, KenningError, UsageError
+from kenning.indexing import cost
 from kenning.indexing import state as indexing_state
 from kenning.indexing.kinds import EVIDENCE, Kinds
 from kenning.indexing.sources import BINARY_SNIFF_BYTES, Changes, WalkStats, changes, walk
@@ -84,6 +85,8 @@ class RefreshResult:
     vectors_reused: int = 0  # from an earlier index of the project (another chunker version)
     vectors_missing: int = 0
     vectors_deferred: int = 0  # chunks of kinds not embedded (index.embed_kinds)
+    # words and symbols only until a `kenning index` embeds: searches start no embedding
+    embedding_held: bool = False
     vectors_dropped: int = 0  # no longer used by any chunk, reclaimed by a compaction
     graph_rows_added: int = 0  # rows added to the approximate-search graph (all, on a rebuild)
     repaired: list[str] = field(default_factory=list)  # damage found and rebuilt (``full``)
@@ -108,7 +111,7 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
             full: bool = False, wait: bool = False, embed: bool = True,
             embed_limit: int | None = None, graph: bool = True,
             progress: Progress | None = None, index: Index | None = None,
-            from_shared: bool | None = None) -> RefreshResult:
+            from_shared: bool | None = None, hold: bool = False) -> RefreshResult:
     """Update the index of the project at ``root``; ``busy=True`` if another process holds it.
 
     ``full`` re-hashes and re-chunks every file (vectors are still reused by content hash),
@@ -121,7 +124,10 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
     and a rebuild after a compaction takes minutes on millions of vectors. ``from_shared``:
     fetch the vectors the shared index has for the chunks to embed (None: when ``shared.uri``
     is set, ``shared.vectors`` is on and at least ``SHARED_FETCH_MIN`` are missing; True:
-    always, and a missing ``shared.uri`` is a ConfigError; False: never).
+    always, and a missing ``shared.uri`` is a ConfigError; False: never). ``hold`` (with
+    ``embed=False``): keep the index to words and symbols until a refresh that embeds without
+    ``embed_limit`` (``kenning index``): searches meanwhile start no embedding of their own
+    (``embedding_held``), as the agents' hook does above its budget.
     """
     started = time.perf_counter()
     root = _existing_dir(root)
@@ -166,6 +172,11 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
 
             _Refresh(index, writer, settings, embedder, result, track, from_shared).run(
                 full=full, embed=embed, embed_limit=embed_limit, graph=graph)
+            if hold and not embed:
+                writer.remember("embed_held", "1")
+            elif embed and embed_limit is None:
+                writer.remember("embed_held", "")
+            result.embedding_held = writer.recalled("embed_held") == "1"
         except KenningError as exc:  # kept for status and search: nobody may see it otherwise
             index.record_failure(exc, "index")
             raise
@@ -264,7 +275,7 @@ class _Refresh:
             writer.update_revision(head, branch)
         if rekinded:
             writer.remember("kinds", self.kinds.digest)
-        recounted = embed and self.embed_kinds()
+        recounted = self.embed_kinds()  # deferred kinds are counted, embedding or not
         if embed and (result.content_changed or latest is None or recounted
                       or latest["status"] != "complete"):
             self.embed_missing(embed_limit)
@@ -434,6 +445,8 @@ class _Refresh:
             self.result.vectors_embedded += len(hashes)
             self.lap("store_vectors")
             self.emit({"type": "embedding", "done": start + len(hashes), "total": len(todo)})
+        cost.record(str(self.index.descriptor["model"]), self.result.vectors_embedded,
+                    self.timings.get("embed", 0.0))
 
     def reuse_earlier(self, todo: list[bytes]) -> list[bytes]:
         """Store the vectors that an earlier index of this project (same model, older chunker
@@ -576,43 +589,70 @@ def git_state(root: Path) -> tuple[str | None, str | None]:
 
 def dry_run(root: Path, settings: Settings, *, embedder: Embedder | None = None,
             progress: Progress | None = None, top: int = 10) -> dict[str, Any]:
-    """What an index would hold, without embedding or writing anything: files and chunks per
-    language, and the largest files and folders (to fix ignore rules before spending time)."""
+    """What an index would hold, without writing anything: files and chunks per language and
+    per kind, the largest files and folders, the folders with the most chunks (each with its
+    kind and the time its vectors would take at the rate a sample embedded here shows), and
+    what to write to leave out the folders of data and fixtures that dominate."""
     started = time.perf_counter()
     root = _existing_dir(root)
     project.check_root(root, force=settings["index.force_root"], first_index=True)
     if embedder is None:
         with borrowed(settings) as made:
             return dry_run(root, settings, embedder=made, progress=progress, top=top)
+    from kenning.retrieval.classes import chunk_class
+
     emit = progress or (lambda event: None)
     skipped = WalkStats(paths={})  # the Python walker names what it skips; Rust only counts
     limit = int(settings["index.max_file_size"])
-    files = list(walk(root, max_file_size=limit, stats=skipped, backend="python"))
+    files = list(walk(root, max_file_size=limit, stats=skipped, backend="python",
+                      kinds=Kinds(str(root))))
     emit({"type": "scan", "files": len(files)})
+    embedded = set(settings["index.embed_kinds"])
     languages: dict[str, Counter[str]] = defaultdict(Counter)
+    kinds: dict[str, Counter[str]] = defaultdict(Counter)
     folders: Counter[str] = Counter()
+    folder_kinds: dict[str, Counter[str]] = defaultdict(Counter)
+    sample: list[str] = []  # texts of embedded kinds, to measure the rate on
     for done, file in enumerate(files, 1):
         try:
             data, _ = safe_read.read(root, file.path, limit)
         except safe_read.Refused as refused:
             skipped.skip(refused.reason, file.path)
             continue
-        stats = languages[file.language or "text"]
-        stats.update(files=1, bytes=len(data), chunks=len(chunk_source(embedder, file, data)))
+        pieces = chunk_source(embedder, file, data)
+        kind = file.kind or chunk_class(file.path, file.language, None)
+        languages[file.language or "text"].update(files=1, bytes=len(data), chunks=len(pieces))
+        kinds[kind].update(files=1, bytes=len(data), chunks=len(pieces))
+        if kind in embedded and len(sample) < _RATE_SAMPLE:
+            sample.extend(document_text(p.path, p.text) for p in pieces[:8])
         for parent in PurePosixPath(file.path).parents:
             if parent.as_posix() != ".":
                 folders[parent.as_posix() + "/"] += len(data)
+                folder_kinds[parent.as_posix() + "/"][kind] += len(pieces)
         if done % 50 == 0 or done == len(files):
             emit({"type": "chunking", "done": done, "total": len(files),
                   "chunks": sum(s["chunks"] for s in languages.values())})
+    rate, measured = _measured_rate(embedder, sample[:_RATE_SAMPLE], str(embedder.model))
+    chunks = sum(s["chunks"] for s in languages.values())
+    to_embed = sum(s["chunks"] for k, s in kinds.items() if k in embedded)
+    costly = _costly_folders(folder_kinds, top)
     largest = sorted(files, key=lambda f: (-f.size, f.path))[:top]
     return {
         "type": "dry_run", "root": str(root),
-        "files": sum(s["files"] for s in languages.values()),
-        "chunks": sum(s["chunks"] for s in languages.values()),
+        "files": sum(s["files"] for s in languages.values()), "chunks": chunks,
         "bytes": sum(s["bytes"] for s in languages.values()),
         "languages": {name: dict(stats) for name, stats in
                       sorted(languages.items(), key=lambda kv: -kv[1]["chunks"])},
+        "kinds": {name: {**stats, "embedded": name in embedded} for name, stats in
+                  sorted(kinds.items(), key=lambda kv: -kv[1]["chunks"])},
+        "embedding": {"chunks": to_embed, "seconds": round(cost.seconds(to_embed, rate), 1),
+                      "seconds_all": round(cost.seconds(chunks, rate), 1),
+                      "vectors_per_second": round(rate, 2), "measured": measured,
+                      "kinds": sorted(embedded)},
+        "costly_folders": [{"path": path, "kind": kind, "chunks": n,
+                            "seconds": round(cost.seconds(n, rate), 1),
+                            "embedded": kind in embedded} for path, kind, n in costly],
+        "leave_out": _leave_out(costly, chunks, embedded),
         "largest_files": [{"path": f.path, "bytes": f.size} for f in largest],
         "largest_folders": [{"path": p, "bytes": b} for p, b in folders.most_common(top)],
         "skipped_files": dict(skipped.skipped), "skipped_folders": dict(skipped.skipped_dirs),
@@ -620,6 +660,58 @@ def dry_run(root: Path, settings: Settings, *, embedder: Embedder | None = None,
                           sorted((skipped.paths or {}).items())},
         "seconds": round(time.perf_counter() - started, 3),
     }
+
+
+_RATE_SAMPLE = 96  # chunk texts a dry run embeds to measure the rate (about 2 s on 2 cores)
+# A folder has a kind when this share of its chunks are of that kind.
+FOLDER_KIND_SHARE = 0.9
+# Folders of kinds not embedded are named for .kenningignore when together they hold this share
+# of the chunks: below it, they cost little even to search.
+LEAVE_OUT_SHARE = 0.25
+
+
+def _measured_rate(embedder: Embedder, texts: list[str], model: str) -> tuple[float, bool]:
+    """Vectors a second, timed on ``texts`` (after one text, so that loading the model does
+    not count) and kept for later estimates; the kept rate when there are too few texts or
+    the embedder fails."""
+    if len(texts) >= cost.MIN_MEASURED:
+        try:
+            embedder.embed_documents(texts[:1])
+            started = time.perf_counter()
+            embedder.embed_documents(texts)
+            elapsed = time.perf_counter() - started
+        except EmbedderError:
+            return cost.rate(model)
+        cost.record(model, len(texts), elapsed)
+        return len(texts) / elapsed, True
+    return cost.rate(model)
+
+
+def _costly_folders(folder_kinds: dict[str, Counter[str]], top: int
+                    ) -> list[tuple[str, str, int]]:
+    """(folder, kind, chunks) of the largest folders of one kind (``FOLDER_KIND_SHARE`` of
+    their chunks), none inside another listed, most chunks first."""
+    whole = []
+    for path, counts in folder_kinds.items():
+        total = sum(counts.values())
+        kind, most = counts.most_common(1)[0]
+        if total and most >= FOLDER_KIND_SHARE * total:
+            whole.append((path, kind, total))
+    whole.sort(key=lambda row: (-row[2], row[0]))
+    picked: list[tuple[str, str, int]] = []
+    for row in whole:
+        if not any(row[0].startswith(p[0]) for p in picked):
+            picked.append(row)
+    return picked[:top]
+
+
+def _leave_out(costly: list[tuple[str, str, int]], chunks: int, embedded: set[str]
+               ) -> list[str]:
+    """The ``.kenningignore`` lines that leave out the folders of kinds not embedded, when
+    they hold ``LEAVE_OUT_SHARE`` of the chunks or more (else none)."""
+    lines = [f"/{path}" for path, kind, _ in costly if kind not in embedded]
+    held = sum(n for _, kind, n in costly if kind not in embedded)
+    return lines if chunks and held >= LEAVE_OUT_SHARE * chunks else []
 
 
 __all__ = ["RefreshResult", "chunk_budget", "dry_run", "git_state", "refresh"]

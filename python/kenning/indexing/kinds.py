@@ -17,7 +17,11 @@ module decides need evidence beyond the path, and are stored:
 - ``fixture``: the inputs and expected outputs of tests (``testdata/``, ``tests/data/``,
   ``fixtures/``, ``__snapshots__/``, ``golden/``, ``*.golden``, ``*.snap``, syntax-test inputs).
 - ``data``: grammars and syntax definitions (``.sublime-syntax``, ``.tmLanguage``...), locale
-  tables (``.po``, ``locales/*.json``), CSV and TSV, and YAML, JSON, XML or TOML over 32 KiB.
+  tables (``.po``, ``locales/*.json``), patches, CSV and TSV, and YAML, JSON, XML or TOML over
+  32 KiB.
+
+Vendored folders known by more than a licence come first (a vendored module's ``testdata/``
+is vendored), then fixtures (a test's sample source keeps its licence beside it).
 
 ``.kenningkinds`` at the project root corrects any of it: each line is a kind and a gitignore
 pattern (``data assets/syntaxes/``, ``code src/generated/``); the last line that matches a
@@ -67,6 +71,7 @@ _GRAMMAR = re.compile(r"\.(sublime-syntax|tmlanguage|tmlanguage\.json|tmlanguage
 _LOCALE = re.compile(r"\.(po|pot|xliff|xlf|strings|arb)$"
                      r"|(^|/)(locales?|i18n|l10n|translations)/.*\.(json|ya?ml|properties|toml)$",
                      re.IGNORECASE)
+_PATCH = re.compile(r"\.(patch|diff)$", re.IGNORECASE)  # changes to other files, not code
 _TABLE = re.compile(r"\.(csv|tsv|psv)$", re.IGNORECASE)
 DATA_LANGUAGES = frozenset({"json", "yaml", "xml", "toml"})
 LARGE_DATA_BYTES = 32 * 1024
@@ -84,7 +89,7 @@ class Kinds:
     def __init__(self, root: str) -> None:
         self.root = root
         self._names: dict[str, frozenset[str]] = {}
-        self._copy: dict[str, bool] = {}
+        self._copy: dict[tuple[str, bool], bool] = {}
         rules = self._read(KINDS_FILE)
         modules = self._read(GITMODULES)
         self.rules = _parse_rules(rules)
@@ -115,28 +120,32 @@ class Kinds:
         for kind, spec in reversed(self.rules):
             if spec.match_file(rel):
                 return kind
+        if self.vendored(rel, licences=False):
+            return "vendored"
+        if _FIXTURE.search(rel):  # a sample source with its licence is still a test's input
+            return "fixture"
         if self.vendored(rel):
             return "vendored"
         if says_generated(head) or _table(size, language, head):
             return "generated"
-        if _FIXTURE.search(rel):
-            return "fixture"
-        if (_GRAMMAR.search(rel) or _LOCALE.search(rel) or _TABLE.search(rel)
+        if (_GRAMMAR.search(rel) or _PATCH.search(rel) or _LOCALE.search(rel) or _TABLE.search(rel)
                 or (language in DATA_LANGUAGES and size > LARGE_DATA_BYTES)):
             return "data"
         return None
 
-    def vendored(self, rel: str) -> bool:
+    def vendored(self, rel: str, *, licences: bool = True) -> bool:
+        """Whether a folder above ``rel`` is a copy of another project (with ``licences``,
+        also one known by its licence alone)."""
         parts = rel.split("/")[:-1]
-        return any(self._copied("/".join(parts[:i + 1])) for i in range(len(parts)))
+        return any(self._copied("/".join(parts[:i + 1]), licences) for i in range(len(parts)))
 
-    def _copied(self, folder: str) -> bool:
-        found = self._copy.get(folder)
+    def _copied(self, folder: str, licences: bool) -> bool:
+        found = self._copy.get((folder, licences))
         if found is None:
-            found = self._copy[folder] = self._is_copy(folder)
+            found = self._copy[(folder, licences)] = self._is_copy(folder, licences)
         return found
 
-    def _is_copy(self, folder: str) -> bool:
+    def _is_copy(self, folder: str, by_licence: bool) -> bool:
         parent, _, name = folder.rpartition("/")
         if name.lower() in _COPY_FOLDERS or folder in self.submodules:
             return True
@@ -145,6 +154,8 @@ class Kinds:
             return True
         if name == "vendor" and (inside & _VENDOR_INSIDE or self.names(parent) & _VENDOR_BESIDE):
             return True
+        if not by_licence:
+            return False
         licences = [n for n in inside if LICENCE.fullmatch(n)]
         return bool(self.root_licences and licences and not any(
             _licence_key(self._read(f"{folder}/{n}")) in self.root_licences for n in licences))

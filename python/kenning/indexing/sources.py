@@ -696,6 +696,19 @@ def walk(
             yield found
 
 
+def listed(root: Path, *, max_file_size: int) -> Iterator[tuple[str, int, str | None]]:
+    """(path, size, language) of the files a walk would consider, from the folder listings
+    and stat data alone: no file is read, so binary and minified files are among them. What an
+    estimate needs (``services.embed_budget``), at a fraction of ``walk``'s cost."""
+    real = os.path.realpath(root)
+    stats = WalkStats()
+    rows = list(WALKERS[BACKEND](real, stats, IGNORE_FILE_LIMIT))
+    _refuse_oversized_ignores(real, stats)
+    for rel, size, _ in rows:
+        if size <= max_file_size:
+            yield rel, size, detect_language(rel)
+
+
 @dataclass(slots=True)
 class Changes:
     """A walk compared with the files indexed before."""
