@@ -137,7 +137,7 @@ def test_fixtures_that_outnumber_code_are_words_only_and_kind_code_still_finds_t
         fixture_heavy: Path) -> None:
     settings = config.load()
     done = refresh(fixture_heavy, settings)
-    assert done.vectors_deferred == 120 and done.vectors_missing == 0
+    assert done.chunks_words_only == 120 and done.vectors_missing == 0
     assert done.status == "complete"  # every chunk of an embedded kind has its vector
     status = project_status(fixture_heavy, settings, changes=False)
     assert status["state"] == "ready" and status["healthy"]
@@ -177,7 +177,7 @@ def test_a_correction_takes_effect_on_the_next_refresh_without_embedding_again(
     (root / ".kenningkinds").write_text("")
     third = refresh(root, settings)  # embedded again as code: the kept vectors serve
     assert third.files_changed == 3 and third.vectors_embedded == 0  # and .kenningkinds
-    assert third.vectors_deferred == 0
+    assert third.chunks_words_only == 0
 
 
 def test_the_dry_run_names_the_costly_folders_their_kinds_and_what_to_leave_out(

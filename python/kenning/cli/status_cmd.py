@@ -34,7 +34,7 @@ def _indexer_line(info: ProjectStatus) -> str:
 
     if info["indexer"] is not None:
         return f"running ({describe(info['indexer'])})"
-    if (info["chunks_embedded"] + info["chunks_deferred"] < info["chunks"]
+    if (info["chunks_embedded"] + info["chunks_words_only"] < info["chunks"]
             or info["generation"] == 0):
         return f"none running; `kenning index {info['root']}` finishes the index"
     return "none running"

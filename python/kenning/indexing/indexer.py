@@ -84,7 +84,7 @@ class RefreshResult:
     vectors_fetched: int = 0  # from the shared index, by content, instead of embedded
     vectors_reused: int = 0  # from an earlier index of the project (another chunker version)
     vectors_missing: int = 0
-    vectors_deferred: int = 0  # chunks of kinds not embedded (index.embed_kinds)
+    chunks_words_only: int = 0  # chunks of kinds not embedded (index.embed_kinds)
     # words and symbols only until a `kenning index` embeds: searches start no embedding
     embedding_held: bool = False
     vectors_dropped: int = 0  # no longer used by any chunk, reclaimed by a compaction
@@ -275,7 +275,7 @@ class _Refresh:
             writer.update_revision(head, branch)
         if rekinded:
             writer.remember("kinds", self.kinds.digest)
-        recounted = self.embed_kinds()  # deferred kinds are counted, embedding or not
+        recounted = self.embed_kinds()  # words-only kinds are counted, embedding or not
         if embed and (result.content_changed or latest is None or recounted
                       or latest["status"] != "complete"):
             self.embed_missing(embed_limit)
@@ -294,8 +294,8 @@ class _Refresh:
                 final = writer.latest() or final
             result.generation, result.status = final["generation"], final["status"]
             result.files, result.chunks = final["files"], final["chunks"]
-            result.vectors_missing = final["chunks"] - final["vectors"] - final["deferred"]
-            result.vectors_deferred = final["deferred"]
+            result.vectors_missing = final["chunks"] - final["vectors"] - final["words_only"]
+            result.chunks_words_only = final["words_only"]
 
     def reclassify(self, found: Changes) -> bool:
         """Decide every indexed file's kind again when what decides kinds changed (the rules

@@ -51,7 +51,11 @@ GITMODULES = ".gitmodules"
 # Bump when the rules below change: stored kinds are decided again on the next refresh.
 RULES_VERSION = "1"
 
-LICENCE = re.compile(r"(licen[cs]e|copying|unlicense)([-_.][\w.-]*)?", re.IGNORECASE)
+# A licence file by its name (LICENSE, COPYING, LICENSE-MIT, LICENCE.md; not docs/license.rst,
+# a page about the project's licence) and by its words.
+LICENCE = re.compile(r"(licen[cs]e|copying|unlicense)([-_][\w.]+)?(\.(txt|md))?", re.IGNORECASE)
+_LICENCE_WORDS = re.compile(rb"copyright|permission is hereby granted|licensed under"
+                            rb"|general public license|public domain", re.IGNORECASE)
 # Files whose arrival or removal can change the kind of other files.
 EVIDENCE = re.compile(r"(^|/)(licen[cs]e[^/]*|copying[^/]*|unlicense[^/]*|modules\.txt"
                       r"|autoload\.php|go\.mod|composer\.json|gemfile)$", re.IGNORECASE)
@@ -156,9 +160,10 @@ class Kinds:
             return True
         if not by_licence:
             return False
-        licences = [n for n in inside if LICENCE.fullmatch(n)]
-        return bool(self.root_licences and licences and not any(
-            _licence_key(self._read(f"{folder}/{n}")) in self.root_licences for n in licences))
+        texts = [self._read(f"{folder}/{n}") for n in inside if LICENCE.fullmatch(n)]
+        texts = [text for text in texts if _LICENCE_WORDS.search(text)]
+        return bool(self.root_licences and texts and not any(
+            _licence_key(text) in self.root_licences for text in texts))
 
 
 def _list(root: str, folder: str) -> frozenset[str]:

@@ -57,7 +57,7 @@ def estimate(root: Path, settings: Settings) -> Estimate:
     try:
         with Index.open(root, settings).snapshot() as snap:
             if snap.generation:
-                missing = max(0, snap.chunks - snap.vectors - snap.deferred)
+                missing = max(0, snap.chunks - snap.vectors - snap.words_only)
                 return Estimate(root, missing, cost.seconds(missing, rate), rate, measured,
                                 budget, True)
     except IndexMissing:

@@ -76,7 +76,7 @@ class ProjectStatus(TypedDict):
     files: int
     chunks: int
     chunks_embedded: int  # chunks that have a vector
-    chunks_deferred: int  # chunks without one, of kinds not embedded (index.embed_kinds)
+    chunks_words_only: int  # chunks without one, of kinds not embedded (index.embed_kinds)
     kinds: dict[str, dict[str, int]]  # file kind -> files, chunks, embedded (chunks)
     size_bytes: int
     changed_since: ChangedSince | None  # files changed on disk since that snapshot
@@ -118,8 +118,8 @@ def _base(root: Path, project_id: str, settings: Settings, model: str,
             "healthy": False, "problems": [], "index_dir": None, "model": model, "dims": dims,
             "model_origin": config.model_origin(settings), "config": str(config.config_path()),
             "generation": 0, "status": None, "revision": None, "branch": None,
-            "indexed_at": None, "files": 0, "chunks": 0, "chunks_embedded": 0, "chunks_deferred": 0,
-            "kinds": {}, "size_bytes": 0,
+            "indexed_at": None, "files": 0, "chunks": 0, "chunks_embedded": 0,
+            "chunks_words_only": 0, "kinds": {}, "size_bytes": 0,
             "changed_since": None, "indexer": None, "published": None}
 
 
@@ -152,7 +152,7 @@ def _readable_status(index: Index, settings: Settings, changes: bool) -> Project
         report["revision"], report["branch"] = snap.revision, snap.branch
         report["indexed_at"] = _iso(snap.created_at)
         report["files"], report["chunks"] = snap.files, snap.chunks
-        report["chunks_embedded"], report["chunks_deferred"] = snap.vectors, snap.deferred
+        report["chunks_embedded"], report["chunks_words_only"] = snap.vectors, snap.words_only
         report["kinds"] = snap.kind_counts(chunk_class)
         if changes:
             try:
@@ -166,8 +166,8 @@ def _readable_status(index: Index, settings: Settings, changes: bool) -> Project
     if snap.generation == 0:
         problems.append(_problem("Nothing has been indexed yet.",
                                  f"Run `kenning index {index.root}`."))
-    elif snap.vectors + snap.deferred < snap.chunks:
-        problems.append(_problem(f"{snap.chunks - snap.vectors - snap.deferred} chunks have no "
+    elif snap.vectors + snap.words_only < snap.chunks:
+        problems.append(_problem(f"{snap.chunks - snap.vectors - snap.words_only} chunks have no "
                                  "vector yet.",
                                  None if report["indexer"] else
                                  f"`kenning index {index.root}` computes them."))

@@ -256,7 +256,7 @@ class Status(_Typed):
     files: int
     chunks: int
     chunks_embedded: int
-    chunks_deferred: int
+    chunks_words_only: int
     kinds: dict[str, dict[str, int]]
     size_bytes: int
     changed_since: ChangedSince | None
@@ -294,7 +294,7 @@ class IndexRun(_Typed):
     vectors_fetched: int  # from the shared index, by content, instead of embedded
     vectors_reused: int  # from an earlier index of the project (another chunker version)
     vectors_missing: int  # chunks still without a vector
-    vectors_deferred: int  # chunks of kinds not embedded (index.embed_kinds)
+    chunks_words_only: int  # chunks of kinds not embedded (index.embed_kinds)
     embedding_held: bool  # words and symbols only until `kenning index` (the agents' hook)
     vectors_dropped: int  # no longer used by any chunk, reclaimed
     graph_rows_added: int  # rows added to the approximate-search graph

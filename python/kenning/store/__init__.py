@@ -137,7 +137,7 @@ class Snapshot(SnapshotReads):
     directory: Path
     created_at: float | None = None
     timings: dict[str, float] = field(default_factory=dict)
-    deferred: int = 0  # chunks without a vector of kinds not embedded (index.embed_kinds)
+    words_only: int = 0  # chunks without a vector of kinds not embedded (index.embed_kinds)
     _lease: _Lease | None = field(default=None, repr=False)
 
     def close(self) -> None:
@@ -331,7 +331,7 @@ class Index:
             rows, epoch = int(meta.get("vector_rows") or 0), int(meta.get("vector_epoch") or 0)
             snap = conn.execute(
                 "SELECT generation, git_head, git_branch, status, files, chunks, vectors, "
-                "created_at, timings, deferred FROM snapshots ORDER BY generation DESC LIMIT 1"
+                "created_at, timings, words_only FROM snapshots ORDER BY generation DESC LIMIT 1"
             ).fetchone()
             dims = int(self.descriptor["dims"])
             view = _mapped.rows(self.dir, dims, rows, epoch, conn)
@@ -345,7 +345,7 @@ class Index:
                         vector_rows=rows, vector_epoch=epoch, bits=view.bits, int8=view.int8,
                         scales=view.scales, center=_mapped.center(self.dir, dims),
                         descriptor=self.descriptor, directory=self.dir, created_at=snap[7],
-                        timings=_timings(snap[8]), deferred=snap[9], _lease=lease)
+                        timings=_timings(snap[8]), words_only=snap[9], _lease=lease)
 
     @contextmanager
     def writer(self, *, wait: bool = False,

@@ -103,7 +103,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
     files       INTEGER NOT NULL,
     chunks      INTEGER NOT NULL,
     vectors     INTEGER NOT NULL,   -- chunks that have a vector
-    deferred    INTEGER NOT NULL DEFAULT 0, -- chunks without one, of kinds not embedded
+    words_only  INTEGER NOT NULL DEFAULT 0, -- chunks without one, of kinds not embedded
                                     -- (index.embed_kinds): found by words and symbols
     status      TEXT NOT NULL,      -- 'partial' (vectors still arriving) or 'complete'
     timings     TEXT NOT NULL       -- JSON: seconds per stage

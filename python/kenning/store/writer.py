@@ -175,15 +175,16 @@ class IndexWriter:
     def latest(self) -> dict[str, Any] | None:
         row = self.conn.execute(
             "SELECT generation, git_head, git_branch, files, chunks, vectors, status, timings, "
-            "deferred FROM snapshots ORDER BY generation DESC LIMIT 1").fetchone()
+            "words_only FROM snapshots ORDER BY generation DESC LIMIT 1").fetchone()
         if row is None:
             return None
         keys = ("generation", "git_head", "git_branch", "files", "chunks", "vectors", "status",
-                "timings", "deferred")
+                "timings", "words_only")
         return dict(zip(keys, row, strict=True))
 
-    def _deferred(self) -> tuple[str, list[object]]:
-        """A condition over ``chunks c``: of a class that is not embedded (``embedded``)."""
+    def _words_only(self) -> tuple[str, list[object]]:
+        """A condition over ``chunks c``: of a class that is not embedded (``embedded``), so
+        found by words and symbols only."""
         if self.embedded is None:
             return "0", []
         return class_condition(self.conn, *self.embedded, among=False)
@@ -215,11 +216,11 @@ class IndexWriter:
     def missing_vectors(self) -> list[MissingVector]:
         """One chunk location per distinct content hash that has no vector and is of a class
         that is embedded, in path order."""
-        deferred, params = self._deferred()
+        words_only, params = self._words_only()
         rows = self.conn.execute(
             "SELECT c.content_hash, c.path, c.start_byte, c.end_byte FROM chunks c "
             "LEFT JOIN vectors v ON v.content_hash = c.content_hash "
-            f"WHERE v.vector_id IS NULL AND NOT ({deferred}) GROUP BY c.content_hash "
+            f"WHERE v.vector_id IS NULL AND NOT ({words_only}) GROUP BY c.content_hash "
             "ORDER BY c.path, c.start_byte", params)
         return [MissingVector(*r) for r in rows]
 
@@ -313,29 +314,31 @@ class IndexWriter:
         counts = self.counts()
         self.conn.execute(
             "INSERT INTO snapshots(generation, created_at, git_head, git_branch, files, chunks, "
-            "vectors, deferred, status, timings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "vectors, words_only, status, timings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (snapshot["generation"], time.time(), snapshot.get("git_head"),
              snapshot.get("git_branch"), counts["files"], counts["chunks"], counts["vectors"],
-             counts["deferred"], _status(counts), json.dumps(snapshot.get("timings", {}))))
+             counts["words_only"], _status(counts), json.dumps(snapshot.get("timings", {}))))
 
     def counts(self) -> dict[str, int]:
-        """Files, chunks, chunks with a vector, and chunks ``deferred`` (without one, of a
+        """Files, chunks, chunks with a vector, and chunks ``words_only`` (without one, of a
         class that is not embedded)."""
         files = self.conn.execute("SELECT count(*) FROM files").fetchone()[0]
-        deferred, params = self._deferred()
+        words_only, params = self._words_only()
         chunks, with_vector, without = self.conn.execute(
             "SELECT count(*), count(v.vector_id), "
-            f"coalesce(sum(v.vector_id IS NULL AND ({deferred})), 0) FROM chunks c "
+            # the class of a chunk with a vector is not asked: CASE never calls it
+            f"coalesce(sum(CASE WHEN v.vector_id IS NULL THEN {words_only} ELSE 0 END), 0) "
+            "FROM chunks c "
             "LEFT JOIN vectors v ON v.content_hash = c.content_hash", params).fetchone()
-        return {"files": files, "chunks": chunks, "vectors": with_vector, "deferred": without}
+        return {"files": files, "chunks": chunks, "vectors": with_vector, "words_only": without}
 
     def _recount(self) -> None:
         """Bring the latest snapshot's counts and status up to the index (in a transaction)."""
         counts = self.counts()
         self.conn.execute(
-            "UPDATE snapshots SET files = ?, chunks = ?, vectors = ?, deferred = ?, status = ? "
+            "UPDATE snapshots SET files = ?, chunks = ?, vectors = ?, words_only = ?, status = ? "
             "WHERE generation = (SELECT max(generation) FROM snapshots)",
-            (counts["files"], counts["chunks"], counts["vectors"], counts["deferred"],
+            (counts["files"], counts["chunks"], counts["vectors"], counts["words_only"],
              _status(counts)))
 
     def count_chunks(self, paths: Sequence[str]) -> int:
@@ -390,7 +393,7 @@ class IndexWriter:
             ).fetchone()[0]
             self.conn.execute(
                 "UPDATE snapshots SET vectors = vectors + ?, status = CASE WHEN vectors + ? + "
-                "deferred >= chunks THEN 'complete' ELSE 'partial' END "
+                "words_only >= chunks THEN 'complete' ELSE 'partial' END "
                 "WHERE generation = (SELECT max(generation) FROM snapshots)", (gained, gained))
             self.conn.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -445,7 +448,7 @@ class IndexWriter:
 
 def _status(counts: dict[str, int]) -> str:
     """'complete' when every chunk of an embedded class has a vector."""
-    done = counts["vectors"] + counts["deferred"] >= counts["chunks"]
+    done = counts["vectors"] + counts["words_only"] >= counts["chunks"]
     return "complete" if done else "partial"
 
 
