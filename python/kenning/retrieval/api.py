@@ -434,8 +434,9 @@ def _partial_warning(index: Index, snap: Snapshot, ctx: _Context) -> str:
     """How complete a partial index is, and whether anything is finishing it."""
     from kenning.indexing import state as indexing_state
 
-    share = round(100 * snap.vectors / snap.chunks)
-    have = (f"{snap.vectors} of {snap.chunks} chunks ({share}%) have vectors so far, so results "
+    wanted = max(1, snap.chunks - snap.words_only)  # the kinds that are embedded
+    share = round(100 * snap.vectors / wanted)
+    have = (f"{snap.vectors} of {wanted} chunks ({share}%) have vectors so far, so results "
             "rest mostly on words and symbols")
     running = indexing_state.read(index.dir)
     if running is not None:
