@@ -652,7 +652,7 @@ def dry_run(root: Path, settings: Settings, *, embedder: Embedder | None = None,
         "costly_folders": [{"path": path, "kind": kind, "chunks": n,
                             "seconds": round(cost.seconds(n, rate), 1),
                             "embedded": kind in embedded} for path, kind, n in costly],
-        "leave_out": _leave_out(costly, chunks, embedded),
+        "leave_out": _leave_out(folder_kinds, chunks, embedded, top),
         "largest_files": [{"path": f.path, "bytes": f.size} for f in largest],
         "largest_folders": [{"path": p, "bytes": b} for p, b in folders.most_common(top)],
         "skipped_files": dict(skipped.skipped), "skipped_folders": dict(skipped.skipped_dirs),
@@ -705,13 +705,19 @@ def _costly_folders(folder_kinds: dict[str, Counter[str]], top: int
     return picked[:top]
 
 
-def _leave_out(costly: list[tuple[str, str, int]], chunks: int, embedded: set[str]
-               ) -> list[str]:
-    """The ``.kenningignore`` lines that leave out the folders of kinds not embedded, when
-    they hold ``LEAVE_OUT_SHARE`` of the chunks or more (else none)."""
-    lines = [f"/{path}" for path, kind, _ in costly if kind not in embedded]
-    held = sum(n for _, kind, n in costly if kind not in embedded)
-    return lines if chunks and held >= LEAVE_OUT_SHARE * chunks else []
+def _leave_out(folder_kinds: dict[str, Counter[str]], chunks: int, embedded: set[str],
+               top: int) -> list[str]:
+    """The ``.kenningignore`` lines that leave out the largest folders holding nothing of the
+    kinds embedded, when they hold ``LEAVE_OUT_SHARE`` of the chunks or more (else none)."""
+    apart = sorted(((path, sum(counts.values())) for path, counts in folder_kinds.items()
+                    if not any(counts[kind] for kind in embedded)),
+                   key=lambda row: (-row[1], row[0]))
+    picked: list[tuple[str, int]] = []
+    for path, n in apart:
+        if len(picked) < top and not any(path.startswith(p) for p, _ in picked):
+            picked.append((path, n))
+    held = sum(n for _, n in picked)
+    return [f"/{path}" for path, _ in picked] if chunks and held >= LEAVE_OUT_SHARE * chunks else []
 
 
 __all__ = ["RefreshResult", "chunk_budget", "dry_run", "git_state", "refresh"]
