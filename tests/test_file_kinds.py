@@ -58,6 +58,8 @@ def test_kinds_are_decided_by_evidence_not_by_names_alone(tmp_path: Path) -> Non
         "crates/member/lib.rs": "pub fn member() {}\n",
         "docs/license.rst": "License\n=======\n\n.. include:: ../LICENSE\n",  # a page
         "docs/guide.rst": "Guide\n=====\n",
+        "tests/scripts/license-checks.sh": "#!/bin/sh\n# checks the copyright headers\n",
+        "tests/scripts/run.sh": "#!/bin/sh\n",
         ".gitmodules": '[submodule "grammars"]\n\tpath = assets/grammars\n\turl = x\n',
         "assets/grammars/README": "grammars\n",
         "internal/testdata/input.go": "package input\n",
@@ -80,7 +82,7 @@ def test_kinds_are_decided_by_evidence_not_by_names_alone(tmp_path: Path) -> Non
     expected = {
         "vendor/github.com/x/y/y.go": "vendored", "web/vendor/lib.js": None,
         "third_party/zlib/inflate.c": "vendored", "libs/copied/copied.py": "vendored",
-        "crates/member/lib.rs": None, "docs/guide.rst": None,
+        "crates/member/lib.rs": None, "docs/guide.rst": None, "tests/scripts/run.sh": None,
         "assets/grammars/README": "vendored",
         "internal/testdata/input.go": "fixture", "tests/data/cases/fmt.py": "fixture",
         "src/__snapshots__/view.snap": "fixture",

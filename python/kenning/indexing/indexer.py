@@ -668,6 +668,7 @@ FOLDER_KIND_SHARE = 0.9
 # Folders of kinds not embedded are named for .kenningignore when together they hold this share
 # of the chunks: below it, they cost little even to search.
 LEAVE_OUT_SHARE = 0.25
+LEAVE_OUT_MIN_SHARE = 0.01  # a folder named holds at least this share of the chunks
 
 
 def _measured_rate(embedder: Embedder, texts: list[str], model: str) -> tuple[float, bool]:
@@ -709,8 +710,10 @@ def _leave_out(folder_kinds: dict[str, Counter[str]], chunks: int, embedded: set
                top: int) -> list[str]:
     """The ``.kenningignore`` lines that leave out the largest folders holding nothing of the
     kinds embedded, when they hold ``LEAVE_OUT_SHARE`` of the chunks or more (else none)."""
-    apart = sorted(((path, sum(counts.values())) for path, counts in folder_kinds.items()
-                    if not any(counts[kind] for kind in embedded)),
+    least = LEAVE_OUT_MIN_SHARE * chunks
+    apart = sorted(((path, n) for path, counts in folder_kinds.items()
+                    if (n := sum(counts.values())) >= max(least, 1)
+                    and not any(counts[kind] for kind in embedded)),
                    key=lambda row: (-row[1], row[0]))
     picked: list[tuple[str, int]] = []
     for path, n in apart:

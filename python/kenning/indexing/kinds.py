@@ -52,8 +52,8 @@ GITMODULES = ".gitmodules"
 RULES_VERSION = "1"
 
 # A licence file by its name (LICENSE, COPYING, LICENSE-MIT, LICENCE.md; not docs/license.rst,
-# a page about the project's licence) and by its words.
-LICENCE = re.compile(r"(licen[cs]e|copying|unlicense)([-_][\w.]+)?(\.(txt|md))?", re.IGNORECASE)
+# a page about the project's licence, nor license-checks.sh) and by its words.
+LICENCE = re.compile(r"(?i:licen[cs]e|copying|unlicense)(-[A-Z0-9][A-Z0-9.-]*)?(?i:\.(txt|md))?")
 _LICENCE_WORDS = re.compile(rb"copyright|permission is hereby granted|licensed under"
                             rb"|general public license|public domain", re.IGNORECASE)
 # Files whose arrival or removal can change the kind of other files.
