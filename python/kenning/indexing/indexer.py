@@ -266,6 +266,7 @@ class _Refresh:
         self.emit({"type": "scan", "files": found.unchanged + len(found.files)})
         self.lap("walk")
         rekinded = self.reclassify(found)
+        recounted = self.embed_kinds()  # words-only kinds are counted, embedding or not
         latest = writer.latest()
         head, branch = git_state(self.index.root)
         result.revision, result.branch = head, branch
@@ -275,7 +276,6 @@ class _Refresh:
             writer.update_revision(head, branch)
         if rekinded:
             writer.remember("kinds", self.kinds.digest)
-        recounted = self.embed_kinds()  # words-only kinds are counted, embedding or not
         if embed and (result.content_changed or latest is None or recounted
                       or latest["status"] != "complete"):
             self.embed_missing(embed_limit)
@@ -305,9 +305,9 @@ class _Refresh:
         if self.writer.recalled("kinds") == self.kinds.digest and not any(
                 EVIDENCE.search(p) for p in (*(f.path for f in found.files), *found.removed)):
             return False
-        listed = {f.path for f in found.files}
+        listed = {f.path for f in found.files} | set(found.removed)
         for path, row in self.writer.files().items():
-            if path in listed or path in found.removed:
+            if path in listed:
                 continue
             try:
                 head, _ = safe_read.read(self.index.root, path, self.max_file_size,

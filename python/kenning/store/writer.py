@@ -77,8 +77,9 @@ class IndexWriter:
         epoch = int(db.get_meta(self.conn, "vector_epoch") or 0)
         self.vectors = vectors.VectorWriter(index.dir, self.dims, rows, epoch)
         self.center = vectors.read_center(index.dir, self.dims)
-        # (classifier, classes): only chunks of these classes are embedded; None: all are
-        self.embedded: tuple[Classifier, tuple[str, ...]] | None = None
+        # a condition over ``chunks c`` and its parameters: of a class that is not embedded
+        # (``embed_kinds``); none until it is called: every class is embedded
+        self.not_embedded: tuple[str, list[object]] = ("0", [])
         self._check_blocks()
 
     def _check_blocks(self) -> None:
@@ -182,13 +183,6 @@ class IndexWriter:
                 "timings", "words_only")
         return dict(zip(keys, row, strict=True))
 
-    def _words_only(self) -> tuple[str, list[object]]:
-        """A condition over ``chunks c``: of a class that is not embedded (``embedded``), so
-        found by words and symbols only."""
-        if self.embedded is None:
-            return "0", []
-        return class_condition(self.conn, *self.embedded, among=False)
-
     def recalled(self, key: str) -> str | None:
         """A value ``remember`` stored."""
         return db.get_meta(self.conn, f"refresh:{key}")
@@ -200,8 +194,9 @@ class IndexWriter:
     def embed_kinds(self, class_of: Classifier, classes: Sequence[str]) -> bool:
         """Embed only the chunks of ``classes`` from now on; True when the latest snapshot
         counted with other classes (its counts and status are brought up to these)."""
-        self.embedded = (class_of, tuple(sorted(classes)))
-        wanted = ",".join(self.embedded[1])
+        wanted = ",".join(sorted(classes))
+        # registered here, outside any statement: SQLite refuses a new function while one runs
+        self.not_embedded = class_condition(self.conn, class_of, sorted(classes), among=False)
         if db.get_meta(self.conn, "embed_kinds") == wanted:
             return False
         try:
@@ -216,7 +211,7 @@ class IndexWriter:
     def missing_vectors(self) -> list[MissingVector]:
         """One chunk location per distinct content hash that has no vector and is of a class
         that is embedded, in path order."""
-        words_only, params = self._words_only()
+        words_only, params = self.not_embedded
         rows = self.conn.execute(
             "SELECT c.content_hash, c.path, c.start_byte, c.end_byte FROM chunks c "
             "LEFT JOIN vectors v ON v.content_hash = c.content_hash "
@@ -323,7 +318,7 @@ class IndexWriter:
         """Files, chunks, chunks with a vector, and chunks ``words_only`` (without one, of a
         class that is not embedded)."""
         files = self.conn.execute("SELECT count(*) FROM files").fetchone()[0]
-        words_only, params = self._words_only()
+        words_only, params = self.not_embedded
         chunks, with_vector, without = self.conn.execute(
             "SELECT count(*), count(v.vector_id), "
             # the class of a chunk with a vector is not asked: CASE never calls it
