@@ -128,6 +128,21 @@ def kenning(*args: str, env: dict[str, str]) -> str:
     return done.stdout
 
 
+def check_service() -> str:
+    """The CLI search and the MCP server took their query vectors from one embedding
+    service, which ends here with the folder it lives in."""
+    from kenning import config
+    from kenning.embedding import make_embedder
+    from kenning.embedding.service_client import ServiceEmbedder
+
+    embedder = make_embedder(config.load(), service=True)
+    assert isinstance(embedder, ServiceEmbedder), "embedder.service is off"
+    status = embedder.status()
+    assert status["served"]["query"] >= 2, f"the embedding service served {status['served']}"
+    return f"embedding service: pid {status['pid']} answered {status['served']['query']} " \
+        f"queries on {status['runtime']}"
+
+
 async def mcp_search(root: Path, env: dict[str, str]) -> str:
     params = StdioServerParameters(command=sys.executable, args=["-m", "kenning", "mcp"],
                                    env=env, cwd=str(root))
@@ -146,7 +161,8 @@ def main() -> None:
                         / "tests" / "data" / "minilm_reference.json")
     args = parser.parse_args()
     check_kernels(args.backend)
-    with tempfile.TemporaryDirectory(prefix="kenning-smoke-") as tmp:
+    # under /tmp: macOS's own temporary folder makes a path too long for the service's socket
+    with tempfile.TemporaryDirectory(prefix="kenning-smoke-", dir="/tmp") as tmp:
         root, home = Path(tmp, "shop"), Path(tmp, "home")
         # this process too (check_model): the model's checked sha256 is remembered under home
         os.environ.update(KENNING_HOME=str(home), KENNING_CONFIG=str(home / "config.toml"))
@@ -162,9 +178,15 @@ def main() -> None:
         first = found["results"][0]["path"] if found["results"] else None
         assert first == EXPECTED, f"search found {first}, not {EXPECTED}: {found}"
         searched = time.perf_counter()
-        assert EXPECTED in anyio.run(mcp_search, root, env), "the MCP search missed it"
-        print(f"index {indexed - started:.1f} s, search {searched - indexed:.1f} s, "
-              f"MCP round trip {time.perf_counter() - searched:.1f} s: {EXPECTED} found")
+        try:
+            assert EXPECTED in anyio.run(mcp_search, root, env), "the MCP search missed it"
+            print(f"index {indexed - started:.1f} s, search {searched - indexed:.1f} s, "
+                  f"MCP round trip {time.perf_counter() - searched:.1f} s: {EXPECTED} found")
+            print(check_service())
+        finally:
+            from kenning.embedding.service_client import stop_services
+
+            stop_services()
 
 
 if __name__ == "__main__":

@@ -10,6 +10,10 @@ from typing import Any
 import pytest
 from embed_server import embed_server, local_model  # noqa: F401 - fixtures for every test file
 
+# The embedding service outlives the process that starts it: none is started unless a test
+# asks (tests/test_embedding_service.py), whatever the scope of a fixture that runs kenning.
+os.environ["KENNING_EMBEDDER_SERVICE"] = "false"
+
 # helper modules that test modules import and also load as fixture plugins
 pytest.register_assert_rewrite("index_helpers", "search_fixtures", "shared_helpers")
 
@@ -25,15 +29,20 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 @pytest.fixture(autouse=True)
 def isolated_state(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> Path:
+) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("kenning-home")
     monkeypatch.setenv("KENNING_HOME", str(home / "data"))
     monkeypatch.setenv("KENNING_CONFIG", str(home / "config.toml"))
     for name in list(os.environ):
         if name.startswith("KENNING_") and name not in {"KENNING_HOME", "KENNING_CONFIG",
-                                                        "KENNING_KERNELS", "KENNING_RUNTIME"}:
+                                                        "KENNING_KERNELS", "KENNING_RUNTIME",
+                                                        "KENNING_EMBEDDER_SERVICE"}:
             monkeypatch.delenv(name)
-    return home
+    yield home
+    if (Path(os.environ.get("KENNING_HOME", home)) / "run").is_dir():  # none outlives its test
+        from kenning.embedding.service_client import stop_services
+
+        stop_services()
 
 
 @pytest.fixture(autouse=True)

@@ -639,3 +639,13 @@ def test_removing_a_setup_made_before_folders_were_recorded(home: Path) -> None:
     (Path(os.environ["KENNING_HOME"]) / "agents" / "created-folders.json").unlink()
     assert run("remove-agent", "--skill", "--subagent").exit_code == 0
     assert snapshot(home) == {f"{home}/.claude/agents/": b"", f"{home}/.claude/skills/": b""}
+
+
+def test_review_skill_is_set_up_by_default_and_removed(home: Path) -> None:
+    path = home / ".claude" / "skills" / templates.REVIEW_SKILL_NAME / "SKILL.md"
+    assert run("setup-agent", "--agent", "claude").exit_code == 0
+    assert path.read_text() == templates.review_skill()
+    assert front_matter(path.read_text())["name"] == templates.REVIEW_SKILL_NAME
+    assert "kenning impact" in path.read_text()
+    assert run("remove-agent", "--agent", "claude", "--review").exit_code == 0
+    assert not path.parent.exists()

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ast
+import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -36,3 +39,33 @@ def test_version() -> None:
     done = subprocess.run([sys.executable, "-m", "kenning", "--version"], capture_output=True,
                           text=True, check=True)
     assert done.stdout.startswith("kenning, version ") and done.stdout.strip()[-1].isdigit()
+
+
+def _json_options(command: click.Command, path: str) -> list[tuple[str, list[str]]]:
+    found = [(path, param.opts) for param in command.params
+             if isinstance(param, click.Option) and "--json-output" in param.opts]
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            found += _json_options(sub, f"{path} {name}")
+    return found
+
+
+def test_json_is_an_alias_of_json_output_on_every_command() -> None:
+    found = []
+    for name in sorted(COMMANDS):
+        command = cli.get_command(click.Context(cli), name)
+        assert command is not None
+        found += _json_options(command, name)
+    assert {path.split()[0] for path, _ in found} >= {"search", "status", "get", "doctor"}
+    for path, opts in found:
+        assert "--json" in opts, path
+
+
+def test_json_prints_what_json_output_prints(tmp_path: Path) -> None:
+    env = {**os.environ, "KENNING_HOME": str(tmp_path), "KENNING_CONFIG": str(tmp_path / "c")}
+    outputs = [subprocess.run([sys.executable, "-m", "kenning", "config", "list", flag],
+                              capture_output=True, text=True, check=True, env=env).stdout
+               for flag in ("--json", "--json-output")]
+    assert outputs[0] == outputs[1] and json.loads(outputs[0])
+    assert "--json" in subprocess.run([sys.executable, "-m", "kenning", "search", "--help"],
+                                      capture_output=True, text=True, check=True).stdout

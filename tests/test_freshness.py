@@ -27,7 +27,8 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
 
 def _env() -> dict[str, str]:
     """The server's environment: this test's home and config, the sources under test."""
-    keys = ("PYTHONPATH", "KENNING_KERNELS", "KENNING_HOME", "KENNING_CONFIG")
+    keys = ("PYTHONPATH", "KENNING_KERNELS", "KENNING_HOME", "KENNING_CONFIG",
+            "KENNING_EMBEDDER_SERVICE")
     return {**{k: os.environ[k] for k in keys if k in os.environ},
             "KENNING_MCP_REFRESH_INTERVAL": "0"}
 

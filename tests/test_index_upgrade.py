@@ -66,3 +66,45 @@ def test_a_damaged_earlier_index_means_embedding(repo, settings, model, monkeypa
     assert check_consistent(index)["status"] == "complete"
     with index.snapshot() as snap:
         assert np.count_nonzero(snap.scales) == snap.vector_rows
+
+
+def test_an_upgrade_killed_at_random_points_of_its_reuse_converges(repo, settings, model,
+                                                                   monkeypatch):
+    """The upgrade's `kenning index` (reusing in blocks of 2 rows, so the reuse has several
+    commits) is SIGKILLed at four points drawn at random, in the order a run reaches them;
+    every kill leaves a consistent index, and the run after the last one ends with the earlier
+    index's rows, row for row, having embedded nothing."""
+    import os
+    import random
+    import signal
+    import subprocess
+    import sys
+
+    earlier = _built_by_an_earlier_version(repo, settings, model, monkeypatch)
+    before = _rows_by_hash(earlier)
+    blocks = (len(before) + 1) // 2
+    assert blocks >= 4
+    # (stage, block): a block's rows are written, then committed; counted from the first
+    stages = [("files-written", 0), ("chunks-committed", 0),
+              *((stage, n) for n in range(1, blocks + 1)
+                for stage in ("vectors-written", "batch-committed"))]
+    start = ("from kenning.indexing import indexer; indexer.REUSE_BLOCK = 2; import runpy; "
+             "runpy.run_module('kenning', run_name='__main__', alter_sys=True)")
+    committed = 0  # blocks committed by the runs killed so far
+    for stage, block in sorted(random.Random(47).sample(stages, 4), key=stages.index):
+        point = f"{stage}:{block - committed}" if block else stage  # n-th of this run's blocks
+        killed = subprocess.run([sys.executable, "-c", start, "index", str(repo)],
+                                env={**os.environ, "KENNING_TEST_KILL_AT": point},
+                                capture_output=True, text=True, timeout=240)
+        assert killed.returncode == -signal.SIGKILL, (point, killed.stderr)
+        committed = block - (stage == "vectors-written") if block else committed
+        if stage != "files-written":  # the new index's first commit is made by then
+            index = Index.open(repo, settings, embedder=model)
+            assert index.dir != earlier.dir
+            check_consistent(index)
+    counting = CountingEmbedder(model)
+    result = refresh(repo, settings, embedder=counting)
+    index = Index.open(repo, settings, embedder=model)
+    assert check_consistent(index)["status"] == "complete"
+    assert counting.texts == [] and result.vectors_embedded == 0
+    assert _rows_by_hash(index) == before

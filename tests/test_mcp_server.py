@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+import jsonschema
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from embed_server import EmbedServer
@@ -31,7 +32,7 @@ from kenning import config
 from kenning.mcpserver.budget import context_tokens
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, Implementation
 
 
 def handlers(first: int, count: int) -> str:
@@ -140,6 +141,8 @@ class World:
                      if k in os.environ}
         return {**inherited, "KENNING_HOME": str(self.home / "data"),
                 "KENNING_CONFIG": str(self.home / config_file),
+                # servers shared by several tests outlive each: none starts a model service
+                "KENNING_EMBEDDER_SERVICE": "false",
                 # searches in these tests may follow an edit within the same second
                 "KENNING_MCP_REFRESH_INTERVAL": "0",
                 # the server runs the sources under test, not whatever is installed
@@ -202,7 +205,16 @@ class Client:
         return self.log_path.read_text(errors="replace")[-20_000:]
 
     def call(self, tool: str, **arguments: Any) -> CallToolResult:
-        return self._await(functools.partial(self.session.call_tool, tool, arguments))
+        result = self._await(functools.partial(self.session.call_tool, tool, arguments))
+        if not result.is_error:  # the SDK checks this too: here it cannot be skipped
+            jsonschema.validate(result.structured_content, self.output_schema(tool))
+        return result
+
+    @functools.cache  # noqa: B019 - a client lives for one module's tests
+    def output_schema(self, tool: str) -> dict[str, Any]:
+        schema: dict[str, Any] = self.tools()[tool].output_schema
+        assert schema, f"{tool} declares no output schema"
+        return schema
 
     def ok(self, tool: str, **arguments: Any) -> CallToolResult:
         result = self.call(tool, **arguments)
@@ -253,22 +265,26 @@ class Client:
 
 
 @contextlib.asynccontextmanager
-async def _session(params: StdioServerParameters, log: Any) -> AsyncIterator[ClientSession]:
+async def _session(params: StdioServerParameters, log: Any,
+                   client: str | None) -> AsyncIterator[ClientSession]:
+    info = Implementation(name=client, version="1") if client else None
     async with stdio_client(params, errlog=log) as (read, write), \
-            ClientSession(read, write) as session:
+            ClientSession(read, write, client_info=info) as session:
         await session.initialize()
         yield session
 
 
 @contextlib.contextmanager
-def serve(env: dict[str, str], cwd: Path, log_path: Path, *args: str) -> Iterator[Client]:
+def serve(env: dict[str, str], cwd: Path, log_path: Path, *args: str,
+          client: str | None = None) -> Iterator[Client]:
+    """A server process and a session with it; ``client`` names the client (clientInfo)."""
     tag = uuid.uuid4().hex
     # faulthandler writes every thread's stack to the log on a fatal signal (``Client._dump``)
     env = {**env, SERVER_TAG: tag, "PYTHONFAULTHANDLER": "1"}
     params = StdioServerParameters(command=sys.executable, args=["-m", "kenning", "mcp", *args],
                                    env=env, cwd=str(cwd))
     with log_path.open("w") as log, start_blocking_portal() as portal, \
-            portal.wrap_async_context_manager(_session(params, log)) as session:
+            portal.wrap_async_context_manager(_session(params, log, client)) as session:
         yield Client(portal, session, log_path, tag)
 
 
@@ -508,10 +524,11 @@ def test_get_chunk_refuses_lines_changed_since_their_hash(alpha: Client, world: 
 
 
 def test_search_packs_line_ranges_within_a_token_budget(alpha: Client) -> None:
+    # the whole answer counts, its head lines too: 100 tokens would hold them alone
     found = alpha.ok("code_search", query="exponential backoff before a retry",
-                     budget_tokens=100)
+                     budget_tokens=300)
     body = found.structured_content
-    assert body["budget"]["tokens"] == 100 and 0 < body["budget"]["used"] <= 100
+    assert body["budget"]["tokens"] == 300 and 0 < body["budget"]["used"] <= 300
     assert all(hit["lines"] for hit in body["results"])
     assert "Token budget: " in found.content[0].text
     for tokens in (0, 100_001):

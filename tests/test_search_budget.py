@@ -116,3 +116,39 @@ def test_the_cli_reports_the_budget(indexed: Indexed, capsys: pytest.CaptureFixt
                                  "0")
     assert code == 2 and "budget_tokens must be between 1 and 100,000, got 0." in err
     assert out == ""
+
+
+@pytest.mark.parametrize("tokens", [150, 400, 1500])
+@pytest.mark.parametrize("output", [[], ["--json-output"]])
+def test_everything_the_cli_prints_stays_within_the_budget(
+        indexed: Indexed, capsys: pytest.CaptureFixture[str], tokens: int,
+        output: list[str]) -> None:
+    code, out, err = kenning_cli(capsys, "search", QUERY, str(indexed.root), "--budget-tokens",
+                                 str(tokens), "--no-refresh", *output)
+    assert code == 0, err
+    # headers, paths, ids, line numbers and JSON keys count: all an agent reads
+    assert context_tokens(out + err) <= tokens, (out, err)
+    if output:
+        result = json.loads(out)
+        assert context_tokens(out) <= result["budget"]["used"] <= tokens
+        shown = result["results"]
+    else:
+        shown = [line for line in out.splitlines() if line.startswith("src/")]
+    assert shown or tokens < 400
+
+
+def test_import_blocks_and_licence_banners_are_never_offered() -> None:
+    text = ("# Copyright 2024 Example Corp.\n# SPDX-License-Identifier: MIT\n\n"
+            "import os\nfrom pathlib import Path\n\n# helpers\nimport json\n\n"
+            "ROOT = Path(os.getcwd())\n")
+    item = offer(text, 1, 10, (1, 8), None)
+    assert item.head is None and item.window is None  # the banner, then the imports
+    wider = offer(text, 1, 10, (4, 10), None)
+    assert wider.window == (10, 10)
+    results = [{"id": "p:0:1:1", "project": "p", "path": "a.py", "start_line": 1,
+                "end_line": 10}]
+    assert pack(results, [item], 5000) == ([], 0)
+    rust = offer("use std::io;\nuse crate::{a, b};\n\nfn main() {}\n", 3, 6, (3, 6), "main")
+    assert rust.window == (6, 6)
+    prose = offer("use the flag to keep it;\nnothing else\n", 1, 2, (1, 2), None)
+    assert prose.window == (1, 2)  # prose that starts with "use" is no import

@@ -20,7 +20,7 @@ from kenning.embedding import document_text
 from kenning.errors import ConfigError
 from kenning.indexing.indexer import SHARED_FETCH_MIN, refresh
 from kenning.shared import Engine, publish, publishing, retrieval, vector_cache
-from kenning.store import Index
+from kenning.store import Index, plausible
 from shared_helpers import require_engine
 
 require_engine()
@@ -102,7 +102,8 @@ def test_a_first_index_takes_the_published_vectors_and_equals_a_local_one(
     done = refresh(clone, settings, embedder=counting)
     assert done.warnings == []
     assert done.vectors_fetched == len(local) and done.vectors_embedded == 0
-    assert counting.texts == []
+    # embedded here: only the few fetched rows drawn to be compared with this machine's model
+    assert len(counting.texts) == plausible.SAMPLE
     assert _rows(clone, settings) == local  # bit for bit: sign bits, int8 rows and scales
     for query, expected in local_results.items():
         assert expected and _results(clone, settings, query) == expected
@@ -122,8 +123,10 @@ def test_a_text_at_another_path_is_embedded_here(published: Path, tmp_path: Path
     _home(monkeypatch, tmp_path, "teammate")
     counting = CountingEmbedder(model)
     done = refresh(clone, config.load(), embedder=counting, from_shared=True)
-    assert len(counting.texts) == 1
-    assert counting.texts[0].startswith(document_text("b/dup.py", "def merge_headers"))
+    drawn, embedded = counting.texts[:plausible.SAMPLE], counting.texts[plausible.SAMPLE:]
+    assert not any(text.startswith("Filepath: b/dup.py") for text in drawn)  # all fetched
+    assert len(embedded) == 1
+    assert embedded[0].startswith(document_text("b/dup.py", "def merge_headers"))
     assert done.vectors_fetched == len(local) - 1
     rows = _rows(clone, config.load())
     assert rows.keys() == local.keys()
@@ -356,3 +359,75 @@ def test_a_small_refresh_does_not_ask_the_shared_index(silent_server: str, repo:
     settings = config.load({"shared.uri": silent_server, "shared.timeout": "30"})
     done = refresh(repo, settings, embedder=model)
     assert done.vectors_embedded >= 1 and done.warnings == [] and done.vectors_fetched == 0
+
+
+# the kill points of a publish, in the order it reaches them: vectors-stored 1 is the sent files'
+# vectors, 2 the rows of unchanged files stored again
+PUBLISH_STAGES = ["files-marked", "vectors-stored:1", "vectors-stored:2", "chunks-sent",
+                  "stale-deleted", "manifest-written"]
+_SCALARS = ["id", "path", "content_hash", "ordinal", "generation", "start_line", "end_line",
+            "start_byte", "end_byte", "kind", "symbol", "text", "words"]
+
+
+def test_publishes_killed_at_random_points_converge_row_for_row(
+        shared: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: Any):
+    """An edit's publish, with rows of unchanged files lost from the vectors collection, is
+    killed at three points drawn at random (in the order a publish reaches them, so each run
+    gets to its point); the next publish leaves what one uninterrupted publish leaves."""
+    import os
+    import random
+    import subprocess
+    import sys
+
+    from kenning.shared.engine import release_all
+    from kenning.store import make_descriptor
+
+    root = make_repo(tmp_path / "origin", {**FILES, "a/dup.py": DUPLICATE, "b/dup.py": DUPLICATE})
+    _home(monkeypatch, tmp_path, "ci")
+    settings = config.load()
+    publish(root, settings, embedder=model)
+    descriptor = make_descriptor(model)
+    with Engine(settings, descriptor) as engine:
+        first = {r["id"] for r in engine.query(engine.vectors, 'id != ""', ["id"], "reading")}
+        lost = set(sorted(first)[::3])
+        engine.client.delete(engine.vectors, ids=sorted(lost))
+    (root / "app" / "db.py").write_text(FILES["app/db.py"].replace("WAL", "DELETE"))
+    (root / "app" / "extra.py").write_text("def extra_helper():\n    return 7\n")
+    (root / "lib" / "util.js").unlink()
+    assert refresh(root, settings, embedder=model).status == "complete"
+    release_all()  # an embedded engine's file is for one process at a time
+    points = sorted(random.Random(47).sample(PUBLISH_STAGES, 3), key=PUBLISH_STAGES.index)
+    for point in points:
+        killed = subprocess.run([sys.executable, "-m", "kenning", "publish", str(root)],
+                                env={**os.environ, "KENNING_TEST_KILL_AT": point},
+                                capture_output=True, text=True, timeout=240)
+        assert killed.returncode == -9, (point, killed.stdout, killed.stderr)
+    publish(root, settings, embedder=model)
+
+    index = Index.open(root, settings, embedder=model)
+    by_content = publishing._ByContent()
+    with index.snapshot() as snap, Engine(settings, descriptor) as engine:
+        digests = {p: d for p, (d, _) in snap.file_digests().items()}
+        expected = publishing._chunk_rows(snap, root, index.project_id, sorted(digests), digests,
+                                          [], int(settings["index.max_file_size"]),
+                                          engine.classes, by_content)
+        published = engine.query(engine.chunks, f'project == "{index.project_id}"', _SCALARS,
+                                 "reading")
+        assert sorted(tuple(r[f] for f in _SCALARS) for r in published) == sorted(
+            tuple(r[f] for f in _SCALARS) for r in expected)
+        files = publishing.manifest_rows(engine, index.project_id, "file", ["key", "digest"],
+                                         "reading")
+        assert {r["key"]: r["digest"] for r in files} == {p: d.hex() for p, d in digests.items()}
+        clusters = publishing.manifest_rows(engine, index.project_id, "cluster",
+                                            ["key", "digest"], "reading")
+        assert {r["key"]: r["digest"] for r in clusters} == {
+            c: d.hex() for c, d in snap.cluster_digests().items()}
+        head = publishing.read_head(engine, index.project_id) or {}
+        assert head["state"] == "published" and head["index_token"] == snap.token
+        # every text's row opens to the index's own row (the lost ones stored again); nothing
+        # else was added, and rows of texts the project no longer has stay as they were
+        texts = [text for text, _ in by_content.entries]
+        assert vector_cache.get(engine, texts) == [row for _, row in by_content.entries]
+        stored = {r["id"] for r in engine.query(engine.vectors, 'id != ""', ["id"], "reading")}
+        slug = vector_cache.slug(engine)
+        assert stored == (first - lost) | {vector_cache.Key(slug, text).id for text in texts}

@@ -182,6 +182,11 @@ KEYS: dict[str, Key] = {
         Key("embedder.concurrency", 2, _integer(1, 64), "embedding requests in flight at once"),
         Key("embedder.timeout", 60.0, _seconds(0, zero=False),
             "seconds before an embedding request fails, however the server trickles its answer"),
+        Key("embedder.service", True, _bool,
+            "CLI calls and MCP servers share the local model through one background service "
+            "per KENNING_HOME (false: each process loads it)"),
+        Key("embedder.service_idle", 600.0, _seconds(0, zero=False),
+            "seconds the local model's service waits for a request before it exits"),
         Key("embedder.keep_alive", "30m", _keep_alive, "how long Ollama keeps the model loaded"),
         # _text, not optional: "" is a real override (no prefix), unlike unset (the model's).
         Key("embedder.query_prefix", None, _text, "override the model's query prefix"),
@@ -349,9 +354,9 @@ OptionalTextKey = Literal["embedder.model", "embedder.url", "embedder.query_pref
 IntKey = Literal["embedder.batch_size", "embedder.concurrency", "index.max_file_size",
                  "index.ann_threshold", "search.limit", "search.embed_limit", "mcp.max_tokens"]
 OptionalIntKey = Literal["embedder.dims"]
-SecondsKey = Literal["embedder.timeout", "search.timeout", "mcp.refresh_interval",
-                     "shared.timeout", "index.hook_budget"]
-FlagKey = Literal["index.force_root", "search.refresh", "shared.vectors"]
+SecondsKey = Literal["embedder.timeout", "embedder.service_idle", "search.timeout",
+                     "mcp.refresh_interval", "shared.timeout", "index.hook_budget"]
+FlagKey = Literal["embedder.service", "index.force_root", "search.refresh", "shared.vectors"]
 KindsKey = Literal["index.embed_kinds"]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from tomlkit.exceptions import TOMLKitError
 
-from kenning.agents import jsonedit, markdown, templates, tomledit
+from kenning.agents import jsonedit, markdown, search_first, templates, tomledit
 from kenning.errors import AgentSetupError
 
 # The JSON containers (``("hooks", "SessionStart")``) that setup created in a file, which
@@ -151,38 +151,76 @@ def toml_mcp_remove(text: str | None, name: str) -> Outcome:
     return Outcome(new if new.strip() else None)
 
 
-# -- session-start hook: JSON, the same shape for Claude Code and Codex ------------------------
+# -- hooks: JSON, the same shape for Claude Code, Codex and Gemini CLI ------------------------
 
-_SESSION_START = ["hooks", "SessionStart"]
+Groups = dict[str, list[Any]]  # event -> the hook groups kenning writes for it
+Owned = Callable[[str, Any], bool]  # (event, group) -> whether kenning wrote that group
 
 
-def _session_start(text: str | None, name: str) -> list[Any]:
+def _hook_array(text: str | None, name: str, event: str) -> list[Any]:
     hooks = _expect(_json(text, name).get("hooks"), dict, name, "hooks") or {}
-    return _expect(hooks.get("SessionStart"), list, name, "hooks.SessionStart") or []
+    return _expect(hooks.get(event), list, name, f"hooks.{event}") or []
 
 
-def _own_group(_: str | None, value: Any) -> bool:
-    return templates.is_own_hook_group(value)
+def _matching(owned: Owned, event: str) -> Callable[[str | None, Any], bool]:
+    return lambda _, group: owned(event, group)
+
+
+def groups_install(text: str | None, name: str, wanted: Groups, owned: Owned) -> Outcome:
+    """``text`` with exactly ``wanted`` as kenning's groups of each event (another launcher's
+    groups replaced), every other group kept. What it created is unknown (None) once it
+    replaced kenning's groups, whose containers an earlier setup may have made."""
+    created: set[tuple[str, ...]] | None = set()
+    for event, groups in wanted.items():
+        path = ["hooks", event]
+        own = [g for g in _hook_array(text, name, event) if owned(event, g)]
+        if own == groups:
+            continue
+        replaced = bool(own)
+        if replaced and text is not None:  # kenning's, with another command: replace them
+            text = jsonedit.remove_where(text, path, _matching(owned, event), prunable=())
+        made = _created(text, path, replaced)
+        created = None if made is None or created is None else created | set(made)
+        for group in groups:
+            text = jsonedit.append_element(text, path, group)
+    return Outcome(text, created=None if created is None else tuple(sorted(created)))
+
+
+def groups_remove(text: str | None, name: str, events: Sequence[str], owned: Owned,
+                  created: Created = None) -> Outcome:
+    if text is None or not any(owned(event, group) for event in events
+                               for group in _hook_array(text, name, event)):
+        return Outcome(text)
+    for event in events:
+        path = ["hooks", event]
+        text = jsonedit.remove_where(text, path, _matching(owned, event),
+                                     _prunable(path, created))
+    return Outcome(None if jsonedit.empty(text) else text)
+
+
+def _session_start_owned(_: str, group: Any) -> bool:
+    return templates.is_own_hook_group(group)
 
 
 def hook_install(text: str | None, name: str, launcher: Sequence[str]) -> Outcome:
-    wanted = templates.hook_group(launcher)
-    own = [g for g in _session_start(text, name) if templates.is_own_hook_group(g)]
-    if own == [wanted]:
-        return Outcome(text)
-    replaced = bool(own)
-    if replaced and text is not None:  # kenning's, with another command: replace it
-        text = jsonedit.remove_where(text, _SESSION_START, _own_group, prunable=())
-    return Outcome(jsonedit.append_element(text, _SESSION_START, wanted),
-                   created=_created(text, _SESSION_START, replaced))
+    return groups_install(text, name, {"SessionStart": [templates.hook_group(launcher)]},
+                          _session_start_owned)
 
 
 def hook_remove(text: str | None, name: str, created: Created = None) -> Outcome:
-    if text is None or not any(map(templates.is_own_hook_group, _session_start(text, name))):
-        return Outcome(text)
-    new = jsonedit.remove_where(text, _SESSION_START, _own_group,
-                                _prunable(_SESSION_START, created))
-    return Outcome(None if jsonedit.empty(new) else new)
+    return groups_remove(text, name, ["SessionStart"], _session_start_owned, created)
+
+
+def _search_first(factory: Callable[[Sequence[str]], Groups], launcher: Sequence[str],
+                  created: Created) -> tuple[Edit, Edit]:
+    """The search-first hook's groups that ``factory`` makes for a launcher, in and out."""
+    def owned(event: str, group: Any) -> bool:
+        own = search_first.own_launcher(group)
+        return own is not None and group in factory(own).get(event, [])
+
+    events = list(factory(launcher))
+    return (partial(groups_install, wanted=factory(launcher), owned=owned),
+            partial(groups_remove, events=events, owned=owned, created=created))
 
 
 # -- instruction block: Markdown -----------------------------------------------------------
@@ -237,6 +275,10 @@ def edits(agent: str, component: str, launcher: Sequence[str],
         ("claude", "hooks"): hooks,
         ("codex", "hooks"): hooks,
         ("claude", "skill"): owned_file(templates.skill(), "--skill"),
+        ("claude", "review"): owned_file(templates.review_skill(), "--review"),
         ("claude", "subagent"): owned_file(templates.subagent(), "--subagent"),
+        ("claude", "search-first"): _search_first(search_first.claude_groups, launcher, created),
+        ("codex", "search-first"): _search_first(search_first.claude_groups, launcher, created),
+        ("gemini", "search-first"): _search_first(search_first.gemini_groups, launcher, created),
     }
     return table.get((agent, component))

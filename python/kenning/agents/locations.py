@@ -1,8 +1,8 @@
 """Where each agent keeps each kind of configuration, per scope.
 
 Claude Code: MCP servers in ``.mcp.json`` (project) or the top-level ``mcpServers`` of
-``~/.claude.json`` (user); memory in ``CLAUDE.md`` / ``~/.claude/CLAUDE.md``; skills in
-``.claude/skills/<name>/SKILL.md``; subagents in ``.claude/agents/<name>.md``; hooks in
+``~/.claude.json`` (user); memory in ``CLAUDE.md`` / ``~/.claude/CLAUDE.md``; skills (search,
+review) in ``.claude/skills/<name>/SKILL.md``; subagents in ``.claude/agents/<name>.md``; hooks in
 ``.claude/settings.json`` / ``~/.claude/settings.json``. ``CLAUDE_CONFIG_DIR`` moves the user
 files (``~/.claude`` and ``~/.claude.json``).
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kenning.agents.markdown import START
-from kenning.agents.templates import SERVER_NAME, SKILL_NAME, SUBAGENT_NAME
+from kenning.agents.templates import REVIEW_SKILL_NAME, SERVER_NAME, SKILL_NAME, SUBAGENT_NAME
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,10 @@ def claude(scope: str, project: Path) -> Place:
             "mcp": project / ".mcp.json",
             "instructions": project / "CLAUDE.md",
             "skill": dot / "skills" / SKILL_NAME / "SKILL.md",
+            "review": dot / "skills" / REVIEW_SKILL_NAME / "SKILL.md",
             "subagent": dot / "agents" / f"{SUBAGENT_NAME}.md",
             "hooks": dot / "settings.json",
+            "search-first": dot / "settings.json",
         })
     home = Path.home()
     override = os.environ.get("CLAUDE_CONFIG_DIR")
@@ -59,8 +61,10 @@ def claude(scope: str, project: Path) -> Place:
         "mcp": (dot if override else home) / ".claude.json",
         "instructions": dot / "CLAUDE.md",
         "skill": dot / "skills" / SKILL_NAME / "SKILL.md",
+        "review": dot / "skills" / REVIEW_SKILL_NAME / "SKILL.md",
         "subagent": dot / "agents" / f"{SUBAGENT_NAME}.md",
         "hooks": dot / "settings.json",
+        "search-first": dot / "settings.json",
     })
 
 
@@ -71,12 +75,14 @@ def codex(scope: str, project: Path) -> Place:
             "mcp": dot / "config.toml",
             "instructions": project / "AGENTS.md",
             "hooks": dot / "hooks.json",
+            "search-first": dot / "hooks.json",
         })
     dot = _user_dir("CODEX_HOME", ".codex")
     return Place(Path.home(), "~", {
         "mcp": dot / "config.toml",
         "instructions": dot / "AGENTS.md",
         "hooks": dot / "hooks.json",
+        "search-first": dot / "hooks.json",
     })
 
 
@@ -90,10 +96,12 @@ def gemini(scope: str, project: Path) -> Place:
         return Place(project, str(project), {
             "mcp": project / ".gemini" / "settings.json",
             "instructions": project / "GEMINI.md",
+            "search-first": project / ".gemini" / "settings.json",
         })
     dot = Path.home() / ".gemini"
     return Place(Path.home(), "~", {"mcp": dot / "settings.json",
-                                    "instructions": dot / "GEMINI.md"})
+                                    "instructions": dot / "GEMINI.md",
+                                    "search-first": dot / "settings.json"})
 
 
 def cursor(scope: str, project: Path) -> Place:

@@ -28,15 +28,16 @@ from pathlib import Path
 
 from kenning.agents import jsonedit, launcher, locations
 from kenning.agents.components import edits
-from kenning.agents.templates import SKILL_NAME
+from kenning.agents.templates import REVIEW_SKILL_NAME, SKILL_NAME
 from kenning.errors import AgentSetupError
 from kenning.project import kenning_home
 
 AGENTS = ("claude", "codex", "gemini", "cursor", "junie")
-COMPONENTS = ("mcp", "instructions", "skill", "subagent", "hooks")
-# Everything: the hook starts a first index in the background when a session opens, so the
+COMPONENTS = ("mcp", "instructions", "skill", "review", "subagent", "hooks", "search-first")
+# Everything but the search-first hook, which refuses tool calls and so is asked for: the
+# session-start hook starts a first index in the background when a session opens, so the
 # agent's first search finds an index instead of waiting for one.
-RECOMMENDED = COMPONENTS
+RECOMMENDED = tuple(c for c in COMPONENTS if c != "search-first")
 
 
 @dataclass
@@ -173,7 +174,7 @@ def _missing_folders(folder: Path) -> list[Path]:
 def _kenning_folder(folder: Path, created: set[str]) -> bool:
     """Recorded as made by setup, or the skill's own folder (named after kenning), which
     setups from before the record also made."""
-    return str(folder) in created or (folder.name == SKILL_NAME
+    return str(folder) in created or (folder.name in (SKILL_NAME, REVIEW_SKILL_NAME)
                                       and folder.parent.name == "skills")
 
 

@@ -24,12 +24,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("kenning.cli.search_cmd:search", "Find code by meaning, words or symbol."),
     "related": ("kenning.cli.related_cmd:related",
                 "Find the code most like the declaration at PATH:LINE."),
+    "impact": ("kenning.cli.impact_cmd:impact",
+               "The declarations a diff changes, with callers, callees, tests."),
     "get": ("kenning.cli.get_cmd:get", "Print the code of a search result's id."),
     "status": ("kenning.cli.status_cmd:status",
                "What a project's index holds, and whether it is healthy."),
     "remove-index": ("kenning.cli.status_cmd:remove_index",
                      "Delete a project's index, or every index."),
     "publish": ("kenning.cli.publish_cmd:publish", "Send a project's index to the shared index."),
+    "analyze": ("kenning.cli.analyze_cmd:analyze",
+                "What agents spent tokens on, by phase, from their transcripts."),
     "stats": ("kenning.cli.status_cmd:stats",
               "Searches, latency, errors and tokens saved (local log)."),
     "doctor": ("kenning.cli.doctor_cmd:doctor",
@@ -40,6 +44,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "setup-agent": ("kenning.cli.agent_cmd:setup_agent", "Wire kenning into your coding agents."),
     "remove-agent": ("kenning.cli.agent_cmd:remove_agent",
                      "Take out what `kenning setup-agent` added."),
+    "hook": ("kenning.cli.hook_cmd:hook",
+             "Run an agent hook (it reads the event's JSON on stdin)."),
 }
 
 
@@ -56,6 +62,7 @@ class LazyGroup(click.Group):
             command: click.Command = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError):
             return None  # a command whose module is not part of this build
+        _alias_json(command)
         return command
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -73,6 +80,18 @@ class LazyGroup(click.Group):
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def _alias_json(command: click.Command) -> None:
+    """``--json`` (as ripgrep users type it) for ``--json-output``, on ``command`` and every
+    subcommand that has it: one place, so a new command gets it too."""
+    for param in command.params:
+        if isinstance(param, click.Option) and "--json-output" in param.opts \
+                and "--json" not in param.opts:
+            param.opts.append("--json")
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _alias_json(sub)
 
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}

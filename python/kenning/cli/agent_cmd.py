@@ -20,16 +20,23 @@ COMPONENT_HELP = {
         "instructions": "Add the short kenning block to the agents' instructions (CLAUDE.md, "
                         "AGENTS.md, GEMINI.md, a Cursor rule).",
         "skill": "Add the kenning-search skill (Claude Code).",
+        "review": "Add the kenning-review skill: a diff's callers, callees and tests "
+                  "(Claude Code).",
         "subagent": "Add the read-only code-explorer subagent (Claude Code).",
         "hooks": "Add a session-start hook that refreshes the index in the background.",
+        "search-first": "Opt-in: a hook that asks for one kenning search before grep, find "
+                        "and glob on a request that needs code discovery (Claude Code, Codex, "
+                        "Gemini CLI).",
     },
     "remove": {
         "mcp": "Unregister the kenning MCP server.",
         "instructions": "Take the kenning block out of the agents' instructions (and delete "
                         "the Cursor rule).",
         "skill": "Delete the kenning-search skill (Claude Code).",
+        "review": "Delete the kenning-review skill (Claude Code).",
         "subagent": "Delete the code-explorer subagent (Claude Code).",
         "hooks": "Take out the session-start hook.",
+        "search-first": "Take out the search-first hook.",
     },
 }
 
@@ -82,7 +89,7 @@ def _run(action: str, agent: str | None, scope: str, project_path: str, dry_run:
          json_output: bool, **flags: bool) -> None:
     from kenning.project import find_root
 
-    selected = [name for name in COMPONENTS if flags[name]]
+    selected = [name for name in COMPONENTS if flags[name.replace("-", "_")]]
     if agent == "all":
         agents: tuple[str, ...] = AGENTS
     elif agent:
@@ -109,15 +116,18 @@ def _advice(plan: Plan) -> list[str]:
         return []
     done = {(c.agent, component) for c in plan.changed for component in c.components}
     notes = []
-    starts_kenning = any(component in ("mcp", "hooks") for _, component in done)
+    starts_kenning = any(component in ("mcp", "hooks", "search-first") for _, component in done)
     if plan.scope == "project" and starts_kenning and shutil.which("kenning") is None:
         notes.append("`kenning` is not on PATH here; a project's files start `kenning` from "
                      "PATH (user scope names this install by its path), so put it on the "
                      "agents' PATH.")
     if ("claude", "mcp") in done and plan.scope == "project":
         notes.append("Claude Code asks once before it starts servers from a project's .mcp.json.")
-    if ("codex", "hooks") in done:
+    if ("codex", "hooks") in done or ("codex", "search-first") in done:
         notes.append("Codex runs a new hook only after you review and trust it (/hooks in Codex).")
+    if ("codex", "search-first") in done:
+        notes.append("Codex shows its hooks only shell commands, so there the search-first hook "
+                     "steers grep, rg and find run through the shell.")
     if plan.scope == "project" and any(agent == "codex" for agent, _ in done):
         notes.append("Codex reads a project's .codex/ folder only when the project is trusted.")
     notes.append("Restart running agent sessions to pick up the changes.")
@@ -202,13 +212,15 @@ def _print(plan: Plan, dry_run: bool, backups: Path | None) -> None:
 def setup_agent(**options: Any) -> None:
     """Wire kenning into your coding agents.
 
-    Claude Code gets the MCP server, a short instruction block, a search skill, a read-only
-    explorer subagent and a session-start hook that refreshes the index in the background;
-    Codex the server, the block and the hook; Gemini CLI, Cursor and Junie the server and the
-    block.
+    Claude Code gets the MCP server, a short instruction block, a search skill, a review
+    skill, a read-only explorer subagent and a session-start hook that refreshes the index in
+    the background; Codex the server, the block and the hook; Gemini CLI, Cursor and Junie the
+    server and the block.
 
-    With no component flags it sets up all of these. Running it again
-    changes nothing; every edited file is backed up first; `kenning remove-agent` undoes it.
+    With no component flags it sets up all of these; `--search-first` adds the opt-in hook
+    that asks for one kenning search before grep, find and glob (Claude Code, Codex, Gemini
+    CLI). Running it again changes nothing; every edited file is backed up first;
+    `kenning remove-agent` undoes it.
     """
     _run("setup", **options)
 

@@ -45,6 +45,7 @@ def index(path: Path, json_output: bool, quiet: bool, dry_run: bool, wait: bool,
     re-read, and only chunks never seen before are embedded. Safe to interrupt: the next run
     resumes. Off a terminal, a progress line goes to stderr every few seconds.
     """
+    from kenning.embedding import borrowed
     from kenning.indexing import indexer
 
     root = project.find_root(path)
@@ -57,9 +58,9 @@ def index(path: Path, json_output: bool, quiet: bool, dry_run: bool, wait: bool,
     if hook:
         _hook(root, settings, json_output)
         return
-    with _Reporter(json_output, quiet) as reporter:
-        result = indexer.refresh(root, settings, full=full, wait=wait, progress=reporter,
-                                 from_shared=True if from_shared else None,
+    with _Reporter(json_output, quiet) as reporter, borrowed(settings, service=True) as embedder:
+        result = indexer.refresh(root, settings, embedder=embedder, full=full, wait=wait,
+                                 progress=reporter, from_shared=True if from_shared else None,
                                  embed=not words_only, hold=words_only)
     if json_output:
         return

@@ -52,8 +52,10 @@ def summary(r: dict[str, Any]) -> str:
             f"{'Dry run: ' if r['dry_run'] else ''}{r['project']} -> {r['uri']}"
             + ("" if r["dry_run"] else f", generation {r['generation']}")
             + f" ({r['seconds']:.1f}s):")
-    stored = (f"  vectors {verb.lower()} {r['vectors_stored']} by content, collections "
-              f"{r['collection']}{{,_manifest,_vectors}}")
+    repaired = (f" ({r['vectors_repaired']} of unchanged files, whose rows were absent or did "
+                "not open)" if r["vectors_repaired"] else "")
+    stored = (f"  vectors {verb.lower()} {r['vectors_stored']} by content{repaired}, collections "
+              f"{r['collection']}{{,_manifest,_vectors2}}")
     if r["nothing_changed"]:
         return "\n".join([head, stored] if r["vectors_stored"] else [head])
     lines = [head,

@@ -28,14 +28,17 @@ def related(location: str, path_filter: str | None, language: str | None, kind: 
     from kenning.cli.output import console
     from kenning.cli.search_cmd import print_results
     from kenning.display import visible
+    from kenning.embedding import borrowed
     from kenning.retrieval import resolve_projects
     from kenning.retrieval.related import related as run_related
 
     settings = config.load()
     refs = resolve_projects(settings, list(projects) or None)
-    result = run_related(location, refs, settings=settings,
-                         limit=limit or settings["search.limit"], path_filter=path_filter,
-                         language=language, kind=kind, refresh=not no_refresh, with_calls=calls)
+    with borrowed(settings, service=True) as embedder:
+        result = run_related(location, refs, settings=settings,
+                             limit=limit or settings["search.limit"], path_filter=path_filter,
+                             language=language, kind=kind, refresh=not no_refresh,
+                             with_calls=calls, embedder=embedder)
     if json_output:
         click.echo(json.dumps(result, ensure_ascii=False))
         return

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
-import subprocess
 import sys
 import threading
 import time
@@ -70,6 +70,7 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     searches use them as they arrive.
     """
     from kenning import config
+    from kenning.embedding import borrowed
     from kenning.retrieval import resolve_projects
     from kenning.retrieval import search as run_search
 
@@ -82,30 +83,74 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     # run from a subfolder of the project, as ripgrep is: its results first, paths from here
     here = Path.cwd().resolve()
     inside = next((ref.root for ref in refs if here.is_relative_to(ref.root)), None)
-    loading = _load_local_model(settings)
     progress = _Progress() if sys.stderr.isatty() else None
-    try:
-        result = run_search(query, refs, settings=settings,
-                            limit=limit or settings["search.limit"], path_filter=path_filter,
-                            language=language, kind=kind, refresh=not no_refresh,
-                            progress=progress, shared_projects=shared_ids,
-                            prefer=here if inside is not None and not targets else None,
-                            calls=calls, budget_tokens=budget_tokens)
-    finally:
-        if progress is not None:
-            progress.clear()
-        if loading is not None:  # never leave onnxruntime initialising while the process exits
-            loading.join()
+    several = len(refs) > 1 or settings["search.backend"] != "local"
+    relative_to = (inside, here) if inside is not None and not several else None
+    frame = JsonFrame() if json_output else HumanFrame(several, relative_to)
+    with borrowed(settings, service=True) as embedder:
+        loading = _warm_up(embedder, settings)
+        try:
+            result = run_search(query, refs, settings=settings,
+                                limit=limit or settings["search.limit"],
+                                path_filter=path_filter, language=language, kind=kind,
+                                refresh=not no_refresh, progress=progress,
+                                shared_projects=shared_ids,
+                                prefer=here if inside is not None and not targets else None,
+                                calls=calls, budget_tokens=budget_tokens, budget_frame=frame,
+                                embedder=embedder)
+        finally:
+            if progress is not None:
+                progress.clear()
+            if loading is not None:  # never leave onnxruntime initialising at the exit
+                loading.join()
     for root in result["vectors_deferred"]:
         index_in_background(Path(root))
     if json_output:
         click.echo(json.dumps(result, ensure_ascii=False))
     else:
-        several = len(refs) > 1 or settings["search.backend"] != "local"
         # a budget's ranges are shown whole: the budget chose them
         print_results(result, max_snippet_lines if budget_tokens is None else sys.maxsize,
-                      several=several, query=query,
-               relative_to=(inside, here) if inside is not None and not several else None)
+                      several=several, query=query, relative_to=relative_to)
+
+
+class JsonFrame:
+    """What ``--json-output`` prints, for a token budget (``retrieval.budget.Frame``)."""
+
+    def envelope(self, result: dict[str, Any]) -> str:
+        return json.dumps({**result, "results": []}, ensure_ascii=False) + "\n"
+
+    def item(self, hit: dict[str, Any]) -> str:
+        shown = {key: value for key, value in hit.items() if not key.startswith("_")}
+        return json.dumps(shown, ensure_ascii=False) + ", "
+
+
+class HumanFrame:
+    """What the results for people print (stdout and stderr alike), for a token budget."""
+
+    def __init__(self, several: bool, relative_to: tuple[Path, Path] | None) -> None:
+        self.several, self.relative_to = several, relative_to
+
+    def envelope(self, result: dict[str, Any]) -> str:
+        # as many results, weak if any may be: the longest head it may print
+        hits = [{"weak": any(hit.get("weak") for hit in result["results"])}]
+        hits *= max(1, len(result["results"]))
+        return _captured(lambda err: _print_head(err, {**result, "results": hits}))
+
+    def item(self, hit: dict[str, Any]) -> str:
+        return _captured(lambda out: _print_hit(out, hit, sys.maxsize, None, self.several,
+                                                self.relative_to))
+
+
+def _captured(draw: Callable[[Any], None]) -> str:
+    """The text ``draw`` prints on a console like the one of a pipe."""
+    from rich.console import Console
+
+    from kenning.cli.output import UNBOUNDED_WIDTH
+
+    buffer = io.StringIO()
+    draw(Console(file=buffer, highlight=False, soft_wrap=True, width=UNBOUNDED_WIDTH,
+                 color_system=None))
+    return buffer.getvalue()
 
 
 class _Progress:
@@ -147,35 +192,40 @@ def index_in_background(root: Path, *, words_only: bool = False, silent: bool = 
     words and symbols alone): the search has answered from the words and symbols already, and
     the next searches use the vectors as they arrive. The child gets its own session and no
     terminal, so it outlives this process. ``silent``: the caller says what it started."""
-    argv = [sys.executable, "-m", "kenning", "index", str(root), "--quiet",
-            *(["--words-only"] if words_only else [])]
-    if hasattr(os, "posix_spawn"):  # no Popen object left to warn that its child still runs
-        quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
-        os.posix_spawn(sys.executable, argv, os.environ, file_actions=quiet, setsid=True)
-    else:
-        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
+    from kenning.detached import spawn_detached
+
+    spawn_detached([sys.executable, "-m", "kenning", "index", str(root), "--quiet",
+                    *(["--words-only"] if words_only else [])])
     if silent:
         return
     click.echo(f"The vectors of {root} are being computed in the background; "
                "`kenning status` shows how far it got.", err=True)
 
 
-def _load_local_model(settings: Any) -> threading.Thread | None:
-    """Start loading the embedded model while this process imports and refreshes: its session
-    is the slowest part of a search in a fresh process (the search waits for it, not again)."""
-    if settings["embedder.backend"] != "local":
+def _warm_up(embedder: Any, settings: Any) -> threading.Thread | None:
+    """Start loading the embedded model while this process refreshes, in its service (started
+    now when there is none) or here: the model's session is the slowest part of a search in a
+    fresh process (the search waits for it, not again)."""
+    from kenning.embedding.local import LocalEmbedder
+    from kenning.embedding.service_client import ServiceEmbedder
+
+    if isinstance(embedder, ServiceEmbedder):
+        def load() -> None:
+            from kenning.embedding import deadline
+
+            with deadline.within(settings["search.timeout"]):
+                embedder.start()
+    elif isinstance(embedder, LocalEmbedder):
+        def load() -> None:
+            from kenning.embedding import local
+
+            try:
+                local.session()
+                local.tokenizer()
+            except Exception:  # noqa: BLE001, S110 - the search reports it when it needs it
+                pass
+    else:
         return None
-
-    def load() -> None:
-        from kenning.embedding import local
-
-        try:
-            local.session()
-            local.tokenizer()
-        except Exception:  # noqa: BLE001, S110 - the search reports it when it needs the model
-            pass
-
     thread = threading.Thread(target=load, name="kenning-model", daemon=True)
     thread.start()
     return thread
@@ -209,13 +259,22 @@ def print_results(result: dict[str, Any], max_lines: int, *, several: bool, quer
     ``relative_to`` (the project's root, the working directory inside it) shows paths from the
     working directory, as ripgrep does. With colour on, the query's words stand out, as
     ripgrep's matches do."""
-    from rich.text import Text
 
     from kenning.cli.output import console
-    from kenning.display import visible
 
     out, err = console(), console(stderr=True)
     words = query_words(query) if out.color_system is not None and not out.no_color else None
+    _print_head(err, result)
+    for hit in result["results"]:
+        _print_hit(out, hit, max_lines, words, several, relative_to)
+
+
+def _print_head(err: Any, result: dict[str, Any]) -> None:
+    """The lines on stderr before the results: warnings, the budget, a weak or empty answer."""
+    from rich.text import Text
+
+    from kenning.display import visible
+
     for warning in result["warnings"]:
         err.print(Text.assemble(("Warning:", "yellow"), " ", visible(warning, multiline=True)))
     if result.get("budget"):
@@ -224,32 +283,38 @@ def print_results(result: dict[str, Any], max_lines: int, *, several: bool, quer
         err.print(Text(described(result["budget"], len(result["results"])), "dim"))
     if not result["results"]:
         err.print("No relevant results.")
-        return
-    if all(hit.get("weak") for hit in result["results"]):
+    elif all(hit.get("weak") for hit in result["results"]):
         err.print(Text(WEAK_LINE, "yellow"))
-    for hit in result["results"]:
-        where = f"{hit['project']}/" if several else ""
-        path = hit["path"]
-        if relative_to is not None:
-            path = os.path.relpath(relative_to[0] / path, relative_to[1])
-        line = Text.assemble((visible(where + path), "bold cyan"), ":",
-                             (f"{hit['start_line']}-{hit['end_line']}", "green"))
-        if hit["symbol"]:
-            symbol = Text(visible(hit["symbol"]), "magenta")
-            if words is not None:
-                symbol.highlight_regex(words, QUERY_WORD_STYLE)
-            line.append_text(Text.assemble("  ", symbol))
-        shown = [hit["kind"], *([hit["chunk_class"]] if hit["chunk_class"] != "code" else [])]
-        line.append(f"  {' · '.join(shown)} · {hit['score']:.4f}", "dim")
-        if hit["stale"]:
-            line.append("  (changed since indexed)", "red")
-        if hit.get("weak"):
-            line.append("  (weak match)", "yellow")
-        out.print(line)
-        _print_links(out, hit, where, relative_to)
-        if max_lines:
-            _print_snippet(out, hit, max_lines, words)
-        out.print()
+
+
+def _print_hit(out: Any, hit: dict[str, Any], max_lines: int, words: re.Pattern[str] | None,
+               several: bool, relative_to: tuple[Path, Path] | None) -> None:
+    from rich.text import Text
+
+    from kenning.display import visible
+
+    where = f"{hit['project']}/" if several else ""
+    path = hit["path"]
+    if relative_to is not None:
+        path = os.path.relpath(relative_to[0] / path, relative_to[1])
+    line = Text.assemble((visible(where + path), "bold cyan"), ":",
+                         (f"{hit['start_line']}-{hit['end_line']}", "green"))
+    if hit["symbol"]:
+        symbol = Text(visible(hit["symbol"]), "magenta")
+        if words is not None:
+            symbol.highlight_regex(words, QUERY_WORD_STYLE)
+        line.append_text(Text.assemble("  ", symbol))
+    shown = [hit["kind"], *([hit["chunk_class"]] if hit["chunk_class"] != "code" else [])]
+    line.append(f"  {' · '.join(shown)} · {hit['score']:.4f}", "dim")
+    if hit["stale"]:
+        line.append("  (changed since indexed)", "red")
+    if hit.get("weak"):
+        line.append("  (weak match)", "yellow")
+    out.print(line)
+    _print_links(out, hit, where, relative_to)
+    if max_lines:
+        _print_snippet(out, hit, max_lines, words)
+    out.print()
 
 
 LINK_LABELS = {"callers": "called by", "callees": "calls"}
@@ -277,6 +342,16 @@ def _print_links(out: Any, hit: dict[str, Any], where: str,
                 " ", (f"{visible(where + path)}:{link['start_line']}-{link['end_line']}",
                       "cyan")))
         out.print(line)
+
+
+def _lexer(path: str, code: str) -> str:
+    """Pygments' lexer for a file of this name (its text chooses between several). Rich's
+    ``Syntax.guess_lexer`` loads every lexer pygments has to choose: most of the CPU time of
+    a search in a fresh process, once the model ran elsewhere."""
+    from pygments.lexers import find_lexer_class_for_filename
+
+    found = find_lexer_class_for_filename(path, code)
+    return found.aliases[0] if found is not None and found.aliases else "text"
 
 
 def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int,
@@ -314,9 +389,11 @@ def _print_snippet(out: Any, hit: dict[str, Any], max_lines: int,
             continue
         code = part[1]
         shown = visible("\n".join(code[:left]), multiline=True)
-        lexer = Syntax.guess_lexer(hit["path"], code=shown)
-        syntax = Syntax(shown, lexer, line_numbers=True, start_line=first, word_wrap=False,
-                        theme="ansi_dark", background_color="default")
+        # off a terminal no style is shown: lexing would only cost time (a pipe, an agent)
+        lexer = "text" if out.color_system is None else _lexer(hit["path"], shown)
+        syntax = Syntax(shown, lexer, line_numbers=True,
+                        start_line=first, word_wrap=False, theme="ansi_dark",
+                        background_color="default")
         if words is not None:
             for number, text in enumerate(shown.splitlines(), start=1):
                 for found in words.finditer(text):

@@ -120,8 +120,11 @@ class _Common(TypedDict):
     timeout: float
 
 
-def make_embedder(settings: Settings) -> Embedder:
-    """The configured backend; cheap: models load and servers are contacted on first use."""
+def make_embedder(settings: Settings, *, service: bool = False) -> Embedder:
+    """The configured backend; cheap: models load and servers are contacted on first use.
+    ``service``: the local model's vectors come from the embedding service of this
+    ``KENNING_HOME`` where ``embedder.service`` allows it (``service_client``), for the CLI's
+    commands and the MCP server; a program using the library loads the model itself."""
     backend = settings["embedder.backend"]
     common: _Common = {
         "dims": settings["embedder.dims"],
@@ -135,6 +138,11 @@ def make_embedder(settings: Settings) -> Embedder:
         check_model_name(settings["embedder.model"])
         profile = _profile(settings, MODEL_NAME)
         output_dims(profile, MODEL_NAME, common["dims"])  # MiniLM is not Matryoshka
+        if service and settings["embedder.service"]:
+            from kenning.embedding.service_client import ServiceEmbedder
+
+            return ServiceEmbedder(LocalEmbedder(profile), idle=settings["embedder.service_idle"],
+                                   timeout=common["timeout"])
         return LocalEmbedder(profile)
     model, url = _remote_target(settings)
     if backend == "ollama":
@@ -149,13 +157,14 @@ def make_embedder(settings: Settings) -> Embedder:
 
 
 @contextmanager
-def borrowed(settings: Settings, embedder: Embedder | None = None) -> Iterator[Embedder]:
+def borrowed(settings: Settings, embedder: Embedder | None = None, *,
+             service: bool = False) -> Iterator[Embedder]:
     """``embedder`` as given (its owner closes it), or one made from ``settings`` for the
-    duration of the block and closed after it."""
+    duration of the block and closed after it (``service``: as ``make_embedder``'s)."""
     if embedder is not None:
         yield embedder
         return
-    made = make_embedder(settings)
+    made = make_embedder(settings, service=service)
     try:
         yield made
     finally:

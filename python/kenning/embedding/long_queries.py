@@ -23,7 +23,8 @@ def parts(embedder: Embedder, text: str) -> list[str]:
     """``text`` as pieces of whole lines (whole words where a line alone is too long) that
     each fit the model's window; ``[text]`` when it fits whole."""
     window = embedder.max_tokens
-    if embedder.count_tokens(text) <= window:
+    at_most = getattr(embedder, "at_most_tokens", None)  # a bound that loads no tokenizer
+    if (at_most is not None and at_most(text) <= window) or embedder.count_tokens(text) <= window:
         return [text]
     pieces: list[tuple[str, int]] = []  # each line, or each word of a line too long
     for line in text.splitlines():

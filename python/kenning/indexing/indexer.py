@@ -7,13 +7,18 @@
    hold new, changed or removed files are loaded and re-digested; ``kernels.diff`` of their
    manifests narrows the file diff to the directories that changed, and the stored stat data
    is rewritten for those clusters alone, so an edit costs work in proportion to its folders.
-3. Changed files are re-chunked; each chunk is keyed by a hash of its text, and only hashes
-   without a vector are embedded, so renames, reverts, branch switches and duplicates cost no
-   embedding at all. With a shared index configured, the vectors it holds for those texts are
-   fetched first (``shared.vector_cache``), in a bounded wait, and only the rest is embedded.
-4. Files, chunks and the lexical table commit first as a new generation (status 'partial' while
-   vectors are missing), then vectors arrive in batches, each committed on its own. A killed or
-   failed run leaves the last commit intact and the next run resumes where it stopped.
+3. Changed files are re-chunked, on every usable core (``chunk_pool``), in priority order
+   (``priority``: own code and recent changes first); each chunk is keyed by a hash of its
+   text, and only hashes without a vector are embedded, so renames, reverts, branch switches
+   and duplicates cost no embedding at all. With a shared index configured, the vectors it
+   holds for those texts are fetched first (``shared.vector_cache``), in a bounded wait, and
+   only the rest is embedded.
+4. Files, chunks and the lexical table commit first, in increments of a few seconds of
+   chunking, each a new generation (status 'partial' while vectors are missing) that a search
+   can answer from; with ``chunk_for`` the run stops chunking after that long and leaves the
+   rest (``files_pending``) to the next. Then vectors arrive in batches, each committed on its
+   own. A killed or failed run leaves the last commit intact and the next run resumes where it
+   stopped.
 5. When ``index.vector_search`` asks for it, the approximate-search graph is brought up to the
    committed vectors last (``store.graph``); it is derived data, so a run that stops before
    catches up the next time.
@@ -24,7 +29,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
@@ -35,11 +40,12 @@ import numpy as np
 from kenning import kernels, project, safe_read
 from kenning.config import Settings
 from kenning.embedding import Embedder, borrowed, document_text
-from kenning.embedding.profiles import HEADER_RESERVE_TOKENS
 from kenning.errors import EmbedderError, IndexBusy, IndexMissing, KenningError, UsageError
 from kenning.indexing import cost
 from kenning.indexing import state as indexing_state
+from kenning.indexing.chunk_pool import Chunked, ChunkStream, chunker_for, token_budget, workers_for
 from kenning.indexing.kinds import EVIDENCE, Kinds
+from kenning.indexing.priority import file_priority
 from kenning.indexing.sources import BINARY_SNIFF_BYTES, Changes, WalkStats, changes, walk
 from kenning.records import Chunk, SourceFile
 from kenning.services import usage_log
@@ -59,6 +65,18 @@ REUSE_BLOCK = 4096
 # Below this many missing vectors, embedding them costs less than asking the shared index (for
 # milvus-lite, starting its engine): an edit followed by a search stays local.
 SHARED_FETCH_MIN = 32
+# A run commits the files chunked so far after this many seconds of chunking or this many
+# chunks, whichever comes first: searches meanwhile see the index grow, memory stays bounded.
+COMMIT_SECONDS = 10.0
+COMMIT_CHUNKS = 20_000
+# Embedding texts kept from chunking for the embedding that follows; past this many bytes the
+# rest are read again from the files, block by block, so a first index of any size fits in
+# memory.
+TEXTS_KEPT_BYTES = 64 << 20
+# Files whose chunks without a vector are embedded as one group (their texts loaded at once),
+# when more than EMBED_AT_ONCE chunks lack one; fewer are taken all at once.
+EMBED_FILES = 256
+EMBED_AT_ONCE = 4096
 
 
 @dataclass
@@ -77,6 +95,8 @@ class RefreshResult:
     files_added: int = 0
     files_changed: int = 0
     files_removed: int = 0
+    files_pending: int = 0  # new or changed files left to chunk (a run given ``chunk_for``)
+    chunks_pending: int = 0  # about how many chunks those files hold (from the rate so far)
     chunks: int = 0
     chunks_added: int = 0
     chunks_removed: int = 0
@@ -111,7 +131,8 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
             full: bool = False, wait: bool = False, embed: bool = True,
             embed_limit: int | None = None, graph: bool = True,
             progress: Progress | None = None, index: Index | None = None,
-            from_shared: bool | None = None, hold: bool = False) -> RefreshResult:
+            from_shared: bool | None = None, chunk_for: float | None = None,
+            hold: bool = False) -> RefreshResult:
     """Update the index of the project at ``root``; ``busy=True`` if another process holds it.
 
     ``full`` re-hashes and re-chunks every file (vectors are still reused by content hash),
@@ -124,10 +145,12 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
     and a rebuild after a compaction takes minutes on millions of vectors. ``from_shared``:
     fetch the vectors the shared index has for the chunks to embed (None: when ``shared.uri``
     is set, ``shared.vectors`` is on and at least ``SHARED_FETCH_MIN`` are missing; True:
-    always, and a missing ``shared.uri`` is a ConfigError; False: never). ``hold`` (with
-    ``embed=False``): keep the index to words and symbols until a refresh that embeds without
-    ``embed_limit`` (``kenning index``): searches meanwhile start no embedding of their own
-    (``embedding_held``), as the agents' hook does above its budget.
+    always, and a missing ``shared.uri`` is a ConfigError; False: never). ``chunk_for``: stop
+    chunking once that many seconds have passed and the files chunked so far are committed
+    (``files_pending`` says how many are left, for the next run); None: chunk them all.
+    ``hold`` (with ``embed=False``): keep the index to words and symbols until a refresh that
+    embeds without ``embed_limit`` (``kenning index``): searches meanwhile start no embedding
+    of their own (``embedding_held``), as the agents' hook does above its budget.
     """
     started = time.perf_counter()
     root = _existing_dir(root)
@@ -170,8 +193,8 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
                 tracker(event)
                 emit(event)
 
-            _Refresh(index, writer, settings, embedder, result, track, from_shared).run(
-                full=full, embed=embed, embed_limit=embed_limit, graph=graph)
+            _Refresh(index, writer, settings, embedder, result, track, from_shared,
+                     chunk_for).run(full=full, embed=embed, embed_limit=embed_limit, graph=graph)
             if hold and not embed:
                 writer.remember("embed_held", "1")
             elif embed and embed_limit is None:
@@ -216,28 +239,22 @@ def _cluster_digests(digests: dict[str, bytes]) -> dict[str, bytes]:
 
 
 def chunk_budget(embedder: Embedder, path: str) -> int:
-    """Tokens a chunk of ``path`` may have. ``max_tokens`` already leaves out the document
-    prefix and a fixed reserve for the ``Filepath:`` header; a longer header takes the rest."""
-    header = embedder.count_tokens(document_text(path, ""))
-    return max(16, int(embedder.max_tokens) - max(0, header - HEADER_RESERVE_TOKENS))
-
-
-def chunk_source(embedder: Embedder, file: SourceFile, data: bytes) -> list[Chunk]:
-    from kenning.chunking import chunk_file
-
-    return chunk_file(file.path, data, file.language, max_tokens=chunk_budget(embedder, file.path),
-                      count_tokens=embedder.count_tokens)
+    """Tokens a chunk of ``path`` may have (``chunk_pool.token_budget``)."""
+    return token_budget(int(embedder.max_tokens), embedder.count_tokens, path)
 
 
 class _Refresh:
     def __init__(self, index: Index, writer: IndexWriter, settings: Settings, embedder: Embedder,
-                 result: RefreshResult, emit: Progress, from_shared: bool | None = None
-                 ) -> None:
+                 result: RefreshResult, emit: Progress, from_shared: bool | None = None,
+                 chunk_for: float | None = None) -> None:
         self.index, self.writer, self.settings = index, writer, settings
         self.from_shared = from_shared
+        self.chunk_for = chunk_for
         self.max_file_size = int(settings["index.max_file_size"])
         self.embedder, self.result, self.emit = embedder, result, emit
         self.texts: dict[bytes, str] = {}  # content hash -> embedding text, for this run's chunks
+        self.text_paths: dict[bytes, str] = {}  # the path each of those texts is of
+        self.texts_bytes = 0
         self.kinds = Kinds(str(index.root))
         self.timings = result.timings
         self.started = self.clock = time.perf_counter()
@@ -364,89 +381,170 @@ class _Refresh:
                    if f.path in digests and f.path not in rechunk_set]
         self.lap("diff")
 
-        replaced, chunks, gone = self.chunk_files([by_path[p] for p in rechunk], digests)
-        removed_all = sorted({*removed_f, *gone})
-        result.files_added = sum(1 for r in replaced if r.path not in stored)
-        result.files_changed = len(replaced) - result.files_added
-        result.files_removed = sum(1 for p in removed_all if p in stored)
-        result.chunks_added = len(chunks)
-        stale = [*removed_all, *(r.path for r in replaced)]
-        result.chunks_removed = writer.count_chunks(stale)
-        for path in gone:  # vanished or unreadable since the walk: leave it out of the clusters
-            digests.pop(path, None)
-        if gone:
-            new_clusters = _cluster_digests(digests)
-        content = result.content_changed
-        generation = (latest["generation"] if latest else 0) + 1
-        snapshot = {"generation": generation, "git_head": result.revision,
-                    "git_branch": result.branch, "timings": self.timings} if content else None
-        writer.commit_files(removed=removed_all, replaced=replaced, chunks=chunks,
-                            touched=touched, clusters=new_clusters,
-                            removed_clusters=[c for c in old_clusters if c not in new_clusters],
-                            snapshot=snapshot)
-        self.lap("commit")
-        if content:
-            self.emit({"type": "committed", "generation": generation, "files": len(replaced),
-                       "removed": len(removed_all), "chunks": len(chunks)})  # searchable now
-            crash_point("chunks-committed")
+        # what each increment commits: the files committed so far make its clusters' digests
+        committed: dict[str, dict[str, bytes]] = defaultdict(dict)
+        for path, row in stored.items():
+            if path in digests:
+                committed[row.cluster][path] = row.digest
+        order = sorted((by_path[p] for p in rechunk),
+                       key=lambda f: file_priority(f.path, f.language, f.mtime_ns, f.kind))
+        generation = latest["generation"] if latest else 0
+        first = True
+        for replaced, chunks, gone in self.chunk_increments(order, digests):
+            removed_now = sorted({*removed_f, *gone} if first else gone)
+            for path in removed_now:
+                committed[_cluster(path)].pop(path, None)
+            for row in replaced:
+                committed[row.cluster][row.path] = row.digest
+            names = {*new_clusters, *old_clusters} if first else set()
+            names.update(_cluster(p) for p in (*gone, *(r.path for r in replaced)))
+            clusters = _cluster_digests({p: d for c in names for p, d in committed[c].items()})
+            added = sum(1 for r in replaced if r.path not in stored)
+            dropped = sum(1 for p in removed_now if p in stored)
+            result.files_added += added
+            result.files_changed += len(replaced) - added
+            result.files_removed += dropped
+            result.chunks_added += len(chunks)
+            result.chunks_removed += writer.count_chunks([*removed_now,
+                                                          *(r.path for r in replaced)])
+            content = bool(replaced or dropped)
+            generation += content
+            snapshot = {"generation": generation, "git_head": result.revision,
+                        "git_branch": result.branch, "timings": self.timings} if content else None
+            writer.commit_files(removed=removed_now, replaced=replaced, chunks=chunks,
+                                touched=touched if first else [], clusters=clusters,
+                                removed_clusters=[c for c in names if c not in clusters],
+                                snapshot=snapshot)
+            self.lap("commit")
+            first = False
+            if content:  # searchable now; the counts are of the whole run so far
+                self.emit({"type": "committed", "generation": generation,
+                           "files": result.files_added + result.files_changed,
+                           "removed": result.files_removed, "chunks": result.chunks_added})
+                crash_point("chunks-committed")
 
-    def chunk_files(self, files: Sequence[SourceFile], digests: dict[str, bytes]
-                    ) -> tuple[list[FileRow], list[tuple[Chunk, bytes]], list[str]]:
-        """New chunks of the files that changed; also the paths that vanished meanwhile."""
+    def chunk_increments(self, files: Sequence[SourceFile], digests: dict[str, bytes]
+                         ) -> Iterator[tuple[list[FileRow], list[tuple[Chunk, bytes]],
+                                             list[str]]]:
+        """The new chunks of ``files`` in increments to commit, each ``(file rows, chunks,
+        paths that vanished since the walk)``; at least one, even with no files. With
+        ``chunk_for`` the last comes once that time is up, and ``files_pending`` and
+        ``chunks_pending`` say what is left."""
+        chunker = chunker_for(self.embedder, self.index.root, self.max_file_size)
+        deadline = None if self.chunk_for is None else self.started + self.chunk_for
         replaced: list[FileRow] = []
         chunks: list[tuple[Chunk, bytes]] = []
         gone: list[str] = []
-        for done, file in enumerate(files, 1):
-            try:
-                data, _ = safe_read.read(self.index.root, file.path, self.max_file_size)
-            except safe_read.Refused:
-                gone.append(file.path)
-                continue
-            pieces = chunk_source(self.embedder, file, data)
-            hashes = kernels.hash_many([c.text for c in pieces])
-            for piece, content_hash in zip(pieces, hashes, strict=True):
-                chunks.append((piece, content_hash))
-                self.texts.setdefault(content_hash, document_text(piece.path, piece.text))
-            replaced.append(_file_row(file, digests[file.path]))
-            if done % 50 == 0 or done == len(files):
-                self.emit({"type": "chunking", "done": done, "total": len(files),
-                           "chunks": len(chunks)})
+        made = read = 0  # chunks and bytes of this run so far
+        cut = time.perf_counter()
+        yielded = False
+        with ChunkStream(chunker, files, workers_for(files, chunker)) as stream:
+            for done, item in enumerate(stream, 1):
+                self.take(item, replaced, chunks, gone, digests)
+                made, read = made + len(item.chunks), read + item.size
+                if done % 50 == 0 or done == len(files):
+                    self.emit({"type": "chunking", "done": done, "total": len(files),
+                               "chunks": made})
+                now = time.perf_counter()
+                late = deadline is not None and now >= deadline
+                if late or len(chunks) >= COMMIT_CHUNKS or now - cut >= COMMIT_SECONDS:
+                    left = files[done:]
+                    if late and left:
+                        self.result.files_pending = len(left)
+                        self.result.chunks_pending = (
+                            round(made / read * sum(f.size for f in left)) if read else 0)
+                    self.lap("chunk")
+                    yield replaced, chunks, gone
+                    if late:
+                        return
+                    replaced, chunks, gone = [], [], []
+                    yielded, cut = True, time.perf_counter()
         self.lap("chunk")
-        return replaced, chunks, gone
+        if replaced or gone or not yielded:
+            yield replaced, chunks, gone
+
+    def take(self, item: Chunked, replaced: list[FileRow], chunks: list[tuple[Chunk, bytes]],
+             gone: list[str], digests: dict[str, bytes]) -> None:
+        """Add one file's chunks to an increment; its embedding texts are kept for the
+        embedding that follows, up to ``TEXTS_KEPT_BYTES``."""
+        if item.refused is not None:
+            gone.append(item.file.path)
+            return
+        for piece, content_hash in zip(item.chunks, item.hashes, strict=True):
+            chunks.append((piece, content_hash))
+            # a text in several files is embedded with the first path, whatever the order
+            # chunked in, as the shared index and a teammate's index embed it
+            kept = self.text_paths.get(content_hash)
+            if kept is None and self.texts_bytes < TEXTS_KEPT_BYTES or (
+                    kept is not None and piece.path < kept):
+                text = self.texts[content_hash] = document_text(piece.path, piece.text)
+                self.text_paths[content_hash] = piece.path
+                self.texts_bytes += len(text)
+        replaced.append(_file_row(item.file, digests[item.file.path]))
 
     def embed_missing(self, limit: int | None = None) -> None:
-        missing = self.writer.missing_vectors()
-        if not missing or (limit is not None and len(missing) > limit):
+        """Embed the chunks without a vector, the files in ``file_priority`` order and their
+        chunks in ``embedding_order``, a group of files at a time: memory holds one group's
+        texts, whatever the size of the index (all at once only to ask the shared index)."""
+        total = self.writer.count_missing(limit)
+        if not total or (limit is not None and total > limit):
             return
-        texts = self.load_texts(missing)
-        todo = [m.content_hash for m in embedding_order(missing, self.writer.files())
-                if m.content_hash in texts]
+        files = self.writer.files()
+        groups: list[list[str] | None] = [None]  # all at once (an edit's few)
+        if total > EMBED_AT_ONCE:
+            order = sorted(files, key=lambda p: file_priority(p, files[p].language,
+                                                              files[p].mtime_ns, files[p].kind))
+            groups = [order[i:i + EMBED_FILES] for i in range(0, len(order), EMBED_FILES)]
+        shared: dict[bytes, str] | None = None
+        if self.asks_shared(total):
+            shared = self.shared_first(embedding_order(self.writer.missing_vectors(), files))
+            total = self.writer.count_missing()
         self.lap("embed_prepare")
-        if todo:
-            todo = self.reuse_earlier(todo)
-        if todo and self.asks_shared(len(todo)):
-            todo = self.fetch_shared(todo, texts)
         batch = max(1, int(self.settings["embedder.batch_size"])) * max(
             1, int(self.settings["embedder.concurrency"]))
         needs_centering = bool(getattr(self.embedder, "needs_centering", False))
-        self.emit({"type": "embedding", "done": 0, "total": len(todo)})
-        for start in range(0, len(todo), batch):
-            hashes = todo[start:start + batch]
-            try:
-                vectors = self.embedder.embed_documents([texts[h] for h in hashes])
-            except EmbedderError as exc:
+        done = 0
+        self.emit({"type": "embedding", "done": 0, "total": total})
+        for group in groups:
+            missing = embedding_order(self.writer.missing_vectors(group), files)
+            if not missing:
+                continue
+            left = set(self.reuse_earlier([m.content_hash for m in missing]))
+            total -= len(missing) - len(left)
+            todo = [m for m in missing if m.content_hash in left]
+            texts = shared if shared is not None else self.load_texts(todo)
+            hashes_of_group = [m.content_hash for m in todo if m.content_hash in texts]
+            total -= len(todo) - len(hashes_of_group)  # their files changed since: not embedded
+            self.lap("embed_prepare")
+            for start in range(0, len(hashes_of_group), batch):
+                hashes = hashes_of_group[start:start + batch]
+                try:
+                    vectors = self.embedder.embed_documents([texts[h] for h in hashes])
+                except EmbedderError as exc:
+                    self.lap("embed")
+                    raise type(exc)(exc.message, hint=" ".join(filter(None, [
+                        exc.hint, f"Files and chunks are indexed (text search works) and {done} "
+                        f"of {total} vectors are stored; run `kenning index` again to resume."]))
+                    ) from exc
                 self.lap("embed")
-                raise type(exc)(exc.message, hint=" ".join(filter(None, [
-                    exc.hint, f"Files and chunks are indexed (text search works) and {start} of "
-                    f"{len(todo)} vectors are stored; run `kenning index` again to resume."]))
-                ) from exc
-            self.lap("embed")
-            self.writer.add_vectors(hashes, vectors, needs_centering)
-            self.result.vectors_embedded += len(hashes)
-            self.lap("store_vectors")
-            self.emit({"type": "embedding", "done": start + len(hashes), "total": len(todo)})
+                self.writer.add_vectors(hashes, vectors, needs_centering)
+                self.result.vectors_embedded += len(hashes)
+                done += len(hashes)
+                self.lap("store_vectors")
+                self.emit({"type": "embedding", "done": done, "total": total})
         cost.record(str(self.index.descriptor["model"]), self.result.vectors_embedded,
                     self.timings.get("embed", 0.0))
+
+    def shared_first(self, missing: list[MissingVector]) -> dict[bytes, str]:
+        """Store what the shared index holds for ``missing`` (and an earlier index first);
+        returns the texts of all of them, for the embedding of the rest."""
+        left = set(self.reuse_earlier([m.content_hash for m in missing]))
+        missing = [m for m in missing if m.content_hash in left]
+        texts = self.load_texts(missing)
+        todo = [m.content_hash for m in missing if m.content_hash in texts]
+        if todo:
+            self.fetch_shared(todo, texts)
+        return texts
 
     def reuse_earlier(self, todo: list[bytes]) -> list[bytes]:
         """Store the vectors that an earlier index of this project (same model, older chunker
@@ -496,9 +594,9 @@ class _Refresh:
                           "here.")
             return todo
         self.emit({"type": "fetching", "total": len(todo)})
-        found, warning = vector_cache.fetch(self.settings, self.index.descriptor,
-                                            [texts[h] for h in todo])
-        if warning:
+        found, warnings = vector_cache.fetch(self.settings, self.index.descriptor,
+                                             [texts[h] for h in todo], self.embedder)
+        for warning in warnings:
             self.warn(warning)
         hits = sorted(found)
         dims = int(self.index.descriptor["dims"])
@@ -515,40 +613,46 @@ class _Refresh:
         """Embedding texts for missing hashes: this run's chunks, else re-read from the files
         (a run that resumes after a crash), skipping chunks whose file has changed since."""
         texts: dict[bytes, str] = {}
-        wanted: dict[str, list[MissingVector]] = defaultdict(list)
+        unread: list[MissingVector] = []
         for m in missing:
             if m.content_hash in self.texts:
                 texts[m.content_hash] = self.texts[m.content_hash]
             else:
-                wanted[m.path].append(m)
-        for path, entries in wanted.items():
-            try:
-                data, _ = safe_read.read(self.index.root, path, self.max_file_size)
-            except safe_read.Refused:
-                continue
-            pieces = [data[m.start_byte:m.end_byte].decode("utf-8", "replace") for m in entries]
-            for m, text, digest in zip(entries, pieces, kernels.hash_many(pieces), strict=True):
-                if digest == m.content_hash:
-                    texts[m.content_hash] = document_text(path, text)
+                unread.append(m)
+        texts.update(chunk_texts(self.index.root, unread, self.max_file_size))
         return texts
+
+
+def chunk_texts(root: Path, chunks: Iterable[MissingVector],
+                max_file_size: int) -> dict[bytes, str]:
+    """Embedding texts of ``chunks`` read from their files, by content hash; a chunk whose file
+    has changed since (its bytes no longer hash to its content hash) or cannot be read is left
+    out."""
+    texts: dict[bytes, str] = {}
+    wanted: dict[str, list[MissingVector]] = defaultdict(list)
+    for m in chunks:
+        wanted[m.path].append(m)
+    for path, entries in wanted.items():
+        try:
+            data, _ = safe_read.read(root, path, max_file_size)
+        except safe_read.Refused:
+            continue
+        pieces = [data[m.start_byte:m.end_byte].decode("utf-8", "replace") for m in entries]
+        for m, text, digest in zip(entries, pieces, kernels.hash_many(pieces), strict=True):
+            if digest == m.content_hash:
+                texts[m.content_hash] = document_text(path, text)
+    return texts
 
 
 def embedding_order(missing: Sequence[MissingVector], files: dict[str, FileRow]
                     ) -> list[MissingVector]:
-    """What searches need first: implementation code before tests, examples, docs and generated
-    text (in the order ranking demotes them), and within each, recently changed files first, so
-    a search during a first index finds vectors where the answers usually are (about twice as
-    soon as in path order: benchmarks/README.md)."""
-    from kenning.retrieval.classes import categories
-    from kenning.retrieval.ranking import PENALTY
-
-    def key(m: MissingVector) -> tuple[float, int, str, int]:
+    """What searches need first, in the files' ``priority.file_priority`` order (the order they
+    are chunked in), so a search during a first index finds vectors where the answers usually
+    are (about twice as soon as in path order: benchmarks/README.md)."""
+    def key(m: MissingVector) -> tuple[tuple[float, int, str], int]:
         row = files.get(m.path)
-        weight = 1.0
-        for category in categories(m.path, row.language if row else None,
-                                   file_kind=row.kind if row else None):
-            weight *= PENALTY.get(category, 1.0)
-        return -weight, -(row.mtime_ns if row else 0), m.path, m.start_byte
+        return (file_priority(m.path, row.language if row else None, row.mtime_ns if row else 0,
+                              row.kind if row else None), m.start_byte)
 
     return sorted(missing, key=key)
 
@@ -613,25 +717,25 @@ def dry_run(root: Path, settings: Settings, *, embedder: Embedder | None = None,
     folders: Counter[str] = Counter()
     folder_kinds: dict[str, Counter[str]] = defaultdict(Counter)
     sample: list[str] = []  # texts of embedded kinds, to measure the rate on
-    for done, file in enumerate(files, 1):
-        try:
-            data, _ = safe_read.read(root, file.path, limit)
-        except safe_read.Refused as refused:
-            skipped.skip(refused.reason, file.path)
-            continue
-        pieces = chunk_source(embedder, file, data)
-        kind = file.kind or chunk_class(file.path, file.language, None)
-        languages[file.language or "text"].update(files=1, bytes=len(data), chunks=len(pieces))
-        kinds[kind].update(files=1, bytes=len(data), chunks=len(pieces))
-        if kind in embedded and len(sample) < _RATE_SAMPLE:
-            sample.extend(document_text(p.path, p.text) for p in pieces[:8])
-        for parent in PurePosixPath(file.path).parents:
-            if parent.as_posix() != ".":
-                folders[parent.as_posix() + "/"] += len(data)
-                folder_kinds[parent.as_posix() + "/"][kind] += len(pieces)
-        if done % 50 == 0 or done == len(files):
-            emit({"type": "chunking", "done": done, "total": len(files),
-                  "chunks": sum(s["chunks"] for s in languages.values())})
+    chunker = chunker_for(embedder, root, limit)
+    with ChunkStream(chunker, files, workers_for(files, chunker)) as stream:
+        for done, item in enumerate(stream, 1):
+            if item.refused is not None:
+                skipped.skip(item.refused, item.file.path)
+            else:
+                file, pieces = item.file, item.chunks
+                kind = file.kind or chunk_class(file.path, file.language, None)
+                for stats in (languages[file.language or "text"], kinds[kind]):
+                    stats.update(files=1, bytes=item.size, chunks=len(pieces))
+                if kind in embedded and len(sample) < _RATE_SAMPLE:
+                    sample.extend(document_text(p.path, p.text) for p in pieces[:8])
+                for parent in PurePosixPath(file.path).parents:
+                    if parent.as_posix() != ".":
+                        folders[parent.as_posix() + "/"] += item.size
+                        folder_kinds[parent.as_posix() + "/"][kind] += len(pieces)
+            if done % 50 == 0 or done == len(files):
+                emit({"type": "chunking", "done": done, "total": len(files),
+                      "chunks": sum(s["chunks"] for s in languages.values())})
     rate, measured = _measured_rate(embedder, sample[:_RATE_SAMPLE], str(embedder.model))
     chunks = sum(s["chunks"] for s in languages.values())
     to_embed = sum(s["chunks"] for k, s in kinds.items() if k in embedded)

@@ -24,7 +24,7 @@ def serve(settings: Settings, projects: Sequence[str] = ()) -> None:
     from kenning.services import usage_log
 
     registry = Registry(settings, projects)
-    embedder = make_embedder(settings)
+    embedder = make_embedder(settings, service=True)
     service = Service(settings, registry, embedder)
     try:
         with usage_log.opened():  # the server's searches and index runs, for `kenning stats`

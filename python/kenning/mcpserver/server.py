@@ -1,4 +1,6 @@
-"""The MCP tools, registered on the SDK's ``MCPServer``; each returns text plus structured JSON.
+"""The MCP tools, registered on the SDK's ``MCPServer``; each returns text plus structured JSON
+that its ``outputSchema`` (``schemas``) describes, and a search's results also as resource links
+to ``kenning://chunk/<id>``, which ``resources/read`` answers as code_get_chunk does.
 
 A tool never crashes the server: kenning's errors become MCP tool errors (``isError`` with the
 error's JSON body, ``KenningError.to_dict()``), and anything unexpected is logged on stderr and
@@ -14,12 +16,13 @@ from typing import Annotated, Any, Literal
 import anyio
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp_types import CallToolResult, ResourceLink, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from kenning.errors import INTERNAL_ERROR, KenningError, UsageError
-from kenning.mcpserver import render
+from kenning.mcpserver import render, schemas
+from kenning.mcpserver.schemas import absent
 from kenning.mcpserver.service import (
     Service,
     progress_message,
@@ -107,7 +110,9 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 def _ok(rendered: render.Rendered) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=rendered.text)],
+    links = [ResourceLink(type="resource_link", uri=uri, name=name)
+             for uri, name in rendered.links]
+    return CallToolResult(content=[TextContent(type="text", text=rendered.text), *links],
                           structured_content=rendered.structured)
 
 
@@ -141,9 +146,12 @@ class _Server(MCPServer):
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
-            if not isinstance(exc.__cause__, ValidationError):
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
                 raise
-            first = exc.__cause__.errors()[0]
+            if not cause.title.endswith("Arguments"):  # an answer that fails its own schema
+                return _error(name, cause)
+            first = cause.errors()[0]
             field = ".".join(str(part) for part in first["loc"]) or "the arguments"
             return _failure({"error": USAGE_ERROR, "message": f"{name}: {field}: "
                              f"{first['msg']}.", "hint": "The tool's input schema says what "
@@ -161,28 +169,30 @@ def build_server(service: Service) -> MCPServer:
 
     ProjectArg = Annotated[str | None, Field(
         description="A served project's id or a path inside its root; all projects if "
-        "omitted.")]
+        "omitted.", json_schema_extra=absent())]
     SearchProjectArg = Annotated[str | None, Field(
         description="A served project's id or a path inside its root; all projects if omitted. "
         "Also the id of any project published to the shared index when search.backend is "
-        "shared or both.")]
+        "shared or both.", json_schema_extra=absent())]
+    PathFilterArg = Annotated[str | None, Field(
+        description="Only paths matching this glob or prefix, relative to the project root.",
+        json_schema_extra=absent())]
+    LanguageArg = Annotated[str | None, Field(description='e.g. "python", "typescript".',
+                                              json_schema_extra=absent(sorted(LANGUAGES)))]
 
     def code_search(
+        ctx: Context,
         query: Annotated[str, Field(description="What you are looking for, in plain words or "
                                                 "as an identifier; or a bug report with its "
                                                 "stack trace, whose frames' code comes first.")],
-        path_filter: Annotated[str | None, Field(
-            description="Only paths matching this glob or prefix, relative to the project "
-                        "root.")] = None,
+        path_filter: PathFilterArg = None,
         limit: Annotated[int, Field(ge=1, le=50, description="Results wanted.")] = 10,
         kind: Annotated[str | None, Field(
             description='"code" (the implementation), "docs", "test", "example", "generated", '
                         '"completion", "vendored", "fixture", "data", or a declaration kind '
                         '("function", "class", ...).',
-            json_schema_extra={"enum": [*sorted(KINDS), None]})] = None,
-        language: Annotated[str | None, Field(
-            description='e.g. "python", "typescript".',
-            json_schema_extra={"enum": [*sorted(LANGUAGES), None]})] = None,
+            json_schema_extra=absent(sorted(KINDS)))] = None,
+        language: LanguageArg = None,
         project: SearchProjectArg = None,
         detail: Annotated[Literal["snippets", "locations"], Field(
             description='"locations" returns paths and lines only.')] = "snippets",
@@ -193,39 +203,42 @@ def build_server(service: Service) -> MCPServer:
             ge=1, le=MAX_BUDGET_TOKENS,
             description="Pack the results as the line ranges that best cover the query within "
                         "about this many tokens (3 characters each): the heads of the top "
-                        "declarations, then their best windows, no line twice.")] = None,
-    ) -> CallToolResult:
+                        "declarations, then their best windows, no line twice; everything the "
+                        "answer holds counts.", json_schema_extra=absent())] = None,
+    ) -> Annotated[CallToolResult, schemas.SearchAnswer]:
+        frame = render.Frame(detail=detail, max_tokens=max_tokens(), show_project=many,
+                             sources=_sources(ctx))
         return _guarded("code_search", lambda: render.search_result(
             service.search(query, path_filter=path_filter, limit=limit, kind=kind,
                            language=language, project=project, calls=include_calls,
-                           budget_tokens=budget_tokens),
-            detail=detail, max_tokens=max_tokens(), show_project=many))
+                           budget_tokens=budget_tokens, budget_frame=frame),
+            detail=detail, max_tokens=frame.max_tokens, show_project=many,
+            sources=frame.sources))
 
     def code_related(
+        ctx: Context,
         location: Annotated[str, Field(description="PATH:LINE of the declaration, the path "
                                                    "relative to the project root.")],
-        path_filter: Annotated[str | None, Field(
-            description="Only paths matching this glob or prefix, relative to the project "
-                        "root.")] = None,
+        path_filter: PathFilterArg = None,
         limit: Annotated[int, Field(ge=1, le=50, description="Results wanted.")] = 10,
         kind: Annotated[str | None, Field(
             description='"code", "docs", "test", ... or a declaration kind.',
-            json_schema_extra={"enum": [*sorted(KINDS), None]})] = None,
-        language: Annotated[str | None, Field(
-            description='e.g. "python", "typescript".',
-            json_schema_extra={"enum": [*sorted(LANGUAGES), None]})] = None,
+            json_schema_extra=absent(sorted(KINDS)))] = None,
+        language: LanguageArg = None,
         project: ProjectArg = None,
         detail: Annotated[Literal["snippets", "locations"], Field(
             description='"locations" returns paths and lines only.')] = "snippets",
         include_calls: Annotated[bool, Field(
             description="Also list each result's callers and callees.")] = False,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, schemas.SearchAnswer]:
         return _guarded("code_related", lambda: render.search_result(
             service.related(location, path_filter=path_filter, limit=limit, kind=kind,
                             language=language, project=project, calls=include_calls),
-            detail=detail, max_tokens=max_tokens(), show_project=many))
+            detail=detail, max_tokens=max_tokens(), show_project=many,
+            sources=_sources(ctx)))
 
     def code_get_chunk(
+        ctx: Context,
         id: Annotated[str, Field(description="A chunk id from code_search: "
                                              "<project>:<index>:<generation>:<ordinal>.")],
         scope: Annotated[Literal["declaration", "chunk"], Field(
@@ -235,14 +248,15 @@ def build_server(service: Service) -> MCPServer:
             "Lines of the file to add above and below."))] = 0,
         expect_hash: Annotated[str | None, Field(description=(
             "The result's content_hash from code_search: refused with error \"stale\" when "
-            "those lines changed since."))] = None,
-    ) -> CallToolResult:
+            "those lines changed since."), json_schema_extra=absent())] = None,
+    ) -> Annotated[CallToolResult, schemas.ChunkAnswer]:
         return _guarded("code_get_chunk", lambda: render.chunk(
             service.get_chunk(id, scope=scope, context_lines=context_lines,
                               expect_hash=expect_hash),
-            max_tokens=max_tokens()))
+            max_tokens=max_tokens(), sources=_sources(ctx)))
 
-    def code_index_status(project: ProjectArg = None) -> CallToolResult:
+    def code_index_status(project: ProjectArg = None
+                          ) -> Annotated[CallToolResult, schemas.StatusAnswer]:
         return _guarded("code_index_status", lambda: render.status(service.status(project)))
 
     async def code_reindex(
@@ -250,7 +264,7 @@ def build_server(service: Service) -> MCPServer:
         project: ProjectArg = None,
         full: Annotated[bool, Field(description="Rebuild from scratch instead of updating.")
                         ] = False,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, schemas.ReindexAnswer]:
         # async, so it can send progress notifications while the job runs on its thread
         try:
             started = await anyio.to_thread.run_sync(
@@ -272,20 +286,50 @@ def build_server(service: Service) -> MCPServer:
 
     def find_repositories(
         query: Annotated[str, Field(description="What you are looking for.")],
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, schemas.RepositoriesAnswer]:
         return _guarded("find_repositories", lambda: render.repositories(
             service.find_repositories(query)))
 
-    server.add_tool(code_search, description=SEARCH, annotations=READ_ONLY)
-    server.add_tool(code_related, description=RELATED, annotations=READ_ONLY)
-    server.add_tool(code_get_chunk, description=GET_CHUNK, annotations=READ_ONLY)
-    server.add_tool(code_index_status, description=STATUS, annotations=READ_ONLY)
-    server.add_tool(code_reindex, description=REINDEX, annotations=ToolAnnotations(
-        read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-        open_world_hint=False))
+    async def chunk_resource(id: str) -> str:
+        """A chunk's whole declaration, as code_get_chunk reads it."""
+        try:
+            found = await anyio.to_thread.run_sync(functools.partial(service.get_chunk, id))
+        except KenningError as exc:
+            raise ResourceError(exc.message + (f" {exc.hint}" if exc.hint else "")) from exc
+        return render.chunk(found, max_tokens=max_tokens()).text
+
+    server.add_tool(code_search, title="Search code", description=SEARCH,
+                    annotations=READ_ONLY)
+    server.add_tool(code_related, title="Related code", description=RELATED,
+                    annotations=READ_ONLY)
+    server.add_tool(code_get_chunk, title="Read a declaration", description=GET_CHUNK,
+                    annotations=READ_ONLY)
+    server.add_tool(code_index_status, title="Index status", description=STATUS,
+                    annotations=READ_ONLY)
+    server.add_tool(code_reindex, title="Update the index", description=REINDEX,
+                    annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                                idempotent_hint=True, open_world_hint=False))
     if many or service.settings["search.backend"] != "local":  # the shared index holds many
-        server.add_tool(find_repositories, description=REPOSITORIES, annotations=READ_ONLY)
+        server.add_tool(find_repositories, title="Find repositories",
+                        description=REPOSITORIES, annotations=READ_ONLY)
+    server.resource(render.CHUNK_URI + "{id}", name="chunk", title="A declaration's code",
+                    description="The whole declaration of a search result, by its id, as "
+                    "code_get_chunk reads it.")(chunk_resource)
     return server
+
+
+# Clients that hand the model a tool's structured content alone when it has one (Claude Code,
+# Codex, VS Code), by the name they give at initialize (lower case, spaces as dashes): their
+# text block needs no second copy of the sources, nor resource links they never show.
+STRUCTURED_READERS = frozenset({"claude-code", "codex-mcp-client", "visual-studio-code"})
+
+
+def _sources(ctx: Context) -> str:
+    """Where an answer's sources go for the client of ``ctx``: ``structured`` for a client that
+    reads structured content alone, ``both`` for any other (it may read either)."""
+    params = ctx.session.client_params
+    name = params.client_info.name.lower().replace(" ", "-") if params is not None else ""
+    return "structured" if name in STRUCTURED_READERS else "both"
 
 
 def _version() -> str:

@@ -27,6 +27,7 @@ from kenning.store.ids import ChunkId
 
 if TYPE_CHECKING:
     from kenning.embedding import Embedder
+    from kenning.retrieval.budget import Frame
 
 log = logging.getLogger("kenning.mcp")
 
@@ -51,7 +52,8 @@ class Service:
     def search(self, query: str, *, path_filter: str | None = None, limit: int = 10,
                kind: str | None = None, language: str | None = None,
                project: str | None = None, calls: bool = False,
-               budget_tokens: int | None = None) -> dict[str, Any]:
+               budget_tokens: int | None = None,
+               budget_frame: Frame | None = None) -> dict[str, Any]:
         """A search whose refreshes and query wait for the embedder at most search.timeout
         seconds in all; past it the answer comes from words and symbols, with a warning."""
         from kenning.embedding import deadline
@@ -59,11 +61,11 @@ class Service:
         with deadline.within(self.settings["search.timeout"]):
             return self._search(query, path_filter=path_filter, limit=limit, kind=kind,
                                 language=language, project=project, calls=calls,
-                                budget_tokens=budget_tokens)
+                                budget_tokens=budget_tokens, budget_frame=budget_frame)
 
     def _search(self, query: str, *, path_filter: str | None, limit: int, kind: str | None,
                 language: str | None, project: str | None, calls: bool,
-                budget_tokens: int | None) -> dict[str, Any]:
+                budget_tokens: int | None, budget_frame: Frame | None) -> dict[str, Any]:
         from kenning.retrieval import search
         from kenning.retrieval.filters import Filters, normalize_path_filter
 
@@ -79,7 +81,8 @@ class Service:
             return search(query, [], settings=self._shared_settings(), limit=limit,
                           path_filter=path_filter, language=language, kind=kind, refresh=False,
                           embedder=self.embedder, freshness=self.freshness,
-                          shared_projects=[project], budget_tokens=budget_tokens)
+                          shared_projects=[project], budget_tokens=budget_tokens,
+                          budget_frame=budget_frame)
         targets = self.registry.select(project)
         warnings: list[str] = []
         if project is None:
@@ -96,7 +99,7 @@ class Service:
         result = search(query, refs, settings=self.settings, limit=limit,
                         path_filter=path_filter, language=language, kind=kind,
                         embedder=self.embedder, freshness=self.freshness, calls=calls,
-                        budget_tokens=budget_tokens)
+                        budget_tokens=budget_tokens, budget_frame=budget_frame)
         for root in result["vectors_deferred"]:  # computed here, on a worker thread
             self.start_job(next(s for s in targets if s.ref and str(s.ref.root) == root),
                            full=False)

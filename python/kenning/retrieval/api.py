@@ -266,6 +266,18 @@ def _offer(reader: SnippetReader, cand: Candidate) -> budget.Lines | None:
     return budget.offer(text, cand.start_line, cand.end_line, window, cand.symbol)
 
 
+def _pack(result: dict[str, Any], tokens: int, frame: budget.Frame | None) -> None:
+    """``result``'s results packed within ``tokens``, less what ``frame`` prints around them."""
+    offers = [r.pop("_offer", None) or _offer_of_content(r) for r in result["results"]]
+    around = 0
+    if frame is not None:  # its line on the budget at its longest: all of it used
+        result["budget"] = {"tokens": tokens, "used": tokens}
+        around = budget.context_tokens(frame.envelope(result))
+    result["results"], used = budget.pack(result["results"], offers, max(tokens - around, 0),
+                                          frame.item if frame is not None else None)
+    result["budget"] = {"tokens": tokens, "used": used + around}
+
+
 def _offer_of_content(result: dict[str, Any]) -> budget.Lines | None:
     """What a result of the shared index offers a token budget: its content, where that holds
     every line of its span (else None: it gets no line)."""
@@ -502,7 +514,8 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
            freshness: Freshness | None = None,
            shared_projects: Sequence[str] | None = None,
            prefer: Path | None = None, calls: bool = False,
-           budget_tokens: int | None = None) -> dict[str, Any]:
+           budget_tokens: int | None = None,
+           budget_frame: budget.Frame | None = None) -> dict[str, Any]:
     """Hybrid search over one or more projects: the search-result JSON of the README ("The
     search result JSON"), plus ``vectors_deferred``.
 
@@ -522,7 +535,7 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
     ``callees`` of its declaration (``retrieval.calls``), a few each. With ``budget_tokens``
     the results are packed as line ranges within that many tokens (``budget``): each keeps
     the lines it was given as ``content`` and ``lines``, and ``budget`` reports ``{"tokens",
-    "used"}``."""
+    "used"}``: the contents count, or with ``budget_frame`` all that the caller prints."""
     from kenning.services import usage_log
 
     started = time.perf_counter()
@@ -583,19 +596,18 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
                                       "answers.")
     result["vectors_deferred"] = deferred
     result["budget"] = None
-    if budget_tokens is not None:
-        offers = [r.pop("_offer", None) or _offer_of_content(r) for r in result["results"]]
-        result["results"], used = budget.pack(result["results"], offers, budget_tokens)
-        result["budget"] = {"tokens": budget_tokens, "used": used}
-    results = result["results"]
-    saved = usage_log.tokens_saved(results)
-    for r in results:
-        del r["_read_bytes"]
+    for r in result["results"]:
         # a result of the shared index: no work tree here to vouch for
         r.setdefault("revision", None)
         r.setdefault("changed_since_index", bool(r["stale"]))
         r.setdefault("content_hash", None)
         r.setdefault("lines", None)
+    if budget_tokens is not None:
+        _pack(result, budget_tokens, budget_frame)
+    results = result["results"]
+    saved = usage_log.tokens_saved(results)
+    for r in results:
+        del r["_read_bytes"]
     usage_log.record("search", ms=round((time.perf_counter() - started) * 1000, 2),
                      results=len(results), tokens_not_read=saved,
                      degraded="dense" in ctx.branches and ctx.query_vector is None)

@@ -5,10 +5,12 @@ First the head of each result in rank order (a declaration's doc comment and dec
 signature and its docstring), then each result's best-matching window (the snippet's window:
 ``snippets``), in rank order; a range goes in whole where it fits and is passed over where it
 does not, so a later, smaller one may still fit. No line is shown twice: ranges of one file
-merge, and a result that gets no line is left out. Each result's ``content`` becomes its ranges,
-with the marker lines of ``snippets.left_out`` for what lies between and around them, and
-``lines`` lists them; ``budget`` says ``{"tokens": N, "used": M}``, M the tokens of the
-contents together.
+merge, and a result that gets no line is left out. Import blocks and a licence banner are
+never offered: a range is trimmed of them, and one made of nothing else is passed over. Each
+result's ``content`` becomes its ranges, with the marker lines of ``snippets.left_out`` for what
+lies between and around them, and ``lines`` lists them; ``budget`` says ``{"tokens": N,
+"used": M}``, M the tokens of the contents together, or, where a front end passes its
+``Frame``, of everything it prints (headers, ids, wrappers: what the agent receives).
 
 Tokens are estimated, not counted: the agent's tokenizer is unknown, and code runs at about
 three to four characters per token in the common ones, so three characters per token errs on
@@ -18,8 +20,10 @@ the side of a smaller result (the MCP server's ``mcp.max_tokens`` cap counts the
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kenning.errors import UsageError
 from kenning.retrieval.query import QUALIFIER
@@ -33,6 +37,29 @@ HEAD_MAX_LINES = 30  # a head longer than this (a vast docstring) is cut here
 _SIGNATURE_END = (":", "{", "=>", "->", "=", ";")
 SIGNATURE_RUN = 8
 _DOCSTRING = ('"""', "'''")
+
+
+# Lines a budget never spends on: imports (of the common languages) and licence banners.
+_IMPORT = re.compile(r"\s*(?:import\s|from\s+\S+\s+import\s|use\s+\w+(?:::|\s*;|\s+as\s)|"
+                     r"#\s*include\s|using\s+[\w.]+\s*;|require\s*\(|"
+                     r"(?:const|let|var)\s+.*=\s*require\s*\(|extern\s+crate\s|"
+                     r"package\s+[\w.]+\s*;?\s*$)")
+_BANNER = re.compile(r"copyright|licen[cs]e|spdx-license-identifier|all rights reserved",
+                     re.IGNORECASE)
+_COMMENT = re.compile(r"\s*(?:#|//|/\*|\*|--|;;|<!--)")
+
+
+class Frame(Protocol):
+    """What a front end prints of a search under a budget, so the budget bounds all of it."""
+
+    def envelope(self, result: dict[str, Any]) -> str:
+        """Everything printed besides the results, at its longest for any of ``result``'s
+        results (the candidates; its budget all used)."""
+        ...
+
+    def item(self, hit: dict[str, Any]) -> str:
+        """Everything printed for ``hit``, carrying the ``content`` it would be given."""
+        ...
 
 
 def context_tokens(text: str) -> int:
@@ -64,8 +91,8 @@ class Lines:
 
     first: int  # the number of ``text[0]``
     text: tuple[str, ...]
-    head: tuple[int, int]
-    window: tuple[int, int]
+    head: tuple[int, int] | None
+    window: tuple[int, int] | None
 
 
 def head_end(lines: list[str], first: int, symbol: str | None) -> int:
@@ -88,12 +115,53 @@ def head_end(lines: list[str], first: int, symbol: str | None) -> int:
     return first + min(at, HEAD_MAX_LINES - 1)
 
 
+def _skipped(lines: list[str], first: int) -> set[int]:
+    """Numbers of the lines no budget spends on: imports, with the blank lines and comments
+    among them, and a leading comment block that names a licence or copyright."""
+    skipped: set[int] = set()
+    banner = []
+    for i, line in enumerate(lines):
+        if line.strip() and not _COMMENT.match(line):
+            break
+        banner.append(first + i)
+    if first == 1 and any(_BANNER.search(lines[n - first]) for n in banner):
+        skipped.update(banner)
+    run: list[int] = []  # blank and comment lines that may lie inside an import block
+    for i, line in enumerate(lines):
+        if _IMPORT.match(line):
+            skipped.update(run)
+            skipped.add(first + i)
+            run = []
+        elif not line.strip() or _COMMENT.match(line):
+            run.append(first + i)
+        else:
+            run = []
+    return skipped
+
+
+def _trimmed(span: tuple[int, int], skipped: set[int], lines: list[str],
+             first: int) -> tuple[int, int] | None:
+    """``span`` without the skipped and blank lines at its ends; None if nothing is left."""
+    def bare(number: int) -> bool:
+        return number in skipped or not lines[number - first].strip()
+
+    start, end = span[0], min(span[1], first + len(lines) - 1)
+    while start <= end and bare(start):
+        start += 1
+    while end >= start and bare(end):
+        end -= 1
+    return (start, end) if start <= end else None
+
+
 def offer(text: str, first: int, last: int, window: tuple[int, int],
           symbol: str | None) -> Lines:
-    """The ``Lines`` of a result spanning lines ``first``-``last`` whose text is ``text``."""
+    """The ``Lines`` of a result spanning lines ``first``-``last`` whose text is ``text``; a
+    range made of imports or a banner alone offers nothing (``None``)."""
     lines = text.splitlines()[: last - first + 1]
+    skipped = _skipped(lines, first)
     head = (first, min(head_end(lines, first, symbol), last))
-    return Lines(first, tuple(lines), head, window)
+    return Lines(first, tuple(lines), _trimmed(head, skipped, lines, first),
+                 _trimmed(window, skipped, lines, first))
 
 
 def _content(item: Lines, ranges: list[tuple[int, int]], last: int) -> str:
@@ -130,34 +198,44 @@ def _new_lines(span: tuple[int, int], shown: set[int]) -> list[tuple[int, int]]:
     return runs
 
 
-def pack(results: list[dict[str, Any]], offers: list[Lines | None],
-         tokens: int) -> tuple[list[dict[str, Any]], int]:
+def pack(results: list[dict[str, Any]], offers: list[Lines | None], tokens: int,
+         item: Callable[[dict[str, Any]], str] | None = None
+         ) -> tuple[list[dict[str, Any]], int]:
     """The results (in rank order, each with its ``offers`` entry) that get lines within
-    ``tokens``, with their ``content`` and ``lines``; and the tokens used. A result offered
-    nothing (``None``: its file could not be read) gets no line."""
+    ``tokens``, with their ``content`` and ``lines``; and the tokens used. A result costs
+    its content, or with ``item`` (a ``Frame``'s) all it prints. A result offered nothing
+    (``None``: its file could not be read) gets no line."""
+
+    def price(i: int, content: str, ranges: list[tuple[int, int]]) -> int:
+        if item is None:
+            return context_tokens(content)
+        return context_tokens(item({**results[i], "content": content,
+                                    "lines": [list(r) for r in ranges]}))
+
     shown: dict[tuple[str, str], set[int]] = {}
     taken: list[list[tuple[int, int]]] = [[] for _ in results]
     cost = [0] * len(results)
     used = 0
     for phase in ("head", "window"):
-        for i, (result, item) in enumerate(zip(results, offers, strict=True)):
-            if item is None:
+        for i, (result, offered) in enumerate(zip(results, offers, strict=True)):
+            if offered is None:
                 continue
             lines = shown.setdefault((result["project"], result["path"]), set())
-            new = _new_lines(getattr(item, phase), lines)
+            span = getattr(offered, phase)
+            new = _new_lines(span, lines) if span is not None else []
             if not new:
                 continue
             ranges = _merged(taken[i] + new)
-            price = context_tokens(_content(item, ranges, result["end_line"]))
-            if used - cost[i] + price > tokens:
+            spent = price(i, _content(offered, ranges, result["end_line"]), ranges)
+            if used - cost[i] + spent > tokens:
                 continue
-            used += price - cost[i]
-            cost[i], taken[i] = price, ranges
+            used += spent - cost[i]
+            cost[i], taken[i] = spent, ranges
             for start, end in new:
                 lines.update(range(start, end + 1))
     packed = []
-    for result, item, ranges in zip(results, offers, taken, strict=True):
-        if ranges and item is not None:
-            packed.append({**result, "content": _content(item, ranges, result["end_line"]),
+    for result, offered, ranges in zip(results, offers, taken, strict=True):
+        if ranges and offered is not None:
+            packed.append({**result, "content": _content(offered, ranges, result["end_line"]),
                            "lines": [list(r) for r in ranges]})
     return packed, used

@@ -135,12 +135,9 @@ def related(location: str, projects: Sequence[ProjectRef] | None = None, *,
         warnings.append(f"At most {MAX_LIMIT} results are returned per search; narrow the "
                         "filters to see others.")
         limit = MAX_LIMIT
-    if refresh and settings["search.refresh"]:
-        with borrowed(settings, embedder) as emb, deadline.within(settings["search.timeout"]):
-            done = (freshness or for_settings(settings)).refresh(where.ref.root, settings, emb)
-        warnings += done.warnings
-        if done.deferred:
-            deferred.append(str(where.ref.root))
+    if refresh:
+        found, deferred = refreshed(where.ref, settings, embedder, freshness)
+        warnings += found
     index = Index.open(where.ref.root, settings)
     with index.snapshot() as snap:
         subject, own = _subject(index, snap, where, settings)
@@ -152,6 +149,17 @@ def related(location: str, projects: Sequence[ProjectRef] | None = None, *,
     return {"type": "related_result", "location": where.given, "subject": own,
             "results": results, "warnings": list(dict.fromkeys(warnings)),
             "revision": revision, "vectors_deferred": deferred}
+
+
+def refreshed(ref: ProjectRef, settings: Settings, embedder: Embedder | None = None,
+              freshness: Freshness | None = None) -> tuple[list[str], list[str]]:
+    """Refresh ``ref``'s index as a search would (unless ``search.refresh`` is off): the
+    warnings, and the roots whose vectors were left to a later index."""
+    if not settings["search.refresh"]:
+        return [], []
+    with borrowed(settings, embedder) as emb, deadline.within(settings["search.timeout"]):
+        done = (freshness or for_settings(settings)).refresh(ref.root, settings, emb)
+    return list(done.warnings), [str(ref.root)] if done.deferred else []
 
 
 def _subject(index: Index, snap: Snapshot, where: Location,

@@ -2,8 +2,11 @@
 the Python API.
 
 Before a search each project is refreshed (files and chunks: one stat pass when nothing
-changed), at most once per ``refresh_interval`` seconds. A search then embeds the chunks that
-lack a vector if there are at most ``sync_embed_limit`` of them (a few seconds of work);
+changed), at most once per ``refresh_interval`` seconds. Chunking stops after
+``chunk_seconds`` (a first index of a large tree): the search answers from the files chunked
+so far, the project's own code and recent changes first, says how many are still to come, and
+the caller leaves the rest to the background, as it does vectors. A search then embeds the
+chunks that lack a vector if there are at most ``sync_embed_limit`` of them (seconds of work);
 a larger backlog (a first index, a branch switch) is left to the caller, which computes it in
 the background (the CLI starts a `kenning index`, the MCP server a worker thread) while the
 searches answer from words, symbols and the vectors there are. After the embedder fails,
@@ -41,6 +44,10 @@ class Policy:
     # Chunks a search embeds before answering (``search.embed_limit``: 64 is about two seconds
     # with the local model); None: all of them, however long that takes.
     sync_embed_limit: int | None = 64
+    # Seconds a search's refresh chunks before it commits what it has and answers from that
+    # (20 s: with the walk and the query, a first answer within a minute on 2 cores in a
+    # 20,000-file tree, benchmarks/README.md); None: every file first.
+    chunk_seconds: float | None = 20.0
     # After the embedder fails, refreshes skip embedding (lexical tables stay fresh) this long.
     embedder_retry_after: float = 30.0
     # A project refreshed less than this many seconds ago is not refreshed again.
@@ -162,8 +169,11 @@ class Freshness:
                 done.warnings.append(
                     f"{root} is indexed by words and symbols only ({result.vectors_missing} "
                     f"chunks without a vector); `kenning index {root}` embeds them.")
-            elif result is not None and result.vectors_missing and not words_only:
+            elif result is not None and (result.vectors_missing or result.files_pending
+                                         ) and not words_only:
                 done.deferred = True
+            if result is not None and result.files_pending:
+                done.warnings.append(still_to_chunk(root, result))
         finally:
             state.lock.release()
         return done
@@ -179,7 +189,7 @@ class Freshness:
             try:
                 done.result = refresh(done.root, settings, embedder=embedder, index=index,
                                       graph=False, embed=embed, embed_limit=limit,
-                                      progress=progress)
+                                      progress=progress, chunk_for=self.policy.chunk_seconds)
             except EmbedderError as exc:
                 self.embedder_failed(exc)
                 done.embedder_error = exc
@@ -187,13 +197,22 @@ class Freshness:
                                      "new chunks are searchable by words and symbols only for "
                                      "now.")
                 done.result = refresh(done.root, settings, embedder=embedder, index=index,
-                                      graph=False, embed=False, progress=progress)
+                                      graph=False, embed=False, progress=progress,
+                                      chunk_for=self.policy.chunk_seconds)
             else:
                 if embed and done.result.vectors_embedded:
                     self.embedder_answered()
         except IndexError_ as exc:  # a full disk, say: the last snapshot still answers
             done.failure = exc
             done.warnings.append(failed_refresh(done.root, exc.message, exc.hint))
+
+
+def still_to_chunk(root: Path, result: RefreshResult) -> str:
+    """How much of a first index is still to come after a refresh that stopped chunking."""
+    return (f"{root} is still being chunked: results come from the {result.files:,} files "
+            f"indexed so far (the project's own code and recent changes first); "
+            f"{result.files_pending:,} files (about {result.chunks_pending:,} chunks) are still "
+            "to come.")
 
 
 def failed_refresh(root: Path, message: str, hint: str | None) -> str:

@@ -287,6 +287,8 @@ class IndexRun(_Typed):
     files_added: int
     files_changed: int
     files_removed: int
+    files_pending: int  # left to chunk by a run given a time (a search's), 0 from kenning.index
+    chunks_pending: int  # about how many chunks those files hold
     chunks: int
     chunks_added: int
     chunks_removed: int
@@ -428,11 +430,11 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     _check("budget_tokens", budget_tokens, (int, type(None)), "an integer or None")
     _check_common(settings)
     settings = settings or load_settings()
-    # no background worker here to leave a backlog of vectors to: they are embedded first
+    # no background worker here to leave a backlog of chunks or vectors to: they come first
     found = run(query, _roots(paths, settings), settings=settings, limit=limit,
                 path_filter=path_filter, language=language, kind=kind, refresh=refresh,
-                freshness=for_settings(settings, sync_embed_limit=None), calls=calls,
-                budget_tokens=budget_tokens)
+                freshness=for_settings(settings, sync_embed_limit=None, chunk_seconds=None),
+                calls=calls, budget_tokens=budget_tokens)
     return SearchResult.from_dict(found)
 
 
@@ -460,8 +462,8 @@ def related(location: PathLike, paths: PathLike | Sequence[PathLike] = ".", *,
     settings = settings or load_settings()
     found = run(os.fspath(location), _roots(paths, settings), settings=settings, line=line,
                 limit=limit, path_filter=path_filter, language=language, kind=kind,
-                refresh=refresh, freshness=for_settings(settings, sync_embed_limit=None),
-                with_calls=calls)
+                refresh=refresh, with_calls=calls,
+                freshness=for_settings(settings, sync_embed_limit=None, chunk_seconds=None))
     return RelatedResult.from_dict(found)
 
 
@@ -520,8 +522,9 @@ def doctor(path: PathLike = ".", *, settings: Settings | None = None) -> Doctor:
     """An end-to-end self-test: the settings load, the kernels, the embedder answers, indexes
     can be written, a probe file is indexed and found by a search (its index removed after),
     and the indexes of the project at ``path`` are checked in full (database, full-text table,
-    vector files and their checksums). A failure is a check with ``ok`` False and its ``fix``,
-    never an exception."""
+    vector files and their checksums, every row one an embedder makes, a few drawn at random
+    embedded again). A failure is a check with ``ok`` False and its ``fix``, never an
+    exception."""
     from kenning.services.self_test import run_checks
 
     _check("path", path, (str, os.PathLike), "a string or a path")

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kenning.config import Settings
+    from kenning.embedding import Embedder
     from kenning.services.library import DoctorCheck
+    from kenning.store import Index
 
 _PROBE = '''def retry_with_backoff(call, attempts=3):
     """Call again after a failure, waiting longer each time."""
@@ -113,8 +115,9 @@ def run_checks(path: str | os.PathLike[str],
         count = check(root, state["settings"])
         if not count:
             return f"{root} has no index yet"
-        return (f"{count} index{'es' if count > 1 else ''} of {root} checked in full: "
-                "database, full-text table, vector files and their checksums")
+        detail = (f"{count} index{'es' if count > 1 else ''} of {root} checked in full: "
+                  "database, full-text table, vector files and their checksums")
+        return detail + (_sampled(root, state) if "embedder" in state else "")
 
     if _check("config", load_config, checks):
         _check("kernels", kernels, checks)
@@ -124,3 +127,53 @@ def run_checks(path: str | os.PathLike[str],
             _check("search round trip", round_trip, checks)
         _check("index integrity", index_integrity, checks)
     return checks
+
+
+def _sampled(root: Path, state: dict[str, Any]) -> str:
+    """The vectors of the index of ``root`` for the configured model, a few drawn at random and
+    embedded again: what ``index_integrity`` adds to its detail, or IndexDamaged."""
+    from kenning.errors import IndexDamaged, IndexMissing
+    from kenning.store import Index
+
+    embedder = state["embedder"]
+    try:
+        index = Index.open(root, state["settings"], embedder=embedder)
+    except IndexMissing:
+        return ""
+    drawn, differ = sample_disagreement(index, embedder,
+                                        int(state["settings"]["index.max_file_size"]))
+    if not drawn:
+        return ""
+    if differ:
+        raise IndexDamaged(
+            f"{differ} of {drawn} vectors drawn from the index of {root} are not what "
+            f"{embedder.model} makes of their chunks (taken from a shared index before its "
+            "rows were checked, or forged).",
+            hint=f"Run `kenning remove-index {root}`, then `kenning index {root}`: none of its "
+            "vectors can be trusted.")
+    return f"; {drawn} vectors drawn at random are what the model makes of their chunks"
+
+
+def sample_disagreement(index: Index, embedder: Embedder,
+                        max_file_size: int) -> tuple[int, int]:
+    """``(drawn, differing)``: how many stored vectors were drawn at random and embedded again
+    (``store.plausible.SAMPLE`` at most, of those whose file is unchanged), and how many
+    differ (``store.plausible.disagreeing``)."""
+    import numpy as np
+
+    from kenning.indexing.indexer import chunk_texts
+    from kenning.store.plausible import SAMPLE, disagreeing
+    from kenning.store.vectors import VectorRows
+    from kenning.store.writer import MissingVector
+
+    with index.snapshot() as snap:
+        drawn = snap.sample_vectors(SAMPLE)
+        texts = chunk_texts(index.root, [MissingVector(h, path, start, end)
+                                         for _, h, path, start, end in drawn], max_file_size)
+        kept = [(v, h) for v, h, *_ in drawn if h in texts]
+        ids = np.asarray([v for v, _ in kept], np.int64)
+        rows = VectorRows(snap.bits[ids], snap.int8[ids], snap.scales[ids])
+    if not kept:
+        return 0, 0
+    embedded = embedder.embed_documents([texts[h] for _, h in kept])
+    return len(kept), int(disagreeing(rows, embedded).sum())

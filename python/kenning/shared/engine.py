@@ -5,7 +5,7 @@ Collections per embedding descriptor (a different model never mixes) and access 
 ``kenning_<slug>`` holds one row per published chunk (sign bits, the int8 rescoring row, the
 chunk's text and metadata, kenning's own code tokens for the engine's BM25),
 ``kenning_<slug>_manifest`` the published manifest of each project (its clusters and files with
-their digests, and one head row with the published generation), and ``kenning_<slug>_vectors``
+their digests, and one head row with the published generation), and ``kenning_<slug>_vectors2``
 the vectors by content (``kenning.shared.vector_cache``).
 
 ``shared.uri`` is an ``http(s)://`` server (Standalone or Distributed), or a local ``.db`` file,
@@ -166,7 +166,7 @@ class Engine:
         self.descriptor = descriptor
         self.chunks = collection_name(descriptor, str(settings["shared.group"]))
         self.manifest = self.chunks + "_manifest"
-        self.vectors = self.chunks + "_vectors"
+        self.vectors = self.chunks + "_vectors2"  # format 2: see vector_cache
         # seconds: a server that does not answer is reported, not waited on
         self.timeout = float(settings["shared.timeout"])
         self.dims = int(descriptor["dims"])

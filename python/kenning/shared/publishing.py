@@ -11,9 +11,10 @@ interruption harmless:
 4. the manifest is updated last: files, clusters, then the head row with the new generation.
 
 With step 2, each sent chunk's vector is stored by content (``vector_cache``) for the first path
-that holds its text, the one a fresh local index embeds it from; the first publish of a project
-published before vectors were stored by content stores those of every file
-(``vectors_by_content`` in the head says it was done).
+that holds its text, the one a fresh local index embeds it from; then the rows of every file not
+sent are read back, and those that are absent or do not open (a project published before
+vectors were stored by content, rows a writer without the text deleted or changed) are stored
+again, so every publish repairs the cache of its project.
 
 A publish killed anywhere leaves marked files, which the next publish treats as changed (or
 removed), so it converges. Result ids name a row by the local index's token and the chunk's
@@ -104,7 +105,8 @@ class PublishResult:
     skipped: list[str] = field(default_factory=list)  # changed on disk since the snapshot
     resend_all: str | None = None  # why every file is sent again (None: only what changed)
     vectors_stored: int = 0  # vectors stored by content (``vector_cache``)
-    collection: str = ""  # the chunks collection (its companions add _manifest and _vectors)
+    vectors_repaired: int = 0  # of those, rows of files not sent that were absent or did not open
+    collection: str = ""  # the chunks collection (its companions add _manifest and _vectors2)
     seconds: float = 0.0
 
     @property
@@ -196,7 +198,24 @@ class _ByContent:
     def flush(self, engine: Engine, dry_run: bool) -> None:
         if self.entries and not dry_run:
             vector_cache.put(engine, self.entries)
+            crash_point("vectors-stored")
         self.stored += len(self.entries)
+        self.entries = []
+
+    def repair(self, engine: Engine, dry_run: bool) -> None:
+        """Store again the entries whose row is absent or does not open (deleted, or written by
+        someone without the text); a row that opens was made by a holder of the text and
+        stays."""
+        present = vector_cache.exists(engine)
+        for start in range(0, len(self.entries), vector_cache.GET_IDS):
+            part = self.entries[start:start + vector_cache.GET_IDS]
+            held = (vector_cache.get(engine, [text for text, _ in part]) if present
+                    else [None] * len(part))
+            lost = [entry for entry, found in zip(part, held, strict=True) if found is None]
+            if lost and not dry_run:
+                vector_cache.put(engine, lost)
+                crash_point("vectors-stored")
+            self.stored += len(lost)
         self.entries = []
 
 
@@ -390,23 +409,20 @@ class _Publish:
         by_content = _ByContent() if self.snap.center is None else None
         if by_content is not None and not dry_run:
             vector_cache.ensure(engine)
-        # a project published before vectors were stored by content: all of them, once
-        store_all = (by_content is not None and not before.get("vectors_by_content")
-                     and len(sending) < len(plan.digests))
-        in_loop = None if store_all else by_content
         if result.resend_all and not dry_run:
             claim.mark_resending()
         if not dry_run:  # 1. mark: a publish killed from here on leaves these files to redo
             engine.upsert(engine.manifest, [
                 _manifest_row(project, "file", p, cluster=plan.cluster_of[p])
                 for p in [*sending, *plan.removed]], "marking the files being published")
+            crash_point("files-marked")
         new_ids: set[str] = set()
         files_done = 0
         for part in _batches(sending, PATHS_PER_QUERY):  # 2. upsert the chunks
             rows = _chunk_rows(self.snap, self.root, project, part, plan.digests,
-                               result.skipped, self.max_file_size, classes, in_loop)
-            if in_loop is not None:
-                in_loop.flush(engine, dry_run)
+                               result.skipped, self.max_file_size, classes, by_content)
+            if by_content is not None:
+                by_content.flush(engine, dry_run)
             for i in range(0, len(rows), UPSERT_ROWS):
                 batch = rows[i:i + UPSERT_ROWS]
                 if not dry_run:
@@ -418,9 +434,11 @@ class _Publish:
             files_done += len(part)
             self.emit({"type": "publishing", "done": files_done, "total": len(sending),
                        "chunks": result.chunks_sent})
-        if store_all and by_content is not None:
-            self._store_all(by_content, plan.digests, dry_run, classes, claim)
-        result.vectors_stored = by_content.stored if by_content is not None else 0
+        if by_content is not None:
+            sent = set(sending)
+            repaired = self._repair([p for p in sorted(plan.digests) if p not in sent],
+                                    plan.digests, dry_run, classes, claim)
+            result.vectors_stored, result.vectors_repaired = by_content.stored + repaired, repaired
         crash_point("chunks-sent")
         skipped = set(result.skipped)
         stale: list[str] = []  # 3. the rows of old versions
@@ -440,6 +458,7 @@ class _Publish:
             engine.delete_ids(engine.chunks, stale[i:i + DELETE_IDS], "deleting stale chunks")
             self.emit({"type": "deleting", "done": min(len(stale), i + DELETE_IDS),
                        "total": len(stale)})
+        crash_point("stale-deleted")
         claim.check()  # 4. the manifest, last, only if the claim is still this process's
         engine.upsert(engine.manifest, [
             _manifest_row(project, "file", p, cluster=plan.cluster_of[p],
@@ -453,6 +472,7 @@ class _Publish:
         engine.delete_ids(engine.manifest,
                           [row_key(project, "cluster", c) for c in plan.removed_clusters],
                           "updating the published clusters")
+        crash_point("manifest-written")
         if not result.nothing_changed:
             result.generation += 1
         center = self.snap.center
@@ -467,16 +487,21 @@ class _Publish:
                        if center is not None else None)})
 
 
-    def _store_all(self, by_content: _ByContent, digests: dict[str, bytes], dry_run: bool,
-                   classes: bool, claim: _Claim) -> None:
-        """The vectors by content of every file (of a project published before they were
-        stored), files that changed on disk since the snapshot left out."""
-        for part in _batches(sorted(digests), PATHS_PER_QUERY):
+    def _repair(self, paths: Sequence[str], digests: dict[str, bytes], dry_run: bool,
+                classes: bool, claim: _Claim) -> int:
+        """Store again the vectors by content of the files not sent (``paths``, in order, so each
+        text's first path is checked) whose rows are absent or do not open: those of a project
+        published before vectors were stored by content, or that a writer without the text
+        deleted or changed. Files changed on disk since the snapshot are left out. Returns how
+        many were stored."""
+        checking = _ByContent()
+        for part in _batches(paths, PATHS_PER_QUERY):
             _chunk_rows(self.snap, self.root, self.project, part, digests, [],
-                        self.max_file_size, classes, by_content)
-            by_content.flush(self.engine, dry_run)
+                        self.max_file_size, classes, checking)
+            checking.repair(self.engine, dry_run)
             if not dry_run:
                 claim.renew()
+        return checking.stored
 
 
 @dataclass

@@ -5,8 +5,9 @@ its rows (``vectors`` ordered by id) and their bytes in the three vector files, 
 ``vector_blocks`` in the transaction that commits the rows. A flipped bit, a shifted or cut
 file, or a scrambled ``vectors`` table changes a digest. Where it costs little the last block
 is checked (a reader mapping new rows, a writer about to append); ``full_check`` checks every
-block, the database (``PRAGMA quick_check``) and the full-text table (used by ``kenning
-doctor`` and ``kenning index --full``).
+block, every row (``store.plausible``: rows taken from the shared index were made elsewhere),
+the database (``PRAGMA quick_check``) and the full-text table (used by ``kenning doctor`` and
+``kenning index --full``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from kenning import kernels
-from kenning.store import db, vectors
+from kenning.store import db, plausible, vectors
 from kenning.store.db import is_damage
 
 # Rows per block when many are recorded at once (a compaction, an index from before blocks).
@@ -117,6 +120,16 @@ def block_problems(conn: sqlite3.Connection, rows: vectors.VectorRows) -> list[s
     return problems
 
 
+def row_problems(rows: vectors.VectorRows, *, centred: bool) -> list[str]:
+    """The rows that no embedder makes (``store.plausible``): a vector forged or damaged before
+    it was stored, which its block's checksum was taken over."""
+    bad = np.flatnonzero(plausible.implausible(rows, centred=centred))
+    if not len(bad):
+        return []
+    return [f"{len(bad)} vector row{'s are' if len(bad) > 1 else ' is'} not what an embedder "
+            f"makes (row {bad[0]} first: a scale, norm or sign bits no embedding has)"]
+
+
 def database_problems(conn: sqlite3.Connection) -> list[str]:
     """SQLite's own check of the database file, and of the full-text table's index (the
     latter needs a connection that may write; nothing is changed)."""
@@ -162,7 +175,9 @@ def full_check(directory: Path) -> list[str]:
         size_problem = vectors.size_problem(directory, dims, count, epoch)
         if size_problem:
             return [size_problem]
-        return block_problems(conn, vectors.read_rows(directory, dims, count, epoch))
+        rows = vectors.read_rows(directory, dims, count, epoch)
+        return block_problems(conn, rows) or row_problems(
+            rows, centred=vectors.read_center(directory, dims) is not None)
     except sqlite3.DatabaseError as exc:
         if not is_damage(exc) and isinstance(exc, sqlite3.OperationalError):
             raise

@@ -350,6 +350,15 @@ class SnapshotReads:
                 f"({_marks(part)}) AND vector_id < ?", [*part, self.vector_rows]).fetchall())
         return found
 
+    def sample_vectors(self, count: int) -> list[tuple[int, bytes, str, int, int]]:
+        """``(vector id, content hash, path, start byte, end byte)`` of up to ``count``
+        committed vectors drawn at random, each with one chunk that uses it."""
+        return self._conn.execute(
+            "SELECT v.vector_id, v.content_hash, min(c.path), c.start_byte, c.end_byte "
+            "FROM vectors v JOIN chunks c ON c.content_hash = v.content_hash "
+            "WHERE v.vector_id < ? GROUP BY v.vector_id ORDER BY random() LIMIT ?",
+            (self.vector_rows, count)).fetchall()
+
     def vectors_of_chunks(self, chunk_ids: Iterable[int]) -> list[tuple[int, int]]:
         """``(chunk id, vector id)`` of the chunks that have a committed vector."""
         ids = list(chunk_ids)

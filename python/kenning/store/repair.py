@@ -1,9 +1,9 @@
 """Rebuilding a damaged index (``kenning index --full``), keeping every vector that is intact.
 
 The caller holds the index lock. Vectors are kept only from blocks whose checksum still
-matches (``store.integrity``), so nothing damaged survives; everything else (files, chunks, the
-full-text table) is rebuilt by the refresh that follows, and only chunks whose vector was lost
-are embedded again.
+matches (``store.integrity``) and only rows an embedder can have made (``store.plausible``), so
+nothing damaged or forged survives; everything else (files, chunks, the full-text table) is
+rebuilt by the refresh that follows, and only chunks whose vector was lost are embedded again.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kenning.store import db, graph, integrity, vectors
+from kenning.store import db, graph, integrity, plausible, vectors
 
 if TYPE_CHECKING:
     from kenning.store import Index
@@ -80,9 +80,12 @@ def _intact_vectors(directory: Path) -> tuple[list[bytes], vectors.VectorRows]:
         if integrity.digest(block, rows, start, start + count) == expected:
             keep.extend(ids)
             hashes.extend(block)
+    centred = vectors.read_center(directory, dims) is not None
+    forged = set(np.flatnonzero(plausible.implausible(rows, centred=centred)).tolist())
     first: dict[bytes, int] = {}
     for i, h in zip(keep, hashes, strict=True):  # a damaged table may repeat a hash
-        first.setdefault(h, i)
+        if i not in forged:
+            first.setdefault(h, i)
     take = np.asarray(list(first.values()), dtype=np.int64)
     return list(first), vectors.VectorRows(
         np.array(rows.bits[take]), np.array(rows.int8[take]), np.array(rows.scales[take]))

@@ -208,16 +208,35 @@ class IndexWriter:
             raise self._failed(exc) from exc
         return True
 
-    def missing_vectors(self) -> list[MissingVector]:
+    def missing_vectors(self, paths: Sequence[str] | None = None) -> list[MissingVector]:
         """One chunk location per distinct content hash that has no vector and is of a class
-        that is embedded, in path order."""
+        that is embedded, in path order; with ``paths``, of the chunks of those files only."""
         words_only, params = self.not_embedded
-        rows = self.conn.execute(
-            "SELECT c.content_hash, c.path, c.start_byte, c.end_byte FROM chunks c "
-            "LEFT JOIN vectors v ON v.content_hash = c.content_hash "
-            f"WHERE v.vector_id IS NULL AND NOT ({words_only}) GROUP BY c.content_hash "
-            "ORDER BY c.path, c.start_byte", params)
+        sql = ("SELECT c.content_hash, c.path, c.start_byte, c.end_byte FROM chunks c "
+               "LEFT JOIN vectors v ON v.content_hash = c.content_hash WHERE v.vector_id IS NULL "
+               f"AND NOT ({words_only})")
+        if paths is None:
+            rows = self.conn.execute(f"{sql} GROUP BY c.content_hash ORDER BY c.path, "
+                                     "c.start_byte", params).fetchall()
+        else:
+            rows = []
+            for i in range(0, len(paths), 500):
+                part = list(paths[i:i + 500])
+                rows += self.conn.execute(f"{sql} AND c.path IN ({','.join('?' * len(part))}) "
+                                          "GROUP BY c.content_hash", [*params, *part]).fetchall()
+            unique = {r[0]: r for r in rows}  # a hash in two parts: one location is enough
+            rows = sorted(unique.values(), key=lambda r: (r[1], r[2]))
         return [MissingVector(*r) for r in rows]
+
+    def count_missing(self, limit: int | None = None) -> int:
+        """How many distinct content hashes have no vector and are of a class that is embedded;
+        counting stops past ``limit``."""
+        words_only, params = self.not_embedded
+        query = ("SELECT 1 FROM chunks c LEFT JOIN vectors v ON v.content_hash = c.content_hash "
+                 f"WHERE v.vector_id IS NULL AND NOT ({words_only}) GROUP BY c.content_hash")
+        if limit is not None:
+            query += f" LIMIT {int(limit) + 1}"
+        return int(self.conn.execute(f"SELECT count(*) FROM ({query})", params).fetchone()[0])
 
     # -- changes -------------------------------------------------------------------------------
 
@@ -454,8 +473,10 @@ def crash_point(stage: str) -> None:
     """Crash-safety tests only: ``KENNING_TEST_KILL_AT=<stage>[:<n>]`` SIGKILLs this process the
     n-th time (default 1st) it reaches ``stage``. Stages, in order: files-written (files and
     chunks written, their transaction not committed), chunks-committed, vectors-written (rows
-    fsynced, their transaction not committed), batch-committed, compaction-written; and
-    chunks-sent (a shared-index publish: chunks upserted, stale rows not yet deleted)."""
+    fsynced, their transaction not committed), batch-committed, compaction-written; and those
+    of a shared-index publish: files-marked, vectors-stored (after each batch of vectors by
+    content), chunks-sent (chunks upserted, stale rows not yet deleted), stale-deleted,
+    manifest-written (files and clusters, not the head)."""
     import os
 
     target = os.environ.get("KENNING_TEST_KILL_AT")
