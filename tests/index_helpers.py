@@ -152,7 +152,8 @@ def check_consistent(index: Index) -> dict[str, Any]:
                                 "ON v.content_hash = ch.content_hash").fetchone()[0]
         assert (snap.files, snap.chunks, snap.vectors) == (len(files), len(chunk_ids),
                                                            with_vector)
-        assert snap.status == ("complete" if with_vector == len(chunk_ids) else "partial")
+        assert snap.status == ("complete" if with_vector + snap.words_only == len(chunk_ids)
+                               else "partial")
         dims = int(snap.descriptor["dims"])
         assert snap.bits.shape == (snap.vector_rows, (dims + 7) // 8)
         assert snap.int8.shape == (snap.vector_rows, dims)

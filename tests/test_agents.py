@@ -391,43 +391,48 @@ def test_agents_are_detected_when_not_named(home: Path, tmp_path: Path,
 
 
 @pytest.mark.parametrize("by_path", [False, True])
-def test_hook_command_returns_at_once_and_indexes_in_the_background(
+def test_hook_command_passes_on_what_index_hook_says_and_never_fails(
     tmp_path: Path, by_path: bool
 ) -> None:
-    """The hook must never block a session: it returns while the index run is still going.
-    Named by its path, kenning runs with no PATH entry for it; bare, it is found on PATH."""
+    """The hook runs `kenning index --hook` (which starts the index in the background and says
+    what it started: test_embed_budget.py) and passes its one line on to the agent; errors stay
+    out of the session. Named by its path, kenning runs with no PATH entry for it; bare, it is
+    found on PATH."""
     bin_dir, repo = tmp_path / "bin dir", tmp_path / "repo"
     bin_dir.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    release, seen = tmp_path / "release", tmp_path / "seen"
-    # an index run that cannot finish until the test releases it
+    seen = tmp_path / "seen"
     (bin_dir / "kenning").write_text(
-        f'#!/bin/sh\necho "$@" > "{seen}.tmp"\nwhile [ ! -e "{release}" ]; do sleep 0.05; done\n'
-        f'mv "{seen}.tmp" "{seen}"\n'
-    )
+        f'#!/bin/sh\necho "$@" > "{seen}"\necho "kenning: indexing"\necho oops >&2\nexit 3\n')
     (bin_dir / "kenning").chmod(0o755)
     command = templates.hook_command((str(bin_dir / "kenning"),) if by_path else ("kenning",))
     path = os.environ["PATH"] if by_path else f"{bin_dir}:{os.environ['PATH']}"
     env = {**os.environ, "PATH": path}
     hook = subprocess.run(["/bin/sh", "-c", command], cwd=repo, env=env,
                           capture_output=True, timeout=60)
-    assert hook.returncode == 0 and hook.stdout == b"" and hook.stderr == b""
-    assert not seen.exists()  # returned while the index run was still waiting
-    release.touch()
-    for _ in range(600):
-        if seen.exists():
-            break
-        subprocess.run(["sleep", "0.05"], check=True)
-    assert seen.read_text().split() == ["index", "--quiet"]
+    assert hook.returncode == 0 and hook.stdout == b"kenning: indexing\n"
+    assert hook.stderr == b""
+    assert seen.read_text().split() == ["index", "--hook"]
 
+    seen.unlink()
     outside = subprocess.run(["/bin/sh", "-c", command], cwd=bin_dir,
                              env={**env, "GIT_CEILING_DIRECTORIES": str(tmp_path)},
                              capture_output=True, timeout=60)
     assert outside.returncode == 0  # outside a git work tree it does nothing, and never fails
+    assert outside.stdout == b"" and not seen.exists()
     broken = subprocess.run(["/bin/sh", "-c", templates.hook_command(("kenning",))], cwd=repo,
                             env={**os.environ, "PATH": "/nonexistent"}, capture_output=True,
                             timeout=60)
     assert broken.returncode == 0 and broken.stderr == b""
+
+
+def test_an_earlier_releases_hook_is_kenning_s_to_replace() -> None:
+    old = {"matcher": "startup|resume", "hooks": [{"type": "command", "command":
+           "(git rev-parse --is-inside-work-tree && kenning index --quiet) "
+           "</dev/null >/dev/null 2>&1 &"}]}
+    assert templates.is_own_hook_group(old)
+    assert templates.is_own_hook_group(templates.hook_group(("kenning",)))
+    assert not templates.is_own_hook_group({**old, "matcher": "startup"})
 
 
 @pytest.mark.parametrize(("command", "words", "foreign"), [

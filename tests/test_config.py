@@ -217,7 +217,7 @@ def test_the_typed_key_groups_of_settings_cover_every_key_with_its_type() -> Non
 
     groups = {cfg.TextKey: (str,), cfg.OptionalTextKey: (str, type(None)),
               cfg.IntKey: (int,), cfg.OptionalIntKey: (int, type(None)),
-              cfg.SecondsKey: (float,), cfg.FlagKey: (bool,)}
+              cfg.SecondsKey: (float,), cfg.FlagKey: (bool,), cfg.KindsKey: (tuple,)}
     named = [key for group in groups for key in get_args(group)]
     assert sorted(named) == sorted(cfg.KEYS)  # each key in exactly one group
     unset = {"embedder.model": "x", "embedder.url": "http://localhost:1",

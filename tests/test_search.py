@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 pytest_plugins = ["search_fixtures"]  # the indexed fixture repositories
 
 RESULT_KEYS = {"id", "project", "path", "start_line", "end_line", "start_byte", "end_byte",
-               "kind", "symbol", "score", "content", "stale", "weak", "revision",
+               "kind", "chunk_class", "symbol", "score", "content", "stale", "weak", "revision",
                "changed_since_index", "content_hash", "lines", "confidence"}
 
 

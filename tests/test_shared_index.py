@@ -19,6 +19,7 @@ import pytest
 from kenning import config, kernels
 from kenning.errors import SharedBusy
 from kenning.indexing.indexer import refresh
+from kenning.records import FILE_KINDS
 from kenning.retrieval import classes
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.query import analyze
@@ -60,8 +61,8 @@ def contract(shared: config.Settings, tmp_path: Path) -> Any:
                      "kind": kind})
     db = sqlite3.connect(":memory:")
     db.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, project, path, language, kind, "
-               "symbol, generated INTEGER NOT NULL DEFAULT 0)")
-    db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, NULL, 0)",
+               "symbol, generated INTEGER NOT NULL DEFAULT 0, file_kind TEXT)")
+    db.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, NULL, 0, NULL)",
                    [(i, r["project"], r["path"], r["language"], r["kind"])
                     for i, r in enumerate(rows)])
     engine = Engine(shared, descriptor)
@@ -255,6 +256,9 @@ def test_kind_filters_give_the_same_rows_locally_and_in_the_engine(
     from index_helpers import make_repo
 
     root = make_repo(tmp_path / "classed", CLASSED)
+    # every kind embedded, so that every chunk is published (only chunks with a vector are)
+    shared = config.load({"embedder.batch_size": "8", "embedder.concurrency": "1",
+                          "index.embed_kinds": ",".join(FILE_KINDS)})
     publish(root, shared, embedder=model)
     index = Index.open(root, shared, embedder=model)
     with index.snapshot() as snap, Engine(shared, index.descriptor) as engine:

@@ -18,7 +18,7 @@ from typing import Any
 
 from kenning.errors import IndexError_, UsageError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def find_root(path: str | os.PathLike[str]) -> Path:

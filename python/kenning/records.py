@@ -5,6 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+# What a file can be to its project (``indexing.kinds`` decides; ``--kind`` selects).
+FILE_KINDS = ("code", "test", "docs", "example", "completion", "generated", "vendored",
+              "fixture", "data")
+# Embedded by default: what questions are answered from (README.md, "What gets embedded").
+# The rest are found by words and symbols.
+EMBEDDED_KINDS = ("code", "test", "docs", "example", "completion")
+
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
@@ -15,6 +22,7 @@ class SourceFile:
     size: int
     mtime_ns: int
     language: str | None  # tree-sitter language name, or None for plain text
+    kind: str | None = None  # what evidence says it is (indexing.kinds); None: its path decides
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,11 +47,18 @@ def is_own_entry(entry: Any) -> bool:
     return argv is not None and argv[-1:] == ["mcp"] and is_kenning(argv[:-1])
 
 
-# Starts a refresh of the session's repository and returns at once: the index runs detached,
-# with no input or output, so the hook can neither block nor fail the session. Outside a git
-# work tree (say, a session started in the home folder) it does nothing.
-_HOOK = "(git rev-parse --is-inside-work-tree && {} index --quiet) </dev/null >/dev/null 2>&1 &"
-_HOOK_PATTERN = re.compile(re.escape(_HOOK).replace(r"\{\}", "(.+)"))
+# Starts a refresh of the session's repository and returns at once (``index --hook``: the index
+# runs detached; above index.hook_budget of embedding, words and symbols only), printing the
+# one line that says which, for the agent and the user to see; no input, no errors shown, and
+# never a failure, so the hook can neither block nor fail the session. Outside a git work tree
+# (say, a session started in the home folder) it does nothing.
+_HOOK = ("(git rev-parse --is-inside-work-tree >/dev/null 2>&1 && {} index --hook) "
+         "</dev/null 2>/dev/null || true")
+# The hook of earlier releases (a full index, silent): still kenning's, to replace or remove.
+_OLD_HOOKS = ("(git rev-parse --is-inside-work-tree && {} index --quiet) "
+              "</dev/null >/dev/null 2>&1 &",)
+_HOOK_PATTERNS = [re.compile(re.escape(form).replace(r"\{\}", "(.+)"))
+                  for form in (_HOOK, *_OLD_HOOKS)]
 
 
 def hook_command(launcher: Sequence[str], shell_word: str | None = None) -> str:
@@ -66,13 +73,20 @@ def hook_group(launcher: Sequence[str], shell_word: str | None = None) -> dict[s
 
 
 def is_own_hook_group(group: Any) -> bool:
-    """True for a hook group kenning wrote, with any launcher."""
+    """True for a hook group kenning wrote, with any launcher, in this release's form or an
+    earlier one's."""
     try:
-        match = _HOOK_PATTERN.fullmatch(group["hooks"][0]["command"])
-        launcher = shlex.split(match.group(1)) if match else []
-    except (TypeError, KeyError, IndexError, ValueError):
+        command = group["hooks"][0]["command"]
+        for pattern, form in zip(_HOOK_PATTERNS, (_HOOK, *_OLD_HOOKS), strict=True):
+            match = pattern.fullmatch(command)
+            if match:
+                launcher = shlex.split(match.group(1))
+                wanted = {**hook_group(launcher), "hooks": [
+                    {"type": "command", "command": form.format(shlex.join(launcher))}]}
+                return is_kenning(launcher) and group == wanted
+    except (TypeError, KeyError, IndexError, ValueError, AttributeError):
         return False
-    return is_kenning(launcher) and group == hook_group(launcher)
+    return False
 
 
 SKILL_NAME = "kenning-search"

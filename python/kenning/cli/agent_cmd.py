@@ -101,6 +101,8 @@ def _run(action: str, agent: str | None, scope: str, project_path: str, dry_run:
     project = find_root(project_path) if scope == "project" else Path(project_path).resolve()
     plan = make_plan(action, agents, components, scope, project, explicit=bool(selected))
     plan.notes.extend(_advice(plan))
+    if action == "setup" and "hooks" in components:
+        plan.notes.append(_hook_note(find_root(project_path)))
     backups = None if dry_run else apply(plan)
     if json_output:
         click.echo(json.dumps(_as_json(plan, dry_run, backups)))
@@ -130,6 +132,27 @@ def _advice(plan: Plan) -> list[str]:
         notes.append("Codex reads a project's .codex/ folder only when the project is trusted.")
     notes.append("Restart running agent sessions to pick up the changes.")
     return notes
+
+
+def _hook_note(root: Path) -> str:
+    """What the session-start hook will do when a session opens in ``root``."""
+    from kenning import config as cfg
+    from kenning.errors import KenningError
+    from kenning.indexing.cost import duration
+    from kenning.services.embed_budget import estimate
+
+    settings = cfg.load()
+    budget = duration(float(settings["index.hook_budget"]))
+    does = ("The session-start hook starts `kenning index` in the background when a session "
+            f"opens in a git repository, unless its embedding would take more than "
+            f"index.hook_budget ({budget}): then it indexes words and symbols only and says, "
+            "in its output, how to embed the rest.")
+    try:
+        found = estimate(root, settings)
+    except KenningError:
+        return does
+    then = ("words and symbols only" if found.over else "a full index")
+    return f"{does} Here: {found.describe()}, so {then}."
 
 
 def _as_json(plan: Plan, dry_run: bool, backups: Path | None) -> dict[str, Any]:

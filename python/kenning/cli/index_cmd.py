@@ -29,8 +29,16 @@ from kenning.display import visible
 @click.option("--from-shared", is_flag=True,
               help="Take the vectors the shared index holds for these chunks, however few are "
               "missing (by default only for 32 or more, when shared.uri is set).")
+@click.option("--words-only", is_flag=True,
+              help="Index words and symbols only: embed nothing, and let no search start "
+              "embedding until a plain `kenning index`.")
+@click.option("--hook", is_flag=True,
+              help="What the agents' session-start hook runs: estimate the embedding, start "
+              "the index in the background (words and symbols only above index.hook_budget) "
+              "and say so in one line.")
 def index(path: Path, json_output: bool, quiet: bool, dry_run: bool, wait: bool,
-          full: bool, force_root: bool, from_shared: bool) -> None:
+          full: bool, force_root: bool, from_shared: bool, words_only: bool,
+          hook: bool) -> None:
     """Index the project at PATH (default: here).
 
     PATH is lifted to the root of its git work tree. Only what changed since the last run is
@@ -47,9 +55,13 @@ def index(path: Path, json_output: bool, quiet: bool, dry_run: bool, wait: bool,
             report = indexer.dry_run(root, settings, progress=reporter)
         _print_dry_run(report, json_output, quiet)
         return
+    if hook:
+        _hook(root, settings, json_output)
+        return
     with _Reporter(json_output, quiet) as reporter, borrowed(settings, service=True) as embedder:
         result = indexer.refresh(root, settings, embedder=embedder, full=full, wait=wait,
-                                 progress=reporter, from_shared=True if from_shared else None)
+                                 progress=reporter, from_shared=True if from_shared else None,
+                                 embed=not words_only, hold=words_only)
     if json_output:
         return
     for warning in result.warnings:
@@ -68,6 +80,32 @@ def index(path: Path, json_output: bool, quiet: bool, dry_run: bool, wait: bool,
     else:
         message = _summary(result)
     click.echo(visible(message, multiline=True))  # folder names may hold escapes
+
+
+def _hook(root: Path, settings: cfg.Settings, json_output: bool) -> None:
+    """Start the index of ``root`` in the background within the embedding budget and say what
+    it does, in one line for the agent and the user (the hook's output)."""
+    from kenning.cli.search_cmd import index_in_background
+    from kenning.indexing.cost import duration
+    from kenning.services.embed_budget import estimate
+
+    found = estimate(root, settings)
+    index_in_background(root, words_only=found.over, silent=True)
+    if found.over:
+        message = (f"kenning: {root} is being indexed by words and symbols only (search works "
+                   f"in a moment): {found.describe()}, over index.hook_budget "
+                   f"({duration(found.budget)}). Run `kenning index {root}` to embed them, "
+                   "or `kenning index --dry-run` to see which folders cost most.")
+    elif found.chunks:
+        message = f"kenning: indexing {root} in the background ({found.describe()})."
+    else:
+        message = f"kenning: {root} is indexed; refreshing it in the background."
+    if json_output:
+        _echo_json({"type": "hook", "root": str(root), "words_only": found.over,
+                    "chunks": found.chunks, "seconds": round(found.seconds, 1),
+                    "budget": found.budget, "message": message})
+    else:
+        click.echo(visible(message))
 
 
 def _summary(result: Any) -> str:
@@ -205,6 +243,41 @@ class _Reporter:
 SKIPPED_SHOWN = 10  # paths named per reason in the text report (--json-output has them all)
 
 
+def _print_costs(report: dict[str, Any], out: Any) -> None:
+    """Kinds, the folders with the most chunks and their embedding time, what to leave out."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from kenning.indexing.cost import duration
+
+    embedding = report["embedding"]
+    kinds = Table("kind", "files", "chunks", "vectors", title="By kind")
+    for name, stats in report["kinds"].items():
+        kinds.add_row(name, str(stats["files"]), str(stats["chunks"]),
+                      "embedded" if stats["embedded"] else "words and symbols only")
+    out.print(kinds)
+    folders = Table("folder", "kind", "chunks", "embedding", title="Folders with the most chunks")
+    for row in report["costly_folders"]:
+        folders.add_row(Text(visible(row["path"])), row["kind"], str(row["chunks"]),
+                        duration(row["seconds"]) if row["embedded"] else
+                        f"not embedded ({duration(row['seconds'])} if it were)")
+    out.print(folders)
+    rate = (f"{embedding['vectors_per_second']:.0f} vectors a second, "
+            + ("measured here" if embedding["measured"] else "an estimate until measured here"))
+    left = report["chunks"] - embedding["chunks"]
+    click.echo(f"Embedding would take about {duration(embedding['seconds'])} for "
+               f"{embedding['chunks']} chunks ({rate}; index.embed_kinds = "
+               f"{', '.join(embedding['kinds'])})"
+               + (f"; the other {left} are found by words and symbols only." if left else "."))
+    if report["leave_out"]:
+        click.echo("Folders of kinds that are not embedded hold much of the index; to leave "
+                   "them out altogether, add these lines to .kenningignore:")
+        for line in report["leave_out"]:
+            click.echo("  " + visible(line))
+        click.echo("To embed them after all, add their kind to index.embed_kinds "
+                   "(`kenning config set index.embed_kinds ...`).")
+
+
 def _print_dry_run(report: dict[str, Any], json_output: bool, quiet: bool) -> None:
     if json_output:
         _echo_json(report)
@@ -229,6 +302,7 @@ def _print_dry_run(report: dict[str, Any], json_output: bool, quiet: bool) -> No
             langs.add_row(name, str(stats["files"]), str(stats["chunks"]),
                           f"{stats['bytes'] / 1e6:.2f}")
         out.print(langs)
+        _print_costs(report, out)
         for key, title in (("largest_files", "Largest files"),
                            ("largest_folders", "Largest folders")):
             if not report[key]:

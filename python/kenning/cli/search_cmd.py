@@ -25,7 +25,8 @@ def result_options(command: Callable[..., None]) -> Callable[..., None]:
         click.option("--lang", "language", help="Only this language (python, rust, markdown, "
                      "...; extensions such as py, rs, ts work too)."),
         click.option("--kind", help="code (the implementation), docs, test, example, generated, "
-                     "completion, or a declaration kind (function, class, method, ...)."),
+                     "completion, vendored, fixture, data, or a declaration kind (function, "
+                     "class, method, ...)."),
         click.option("-n", "--limit", type=click.IntRange(min=1), default=None,
                      help="How many results (default: search.limit, 10; at most 200)."),
         click.option("--project", "projects", multiple=True,
@@ -103,7 +104,7 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
             if loading is not None:  # never leave onnxruntime initialising at the exit
                 loading.join()
     for root in result["vectors_deferred"]:
-        _index_in_background(Path(root))
+        index_in_background(Path(root))
     if json_output:
         click.echo(json.dumps(result, ensure_ascii=False))
     else:
@@ -186,13 +187,17 @@ class _Progress:
             self.shown = False
 
 
-def _index_in_background(root: Path) -> None:
-    """Leave the vectors of a first index to a detached `kenning index`: the search has
-    answered from the words and symbols already, and the next searches use the vectors as they
-    arrive. The child gets its own session and no terminal, so it outlives this process."""
+def index_in_background(root: Path, *, words_only: bool = False, silent: bool = False) -> None:
+    """Leave the vectors of a first index to a detached `kenning index` (``words_only``: its
+    words and symbols alone): the search has answered from the words and symbols already, and
+    the next searches use the vectors as they arrive. The child gets its own session and no
+    terminal, so it outlives this process. ``silent``: the caller says what it started."""
     from kenning.detached import spawn_detached
 
-    spawn_detached([sys.executable, "-m", "kenning", "index", str(root), "--quiet"])
+    spawn_detached([sys.executable, "-m", "kenning", "index", str(root), "--quiet",
+                    *(["--words-only"] if words_only else [])])
+    if silent:
+        return
     click.echo(f"The vectors of {root} are being computed in the background; "
                "`kenning status` shows how far it got.", err=True)
 
@@ -298,7 +303,8 @@ def _print_hit(out: Any, hit: dict[str, Any], max_lines: int, words: re.Pattern[
         if words is not None:
             symbol.highlight_regex(words, QUERY_WORD_STYLE)
         line.append_text(Text.assemble("  ", symbol))
-    line.append(f"  {hit['kind']} · {hit['score']:.4f}", "dim")
+    shown = [hit["kind"], *([hit["chunk_class"]] if hit["chunk_class"] != "code" else [])]
+    line.append(f"  {' · '.join(shown)} · {hit['score']:.4f}", "dim")
     if hit.get("confidence") is not None:
         line.append(f" · confidence {hit['confidence']:.2f}", "dim")
     if hit["stale"]:

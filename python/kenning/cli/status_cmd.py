@@ -18,12 +18,24 @@ def _problem_text(problem: Mapping[str, Any]) -> str:
     return " ".join(filter(None, [problem["message"], problem.get("hint")]))
 
 
+def _kinds_text(kinds: dict[str, dict[str, int]]) -> str:
+    """``code 120 files (950 chunks, all embedded), data 40 files (3,100 chunks, words only)``."""
+    parts = []
+    for kind, counts in kinds.items():
+        embedded = counts["embedded"]
+        said = ("all embedded" if embedded == counts["chunks"] else
+                "words and symbols only" if not embedded else f"{embedded:,} embedded")
+        parts.append(f"{kind} {counts['files']:,} files ({counts['chunks']:,} chunks, {said})")
+    return ", ".join(parts) or "-"
+
+
 def _indexer_line(info: ProjectStatus) -> str:
     from kenning.indexing.state import describe
 
     if info["indexer"] is not None:
         return f"running ({describe(info['indexer'])})"
-    if info["chunks_embedded"] < info["chunks"] or info["generation"] == 0:
+    if (info["chunks_embedded"] + info["chunks_words_only"] < info["chunks"]
+            or info["generation"] == 0):
         return f"none running; `kenning index {info['root']}` finishes the index"
     return "none running"
 
@@ -86,6 +98,7 @@ def _print_status(info: ProjectStatus) -> None:
         f"index      {info['files']} files, {info['chunks']} chunks, {info['chunks_embedded']} "
         f"with vectors ({info['status'] or 'none'}), {info['size_bytes'] / 1e6:.1f} MB in "
         f"{info['index_dir'] or 'no folder yet'}",
+        f"kinds      {_kinds_text(info['kinds'])}",
         f"snapshot   #{info['generation']} at {_local_time(info['indexed_at'])}, revision "
         f"{info['revision'] or '-'}",
         f"changed    {changed['added']} added, {changed['changed']} changed, "

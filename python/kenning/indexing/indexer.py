@@ -41,10 +41,12 @@ from kenning import kernels, project, safe_read
 from kenning.config import Settings
 from kenning.embedding import Embedder, borrowed, document_text
 from kenning.errors import EmbedderError, IndexBusy, IndexMissing, KenningError, UsageError
+from kenning.indexing import cost
 from kenning.indexing import state as indexing_state
 from kenning.indexing.chunk_pool import Chunked, ChunkStream, chunker_for, token_budget, workers_for
+from kenning.indexing.kinds import EVIDENCE, Kinds
 from kenning.indexing.priority import file_priority
-from kenning.indexing.sources import Changes, WalkStats, changes, walk
+from kenning.indexing.sources import BINARY_SNIFF_BYTES, Changes, WalkStats, changes, walk
 from kenning.records import Chunk, SourceFile
 from kenning.services import usage_log
 from kenning.store import Index, db
@@ -102,6 +104,9 @@ class RefreshResult:
     vectors_fetched: int = 0  # from the shared index, by content, instead of embedded
     vectors_reused: int = 0  # from an earlier index of the project (another chunker version)
     vectors_missing: int = 0
+    chunks_words_only: int = 0  # chunks of kinds not embedded (index.embed_kinds)
+    # words and symbols only until a `kenning index` embeds: searches start no embedding
+    embedding_held: bool = False
     vectors_dropped: int = 0  # no longer used by any chunk, reclaimed by a compaction
     graph_rows_added: int = 0  # rows added to the approximate-search graph (all, on a rebuild)
     repaired: list[str] = field(default_factory=list)  # damage found and rebuilt (``full``)
@@ -126,7 +131,8 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
             full: bool = False, wait: bool = False, embed: bool = True,
             embed_limit: int | None = None, graph: bool = True,
             progress: Progress | None = None, index: Index | None = None,
-            from_shared: bool | None = None, chunk_for: float | None = None) -> RefreshResult:
+            from_shared: bool | None = None, chunk_for: float | None = None,
+            hold: bool = False) -> RefreshResult:
     """Update the index of the project at ``root``; ``busy=True`` if another process holds it.
 
     ``full`` re-hashes and re-chunks every file (vectors are still reused by content hash),
@@ -142,6 +148,9 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
     always, and a missing ``shared.uri`` is a ConfigError; False: never). ``chunk_for``: stop
     chunking once that many seconds have passed and the files chunked so far are committed
     (``files_pending`` says how many are left, for the next run); None: chunk them all.
+    ``hold`` (with ``embed=False``): keep the index to words and symbols until a refresh that
+    embeds without ``embed_limit`` (``kenning index``): searches meanwhile start no embedding
+    of their own (``embedding_held``), as the agents' hook does above its budget.
     """
     started = time.perf_counter()
     root = _existing_dir(root)
@@ -186,6 +195,11 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
 
             _Refresh(index, writer, settings, embedder, result, track, from_shared,
                      chunk_for).run(full=full, embed=embed, embed_limit=embed_limit, graph=graph)
+            if hold and not embed:
+                writer.remember("embed_held", "1")
+            elif embed and embed_limit is None:
+                writer.remember("embed_held", "")
+            result.embedding_held = writer.recalled("embed_held") == "1"
         except KenningError as exc:  # kept for status and search: nobody may see it otherwise
             index.record_failure(exc, "index")
             raise
@@ -241,6 +255,7 @@ class _Refresh:
         self.texts: dict[bytes, str] = {}  # content hash -> embedding text, for this run's chunks
         self.text_paths: dict[bytes, str] = {}  # the path each of those texts is of
         self.texts_bytes = 0
+        self.kinds = Kinds(str(index.root))
         self.timings = result.timings
         self.started = self.clock = time.perf_counter()
 
@@ -257,7 +272,7 @@ class _Refresh:
             self.lap("load")
             try:
                 return changes(self.index.root, max_file_size=self.max_file_size, known=known,
-                               every=full)
+                               every=full, kinds=self.kinds)
             except ValueError as exc:  # the only ValueError: ``known`` cannot be read
                 reason = str(exc)
         raise db.damaged(self.index.dir, f"its file records cannot be read ({reason})")
@@ -267,6 +282,8 @@ class _Refresh:
         found = self.changes(full)
         self.emit({"type": "scan", "files": found.unchanged + len(found.files)})
         self.lap("walk")
+        rekinded = self.reclassify(found)
+        recounted = self.embed_kinds()  # words-only kinds are counted, embedding or not
         latest = writer.latest()
         head, branch = git_state(self.index.root)
         result.revision, result.branch = head, branch
@@ -274,7 +291,10 @@ class _Refresh:
             self.apply(found.files, found.removed, latest, full=full)
         elif latest is not None and (latest["git_head"], latest["git_branch"]) != (head, branch):
             writer.update_revision(head, branch)
-        if embed and (result.content_changed or latest is None or latest["status"] != "complete"):
+        if rekinded:
+            writer.remember("kinds", self.kinds.digest)
+        if embed and (result.content_changed or latest is None or recounted
+                      or latest["status"] != "complete"):
             self.embed_missing(embed_limit)
             if result.content_changed:
                 result.vectors_dropped = writer.compact(min_dead=COMPACT_MIN_DEAD)
@@ -291,7 +311,40 @@ class _Refresh:
                 final = writer.latest() or final
             result.generation, result.status = final["generation"], final["status"]
             result.files, result.chunks = final["files"], final["chunks"]
-            result.vectors_missing = final["chunks"] - final["vectors"]
+            result.vectors_missing = final["chunks"] - final["vectors"] - final["words_only"]
+            result.chunks_words_only = final["words_only"]
+
+    def reclassify(self, found: Changes) -> bool:
+        """Decide every indexed file's kind again when what decides kinds changed (the rules
+        of ``.kenningkinds``, ``.gitmodules``, a licence or manifest added or removed): the
+        files whose kind changed join ``found`` to be chunked again (their vectors are kept
+        by content). True when the kinds were decided again."""
+        if self.writer.recalled("kinds") == self.kinds.digest and not any(
+                EVIDENCE.search(p) for p in (*(f.path for f in found.files), *found.removed)):
+            return False
+        listed = {f.path for f in found.files} | set(found.removed)
+        for path, row in self.writer.files().items():
+            if path in listed:
+                continue
+            try:
+                head, _ = safe_read.read(self.index.root, path, self.max_file_size,
+                                         head=BINARY_SNIFF_BYTES)
+            except safe_read.Refused:
+                continue  # gone since the walk: the next refresh drops it
+            kind = self.kinds.of(path, row.size, row.language, head)
+            if kind != row.kind:
+                found.files.append(SourceFile(path, self.index.root / path, row.size,
+                                              row.mtime_ns, row.language, kind))
+        found.files.sort(key=lambda f: f.path)
+        self.lap("kinds")
+        return True
+
+    def embed_kinds(self) -> bool:
+        """Embed the chunks of ``index.embed_kinds`` only; True when that changed since the
+        latest snapshot was counted."""
+        from kenning.retrieval.classes import chunk_class
+
+        return self.writer.embed_kinds(chunk_class, self.settings["index.embed_kinds"])
 
     def apply(self, candidates: list[SourceFile], removed: list[str],
               latest: dict[str, Any] | None, *, full: bool) -> None:
@@ -319,8 +372,10 @@ class _Refresh:
         new_files = {p: d for p, d in digests.items() if _cluster(p) in dirty}
         _, changed_f, added_f, removed_f = kernels.diff(old_files, new_files)
         by_path = {f.path: f for f in candidates}
-        rechunk = sorted({*changed_f, *added_f} | ({p for p in digests if p in by_path}
-                                                   if full else set()))
+        rekinded = {f.path for f in candidates if f.path in stored and f.path in digests
+                    and stored[f.path].kind != f.kind}  # chunks carry their file's kind
+        rechunk = sorted({*changed_f, *added_f, *rekinded} | (
+            {p for p in digests if p in by_path} if full else set()))
         rechunk_set = set(rechunk)
         touched = [_file_row(f, digests[f.path]) for f in candidates
                    if f.path in digests and f.path not in rechunk_set]
@@ -332,7 +387,7 @@ class _Refresh:
             if path in digests:
                 committed[row.cluster][path] = row.digest
         order = sorted((by_path[p] for p in rechunk),
-                       key=lambda f: file_priority(f.path, f.language, f.mtime_ns))
+                       key=lambda f: file_priority(f.path, f.language, f.mtime_ns, f.kind))
         generation = latest["generation"] if latest else 0
         first = True
         for replaced, chunks, gone in self.chunk_increments(order, digests):
@@ -438,7 +493,7 @@ class _Refresh:
         groups: list[list[str] | None] = [None]  # all at once (an edit's few)
         if total > EMBED_AT_ONCE:
             order = sorted(files, key=lambda p: file_priority(p, files[p].language,
-                                                              files[p].mtime_ns))
+                                                              files[p].mtime_ns, files[p].kind))
             groups = [order[i:i + EMBED_FILES] for i in range(0, len(order), EMBED_FILES)]
         shared: dict[bytes, str] | None = None
         if self.asks_shared(total):
@@ -477,6 +532,8 @@ class _Refresh:
                 done += len(hashes)
                 self.lap("store_vectors")
                 self.emit({"type": "embedding", "done": done, "total": total})
+        cost.record(str(self.index.descriptor["model"]), self.result.vectors_embedded,
+                    self.timings.get("embed", 0.0))
 
     def shared_first(self, missing: list[MissingVector]) -> dict[bytes, str]:
         """Store what the shared index holds for ``missing`` (and an earlier index first);
@@ -594,14 +651,15 @@ def embedding_order(missing: Sequence[MissingVector], files: dict[str, FileRow]
     are (about twice as soon as in path order: benchmarks/README.md)."""
     def key(m: MissingVector) -> tuple[tuple[float, int, str], int]:
         row = files.get(m.path)
-        return (file_priority(m.path, row.language if row else None, row.mtime_ns if row else 0),
-                m.start_byte)
+        return (file_priority(m.path, row.language if row else None, row.mtime_ns if row else 0,
+                              row.kind if row else None), m.start_byte)
 
     return sorted(missing, key=key)
 
 
 def _file_row(file: SourceFile, digest: bytes) -> FileRow:
-    return FileRow(file.path, file.size, file.mtime_ns, digest, _cluster(file.path), file.language)
+    return FileRow(file.path, file.size, file.mtime_ns, digest, _cluster(file.path), file.language,
+                   file.kind)
 
 
 def git_state(root: Path) -> tuple[str | None, str | None]:
@@ -635,36 +693,70 @@ def git_state(root: Path) -> tuple[str | None, str | None]:
 
 def dry_run(root: Path, settings: Settings, *, embedder: Embedder | None = None,
             progress: Progress | None = None, top: int = 10) -> dict[str, Any]:
-    """What an index would hold, without embedding or writing anything: files and chunks per
-    language, and the largest files and folders (to fix ignore rules before spending time)."""
+    """What an index would hold, without writing anything: files and chunks per language and
+    per kind, the largest files and folders, the folders with the most chunks (each with its
+    kind and the time its vectors would take at the rate a sample embedded here shows), and
+    what to write to leave out the folders of data and fixtures that dominate."""
     started = time.perf_counter()
     root = _existing_dir(root)
     project.check_root(root, force=settings["index.force_root"], first_index=True)
     if embedder is None:
         with borrowed(settings) as made:
             return dry_run(root, settings, embedder=made, progress=progress, top=top)
+    from kenning.retrieval.classes import chunk_class
+
     emit = progress or (lambda event: None)
     skipped = WalkStats(paths={})  # the Python walker names what it skips; Rust only counts
     limit = int(settings["index.max_file_size"])
-    files = list(walk(root, max_file_size=limit, stats=skipped, backend="python"))
+    files = list(walk(root, max_file_size=limit, stats=skipped, backend="python",
+                      kinds=Kinds(str(root))))
     emit({"type": "scan", "files": len(files)})
+    embedded = set(settings["index.embed_kinds"])
     languages: dict[str, Counter[str]] = defaultdict(Counter)
+    kinds: dict[str, Counter[str]] = defaultdict(Counter)
     folders: Counter[str] = Counter()
+    folder_kinds: dict[str, Counter[str]] = defaultdict(Counter)
+    sample: list[str] = []  # texts of embedded kinds, to measure the rate on
     chunker = chunker_for(embedder, root, limit)
     with ChunkStream(chunker, files, workers_for(files, chunker)) as stream:
         for done, item in enumerate(stream, 1):
-            _count(item, languages, folders, skipped)
+            if item.refused is not None:
+                skipped.skip(item.refused, item.file.path)
+            else:
+                file, pieces = item.file, item.chunks
+                kind = file.kind or chunk_class(file.path, file.language, None)
+                for stats in (languages[file.language or "text"], kinds[kind]):
+                    stats.update(files=1, bytes=item.size, chunks=len(pieces))
+                if kind in embedded and len(sample) < _RATE_SAMPLE:
+                    sample.extend(document_text(p.path, p.text) for p in pieces[:8])
+                for parent in PurePosixPath(file.path).parents:
+                    if parent.as_posix() != ".":
+                        folders[parent.as_posix() + "/"] += item.size
+                        folder_kinds[parent.as_posix() + "/"][kind] += len(pieces)
             if done % 50 == 0 or done == len(files):
                 emit({"type": "chunking", "done": done, "total": len(files),
                       "chunks": sum(s["chunks"] for s in languages.values())})
+    rate, measured = _measured_rate(embedder, sample[:_RATE_SAMPLE], str(embedder.model))
+    chunks = sum(s["chunks"] for s in languages.values())
+    to_embed = sum(s["chunks"] for k, s in kinds.items() if k in embedded)
+    costly = _costly_folders(folder_kinds, top)
     largest = sorted(files, key=lambda f: (-f.size, f.path))[:top]
     return {
         "type": "dry_run", "root": str(root),
-        "files": sum(s["files"] for s in languages.values()),
-        "chunks": sum(s["chunks"] for s in languages.values()),
+        "files": sum(s["files"] for s in languages.values()), "chunks": chunks,
         "bytes": sum(s["bytes"] for s in languages.values()),
         "languages": {name: dict(stats) for name, stats in
                       sorted(languages.items(), key=lambda kv: -kv[1]["chunks"])},
+        "kinds": {name: {**stats, "embedded": name in embedded} for name, stats in
+                  sorted(kinds.items(), key=lambda kv: -kv[1]["chunks"])},
+        "embedding": {"chunks": to_embed, "seconds": round(cost.seconds(to_embed, rate), 1),
+                      "seconds_all": round(cost.seconds(chunks, rate), 1),
+                      "vectors_per_second": round(rate, 2), "measured": measured,
+                      "kinds": sorted(embedded)},
+        "costly_folders": [{"path": path, "kind": kind, "chunks": n,
+                            "seconds": round(cost.seconds(n, rate), 1),
+                            "embedded": kind in embedded} for path, kind, n in costly],
+        "leave_out": _leave_out(folder_kinds, chunks, embedded, top),
         "largest_files": [{"path": f.path, "bytes": f.size} for f in largest],
         "largest_folders": [{"path": p, "bytes": b} for p, b in folders.most_common(top)],
         "skipped_files": dict(skipped.skipped), "skipped_folders": dict(skipped.skipped_dirs),
@@ -674,17 +766,65 @@ def dry_run(root: Path, settings: Settings, *, embedder: Embedder | None = None,
     }
 
 
-def _count(item: Chunked, languages: dict[str, Counter[str]], folders: Counter[str],
-           skipped: WalkStats) -> None:
-    """Add one chunked file to a dry run's counts."""
-    if item.refused is not None:
-        skipped.skip(item.refused, item.file.path)
-        return
-    stats = languages[item.file.language or "text"]
-    stats.update(files=1, bytes=item.size, chunks=len(item.chunks))
-    for parent in PurePosixPath(item.file.path).parents:
-        if parent.as_posix() != ".":
-            folders[parent.as_posix() + "/"] += item.size
+_RATE_SAMPLE = 96  # chunk texts a dry run embeds to measure the rate (about 2 s on 2 cores)
+# A folder has a kind when this share of its chunks are of that kind.
+FOLDER_KIND_SHARE = 0.9
+# Folders of kinds not embedded are named for .kenningignore when together they hold this share
+# of the chunks: below it, they cost little even to search.
+LEAVE_OUT_SHARE = 0.25
+LEAVE_OUT_MIN_SHARE = 0.01  # a folder named holds at least this share of the chunks
+
+
+def _measured_rate(embedder: Embedder, texts: list[str], model: str) -> tuple[float, bool]:
+    """Vectors a second, timed on ``texts`` (after one text, so that loading the model does
+    not count) and kept for later estimates; the kept rate when there are too few texts or
+    the embedder fails."""
+    if len(texts) >= cost.MIN_MEASURED:
+        try:
+            embedder.embed_documents(texts[:1])
+            started = time.perf_counter()
+            embedder.embed_documents(texts)
+            elapsed = time.perf_counter() - started
+        except EmbedderError:
+            return cost.rate(model)
+        cost.record(model, len(texts), elapsed)
+        return len(texts) / elapsed, True
+    return cost.rate(model)
+
+
+def _costly_folders(folder_kinds: dict[str, Counter[str]], top: int
+                    ) -> list[tuple[str, str, int]]:
+    """(folder, kind, chunks) of the largest folders of one kind (``FOLDER_KIND_SHARE`` of
+    their chunks), none inside another listed, most chunks first."""
+    whole = []
+    for path, counts in folder_kinds.items():
+        total = sum(counts.values())
+        kind, most = counts.most_common(1)[0]
+        if total and most >= FOLDER_KIND_SHARE * total:
+            whole.append((path, kind, total))
+    whole.sort(key=lambda row: (-row[2], row[0]))
+    picked: list[tuple[str, str, int]] = []
+    for row in whole:
+        if not any(row[0].startswith(p[0]) for p in picked):
+            picked.append(row)
+    return picked[:top]
+
+
+def _leave_out(folder_kinds: dict[str, Counter[str]], chunks: int, embedded: set[str],
+               top: int) -> list[str]:
+    """The ``.kenningignore`` lines that leave out the largest folders holding nothing of the
+    kinds embedded, when they hold ``LEAVE_OUT_SHARE`` of the chunks or more (else none)."""
+    least = LEAVE_OUT_MIN_SHARE * chunks
+    apart = sorted(((path, n) for path, counts in folder_kinds.items()
+                    if (n := sum(counts.values())) >= max(least, 1)
+                    and not any(counts[kind] for kind in embedded)),
+                   key=lambda row: (-row[1], row[0]))
+    picked: list[tuple[str, int]] = []
+    for path, n in apart:
+        if len(picked) < top and not any(path.startswith(p) for p, _ in picked):
+            picked.append((path, n))
+    held = sum(n for _, n in picked)
+    return [f"/{path}" for path, _ in picked] if chunks and held >= LEAVE_OUT_SHARE * chunks else []
 
 
 __all__ = ["RefreshResult", "chunk_budget", "dry_run", "git_state", "refresh"]

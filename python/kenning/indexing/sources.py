@@ -55,6 +55,8 @@ from kenning.records import SourceFile
 if TYPE_CHECKING:
     import pathspec  # the Python walk's matcher, imported only when that walk runs
 
+    from kenning.indexing.kinds import Kinds
+
 BINARY_SNIFF_BYTES = 8192
 # Data and markup that tools write on one or a few long lines (a minified script or stylesheet,
 # an icon's SVG, a JSON dump): skipped as minified when longer than MINIFIED_MIN_BYTES and its
@@ -183,11 +185,11 @@ def _read_spec(
             stats.oversized_ignores.append(rel)
         return None
     # as the Rust walk reads it (invalid UTF-8 replaced), then one character per byte
-    spec = _compile(_bytewise(data.decode("utf-8", "replace")).splitlines())
+    spec = compile_patterns(_bytewise(data.decode("utf-8", "replace")).splitlines())
     return spec if len(spec) else None
 
 
-def _compile(lines: list[str]) -> pathspec.GitIgnoreSpec:
+def compile_patterns(lines: list[str]) -> pathspec.GitIgnoreSpec:
     """The rules of an ignore file's lines, as the Rust walk reads them: a line that is no
     valid pattern (``\\``, ``!``, ``[z-a]``, ``[[:alpha:]``) is one rule lost, never the whole
     file. re2 matches all patterns in one pass but refuses a set that is too large (thousands
@@ -647,11 +649,11 @@ def _minified(rel: str, size: int, head: bytes) -> bool:
     return len(head) / lines > MINIFIED_LINE_BYTES
 
 
-def _source_file(root: str, rel: str, size: int, mtime_ns: int, limit: int, stats: WalkStats
-                 ) -> SourceFile | None:
+def _source_file(root: str, rel: str, size: int, mtime_ns: int, limit: int, stats: WalkStats,
+                 kinds: Kinds | None = None) -> SourceFile | None:
     """The record of a candidate file within the size limit, or None (counted in ``stats``)
     when its first 8 KiB show it binary or minified, or it is no regular file in the project
-    any more (``safe_read``)."""
+    any more (``safe_read``). ``kinds`` gives it the kind its evidence shows."""
     abs_path = root + os.sep + rel
     try:
         head, _ = safe_read.read(root, rel, limit, head=BINARY_SNIFF_BYTES)
@@ -665,7 +667,8 @@ def _source_file(root: str, rel: str, size: int, mtime_ns: int, limit: int, stat
         stats.skip("minified", rel)  # chunks no one would search, found for any query
         return None
     language = detect_language(rel) or _shebang_language(head)  # bin/deploy: ask #!
-    return SourceFile(rel, Path(abs_path), size, mtime_ns, language)
+    kind = kinds.of(rel, size, language, head) if kinds is not None else None
+    return SourceFile(rel, Path(abs_path), size, mtime_ns, language, kind)
 
 
 def walk(
@@ -674,11 +677,12 @@ def walk(
     max_file_size: int,
     stats: WalkStats | None = None,
     backend: str | None = None,
+    kinds: Kinds | None = None,
 ) -> Iterator[SourceFile]:
     """Every file of ``root`` to index, sorted by relative POSIX path; never raises for a file.
 
     Pass ``stats`` to learn what was skipped and why (``kenning index --dry-run`` reports it).
-    ``backend`` ("rust" or "python") overrides ``BACKEND``.
+    ``backend`` ("rust" or "python") overrides ``BACKEND``; ``kinds`` decides each file's kind.
     """
     stats = stats if stats is not None else WalkStats()
     real = os.path.realpath(root)
@@ -687,8 +691,22 @@ def walk(
     for rel, size, mtime_ns in rows:
         if size > max_file_size:
             stats.skip("too_large", rel)
-        elif (found := _source_file(real, rel, size, mtime_ns, max_file_size, stats)) is not None:
+        elif (found := _source_file(real, rel, size, mtime_ns, max_file_size, stats,
+                                    kinds)) is not None:
             yield found
+
+
+def listed(root: Path, *, max_file_size: int) -> Iterator[tuple[str, int, str | None]]:
+    """(path, size, language) of the files a walk would consider, from the folder listings
+    and stat data alone: no file is read, so binary and minified files are among them. What an
+    estimate needs (``services.embed_budget``), at a fraction of ``walk``'s cost."""
+    real = os.path.realpath(root)
+    stats = WalkStats()
+    rows = list(WALKERS[BACKEND](real, stats, IGNORE_FILE_LIMIT))
+    _refuse_oversized_ignores(real, stats)
+    for rel, size, _ in rows:
+        if size <= max_file_size:
+            yield rel, size, detect_language(rel)
 
 
 @dataclass(slots=True)
@@ -708,12 +726,14 @@ def changes(
     every: bool = False,
     stats: WalkStats | None = None,
     backend: str | None = None,
+    kinds: Kinds | None = None,
 ) -> Changes:
     """What a refresh must index and drop, given ``known``, the stat data of the files indexed
     before (the blob of ``kenning.store.db.read_file_stats``). A file whose size and mtime match
     was text when indexed and is not read again, so a refresh of an unchanged tree is a stat
     pass that builds no record at all. ``every`` lists unchanged files too (a full refresh).
-    Names that are not UTF-8 cannot be stored and are skipped (reason ``name``).
+    Names that are not UTF-8 cannot be stored and are skipped (reason ``name``). ``kinds``
+    decides the kind of each file listed.
     """
     stats = stats if stats is not None else WalkStats()
     real = os.path.realpath(root)
@@ -726,7 +746,7 @@ def changes(
         if not rel.isascii() and not _storable(rel):
             stats.skip("name", rel)
             continue
-        record = _source_file(real, rel, size, mtime_ns, max_file_size, stats)
+        record = _source_file(real, rel, size, mtime_ns, max_file_size, stats, kinds)
         if record is not None:
             files.append(record)
         elif was_known:

@@ -83,7 +83,9 @@ def _location(hit: dict[str, Any], rank: int, show_project: bool) -> str:
     if show_project:
         where = f"[{clean_label(hit['project'])}] {where}"
     label = clean_label(" ".join(str(x) for x in (hit.get("kind"), hit.get("symbol")) if x), 120)
-    parts = [f"{rank}. {where}", label, f"score {hit['score']:.3g}",
+    kind = hit.get("chunk_class")
+    parts = [f"{rank}. {where}", label, kind if kind and kind != "code" else "",
+             f"score {hit['score']:.3g}",
              f"confidence {hit['confidence']:.2f}" if hit.get("confidence") is not None else "",
              f"id {hit['id']}",
              f"hash {hit['content_hash']}" if hit.get("content_hash") else "",

@@ -52,6 +52,8 @@ class Hit(_Open):
     start_byte: int
     end_byte: int
     kind: str
+    chunk_class: str | None = Field(None, description=(
+        "What the file is to the project: code, test, docs, vendored, fixture, data, ..."))
     symbol: str | None
     score: float
     confidence: float | None = Field(None, ge=0, le=1, description=(

@@ -189,7 +189,8 @@ def build_server(service: Service) -> MCPServer:
         limit: Annotated[int, Field(ge=1, le=50, description="Results wanted.")] = 10,
         kind: Annotated[str | None, Field(
             description='"code" (the implementation), "docs", "test", "example", "generated", '
-                        '"completion", or a declaration kind ("function", "class", ...).',
+                        '"completion", "vendored", "fixture", "data", or a declaration kind '
+                        '("function", "class", ...).',
             json_schema_extra=absent(sorted(KINDS)))] = None,
         language: LanguageArg = None,
         project: SearchProjectArg = None,

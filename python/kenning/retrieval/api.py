@@ -29,6 +29,7 @@ from kenning.retrieval import budget, confidence, dense, lexical, symbols, trace
 from kenning.retrieval.calls import LINKS
 from kenning.retrieval.calls import around as call_links_around
 from kenning.retrieval.calls import linked as call_links
+from kenning.retrieval.classes import chunk_class
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.projects import ProjectRef, resolve_projects
@@ -130,7 +131,7 @@ def candidate_of(row: ChunkRow) -> Candidate:
     """The candidate of a chunk's row, before it is scored."""
     return Candidate(row.id, row.path, row.start_line, row.end_line, row.start_byte,
                      row.end_byte, row.language, row.kind, row.symbol, 0.0,
-                     generated=bool(row.generated))
+                     generated=bool(row.generated), file_kind=row.file_kind)
 
 
 def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]], str | None]:
@@ -263,6 +264,7 @@ def hit_records(index: Index, snap: Snapshot, cands: list[Candidate], settings: 
             "id": snap.chunk_id(index.project_id, c.id), "project": index.project_id,
             "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
             "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
+            "chunk_class": chunk_class(c.path, c.language, c.symbol, c.generated, c.file_kind),
             "symbol": c.symbol, "score": round(c.score, 6), "content": content,
             "stale": stale, "weak": c.id in weak, "revision": revision,
             "changed_since_index": reader.changed(c.path),
@@ -468,8 +470,9 @@ def _partial_warning(index: Index, snap: Snapshot, ctx: _Context) -> str:
     """How complete a partial index is, and whether anything is finishing it."""
     from kenning.indexing import state as indexing_state
 
-    share = round(100 * snap.vectors / snap.chunks)
-    have = (f"{snap.vectors} of {snap.chunks} chunks ({share}%) have vectors so far, so results "
+    wanted = max(1, snap.chunks - snap.words_only)  # the kinds that are embedded
+    share = round(100 * snap.vectors / wanted)
+    have = (f"{snap.vectors} of {wanted} chunks ({share}%) have vectors so far, so results "
             "rest mostly on words and symbols")
     running = indexing_state.read(index.dir)
     if running is not None:

@@ -5,8 +5,12 @@ Paths say most of it (``tests/``, ``*_test.go``, ``*.spec.ts``, ``*Test.java``, 
 ``Cargo.lock``); a file's first lines say it is generated (``chunking.generated``, stored with
 each chunk); the language says prose (Markdown, reStructuredText, man pages); the symbol
 says inline test code (a Rust ``#[cfg(test)] mod tests`` qualifies its members ``tests.*``).
-Ranking puts these below the implementation unless the query asks for them, and ``--kind``
-filters by them inside retrieval (``chunk_class``, which the store calls on each chunk).
+The kinds that need evidence beyond the path (vendored copies, fixtures, data and grammars,
+generated tables: ``indexing.kinds``) are decided when the file is indexed and stored with each
+chunk (``file_kind``); where one is stored it is the chunk's class, a correction the user wrote
+in ``.kenningkinds`` included. Ranking puts all these below the implementation unless the query
+asks for them, and ``--kind`` filters by them inside retrieval (``chunk_class``, which the
+store calls on each chunk).
 """
 
 from __future__ import annotations
@@ -54,30 +58,43 @@ _ALTERNATIVE = re.compile(r"(^|/)([^/]+?)[_-](old|alt|legacy|deprecated|bak|orig
 # Symbol components that mark test code inside a source file (`mod tests` and its members).
 _TEST_SCOPES = frozenset({"test", "tests"})
 
-# The class a --kind filter selects: the first category of a chunk in this order, else "code".
-CLASSES = ("generated", "docs", "test", "completion", "example")
+# The class a --kind filter selects: a stored file kind, else the first category of a chunk in
+# this order, else "code".
+CLASSES = ("vendored", "generated", "fixture", "data", "docs", "test", "completion", "example")
 _CLASS_OF = {"changelog": "docs"}  # release notes are written by people, for people
+# The categories that say what a file is (the rest, compat and changelog, say how old or what
+# for): a file kind the user stored in place of them wins.
+_KIND_CATEGORIES = frozenset({*CLASSES, "changelog"})
 
 
 @lru_cache(maxsize=16384)  # per path and symbol: the same ones come back search after search
 def categories(path: str, language: str | None = None, symbol: str | None = None,
-               generated: bool = False) -> tuple[str, ...]:
+               generated: bool = False, file_kind: str | None = None) -> tuple[str, ...]:
     """The categories of a chunk (none for the implementation itself); ``generated``: its
-    file's first lines say a tool wrote it (``chunking.generated``)."""
+    file's first lines say a tool wrote it (``chunking.generated``); ``file_kind``: the kind
+    stored for its file (``indexing.kinds``), "code" when the user says so."""
     found = [name for name, pattern in _PATTERNS.items() if pattern.search(path)]
     if generated and "generated" not in found:
         found.append("generated")
     if language in DOCS_LANGUAGES and "docs" not in found:
         found.append("docs")
+    if file_kind == "code":
+        found = [c for c in found if c not in _KIND_CATEGORIES]
+    elif file_kind is not None and file_kind not in found:
+        found.append(file_kind)
     if symbol and "test" not in found and _TEST_SCOPES.intersection(QUALIFIER.split(symbol)):
         found.append("test")
     return tuple(found)
 
 
 def chunk_class(path: str, language: str | None, symbol: str | None,
-                generated: bool = False) -> str:
-    """One of CLASSES, or "code" for the implementation (vendored and legacy code included)."""
-    found = {_CLASS_OF.get(c, c) for c in categories(path, language, symbol, bool(generated))}
+                generated: bool = False, file_kind: str | None = None) -> str:
+    """One of CLASSES, or "code" for the implementation (legacy code included): the stored
+    kind of its file where there is one (a test module inside code is "test")."""
+    if file_kind is not None and file_kind != "code":
+        return file_kind
+    found = {_CLASS_OF.get(c, c)
+             for c in categories(path, language, symbol, bool(generated), file_kind)}
     return next((c for c in CLASSES if c in found), "code")
 
 

@@ -81,7 +81,7 @@ STUB_SHARE = 0.9
 
 # the multiplier a chunk of each category (classes.py) gets unless the query asks for it
 PENALTY = {"test": 0.3, "example": 0.6, "vendored": 0.5, "generated": 0.5, "compat": 0.6,
-           "changelog": 0.4, "docs": 0.35, "completion": 0.5}
+           "changelog": 0.4, "docs": 0.35, "completion": 0.5, "fixture": 0.3, "data": 0.35}
 
 
 @dataclass(slots=True)
@@ -100,6 +100,7 @@ class Candidate:
     # spans its whole unit; None while it is its chunk alone.
     window: tuple[int, int, int, int] | None = None
     generated: bool = False  # its file's first lines say a tool wrote it
+    file_kind: str | None = None  # the kind stored for its file (indexing.kinds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +215,7 @@ def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int],
         said = sum(1 for w in words if stem(w) in asked.terms)
         score += asked.file_vote * said / len(words) / (K + 1)
     for category in categories(candidate.path, candidate.language, candidate.symbol,
-                               candidate.generated):
+                               candidate.generated, candidate.file_kind):
         if category not in asked.query.asks_for:
             score *= PENALTY[category]
     if candidate.path in old:

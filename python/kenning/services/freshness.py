@@ -165,6 +165,10 @@ class Freshness:
             if result is not None and result.busy:
                 done.warnings.append(f"{root} is being indexed by another process; results "
                                      "come from its last snapshot.")
+            elif result is not None and result.embedding_held and result.vectors_missing:
+                done.warnings.append(
+                    f"{root} is indexed by words and symbols only ({result.vectors_missing} "
+                    f"chunks without a vector); `kenning index {root}` embeds them.")
             elif result is not None and (result.vectors_missing or result.files_pending
                                          ) and not words_only:
                 done.deferred = True

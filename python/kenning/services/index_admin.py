@@ -104,6 +104,8 @@ class ProjectStatus(TypedDict):
     files: int
     chunks: int
     chunks_embedded: int  # chunks that have a vector
+    chunks_words_only: int  # chunks without one, of kinds not embedded (index.embed_kinds)
+    kinds: dict[str, dict[str, int]]  # file kind -> files, chunks, embedded (chunks)
     size_bytes: int
     changed_since: ChangedSince | None  # files changed on disk since that snapshot
     indexer: Running | None  # the process indexing it now
@@ -145,7 +147,8 @@ def _base(root: Path, project_id: str, settings: Settings, model: str,
             "model_origin": config.model_origin(settings), "runtime": runtime_status(settings),
             "config": str(config.config_path()),
             "generation": 0, "status": None, "revision": None, "branch": None,
-            "indexed_at": None, "files": 0, "chunks": 0, "chunks_embedded": 0, "size_bytes": 0,
+            "indexed_at": None, "files": 0, "chunks": 0, "chunks_embedded": 0,
+            "chunks_words_only": 0, "kinds": {}, "size_bytes": 0,
             "changed_since": None, "indexer": None, "published": None}
 
 
@@ -167,6 +170,7 @@ def project_status(root: Path, settings: Settings, *, index: Index | None = None
 
 def _readable_status(index: Index, settings: Settings, changes: bool) -> ProjectStatus:
     from kenning.indexing import state as indexing_state
+    from kenning.retrieval.classes import chunk_class
 
     report = _base(index.root, index.project_id, settings, str(index.descriptor["model"]),
                    int(index.descriptor["dims"]))
@@ -177,7 +181,8 @@ def _readable_status(index: Index, settings: Settings, changes: bool) -> Project
         report["revision"], report["branch"] = snap.revision, snap.branch
         report["indexed_at"] = _iso(snap.created_at)
         report["files"], report["chunks"] = snap.files, snap.chunks
-        report["chunks_embedded"] = snap.vectors
+        report["chunks_embedded"], report["chunks_words_only"] = snap.vectors, snap.words_only
+        report["kinds"] = snap.kind_counts(chunk_class)
         if changes:
             try:
                 report["changed_since"] = _changed_since(index.root, snap,
@@ -190,8 +195,9 @@ def _readable_status(index: Index, settings: Settings, changes: bool) -> Project
     if snap.generation == 0:
         problems.append(_problem("Nothing has been indexed yet.",
                                  f"Run `kenning index {index.root}`."))
-    elif snap.vectors < snap.chunks:
-        problems.append(_problem(f"{snap.chunks - snap.vectors} chunks have no vector yet.",
+    elif snap.vectors + snap.words_only < snap.chunks:
+        problems.append(_problem(f"{snap.chunks - snap.vectors - snap.words_only} chunks have no "
+                                 "vector yet.",
                                  None if report["indexer"] else
                                  f"`kenning index {index.root}` computes them."))
     failure = index.last_failure()

@@ -102,6 +102,7 @@ class Hit(_Place):
 
     TYPE: ClassVar[str] = "hit"
     kind: str
+    chunk_class: str  # what it is to the project: "code", "test", "vendored" ... (--kind)
     symbol: str | None
     score: float
     content: str
@@ -266,6 +267,8 @@ class Status(_Typed):
     files: int
     chunks: int
     chunks_embedded: int
+    chunks_words_only: int
+    kinds: dict[str, dict[str, int]]
     size_bytes: int
     changed_since: ChangedSince | None
     indexer: Running | None
@@ -304,6 +307,8 @@ class IndexRun(_Typed):
     vectors_fetched: int  # from the shared index, by content, instead of embedded
     vectors_reused: int  # from an earlier index of the project (another chunker version)
     vectors_missing: int  # chunks still without a vector
+    chunks_words_only: int  # chunks of kinds not embedded (index.embed_kinds)
+    embedding_held: bool  # words and symbols only until `kenning index` (the agents' hook)
     vectors_dropped: int  # no longer used by any chunk, reclaimed
     graph_rows_added: int  # rows added to the approximate-search graph
     repaired: tuple[str, ...]
@@ -415,7 +420,8 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
 
     ``path_filter`` keeps files under a path or matching a glob, relative to the project root;
     ``language`` one language (``python``, or an extension such as ``py``); ``kind`` one class
-    (``code``, ``docs``, ``test``, ``example``, ``generated``, ``completion``) or declaration
+    (``code``, ``docs``, ``test``, ``example``, ``generated``, ``completion``, ``vendored``,
+    ``fixture``, ``data``) or declaration
     kind (``function``, ``class``, ...). With ``refresh`` the index is brought up to date
     first: one stat pass when nothing changed, and the whole first index (embedding included)
     for a project never indexed. With ``calls`` each hit carries its ``callers`` and

@@ -146,7 +146,7 @@ def _chunk_rows(snap: Any, root: Path, project: str, paths: Sequence[str],
     texts: dict[str, bytes | None] = {}
     for (ordinal, generation, path, start_byte, end_byte, start_line, end_line, language, kind,
          symbol, signature, content_hash, vector_id, body_words, symbol_words,
-         path_words) in snap.chunks_to_publish(paths):
+         path_words, file_kind) in snap.chunks_to_publish(paths):
         if path not in texts:
             texts[path] = _read_verified(root, path, digests[path], max_file_size)
             if texts[path] is None:
@@ -174,7 +174,8 @@ def _chunk_rows(snap: Any, root: Path, project: str, paths: Sequence[str],
             "words": _clip(words, TEXT_MAX), "bits": snap.bits[vector_id].tobytes(),
             "rescore": rescore})
         if classes:
-            rows[-1][CLASS_FIELD] = chunk_class(path, language, symbol, says_generated(data))
+            rows[-1][CLASS_FIELD] = chunk_class(path, language, symbol, says_generated(data),
+                                                file_kind)
     return rows
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from kenning import kernels, safe_read
 from kenning.errors import SharedIndexError, UsageError
-from kenning.retrieval.classes import CLASSES
+from kenning.retrieval.classes import CLASSES, chunk_class
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.query import Query
@@ -32,7 +32,7 @@ from kenning.retrieval.reexports import lead_with_reexports
 from kenning.retrieval.snippets import signature_line, windowed
 from kenning.retrieval.units import Row, name_words, units
 from kenning.services import usage_log
-from kenning.shared.engine import PATHS_PER_QUERY, Engine
+from kenning.shared.engine import CLASS_FIELD, PATHS_PER_QUERY, Engine
 from kenning.shared.reads import (
     META,
     Published,
@@ -290,6 +290,8 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
                 "id": heads[project].chunk_id(row["ordinal"]), "project": project,
                 "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
                 "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
+                "chunk_class": row.get(CLASS_FIELD) or chunk_class(c.path, c.language,
+                                                                   c.symbol),
                 "symbol": c.symbol, "score": round(c.score, 6), "content": "", "stale": False,
                 "weak": (floor is not None and c.id not in declares
                          and cosine.get(c.id, floor) < floor),

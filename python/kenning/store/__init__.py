@@ -137,6 +137,7 @@ class Snapshot(SnapshotReads):
     directory: Path
     created_at: float | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    words_only: int = 0  # chunks without a vector of kinds not embedded (index.embed_kinds)
     _lease: _Lease | None = field(default=None, repr=False)
 
     def close(self) -> None:
@@ -330,20 +331,21 @@ class Index:
             rows, epoch = int(meta.get("vector_rows") or 0), int(meta.get("vector_epoch") or 0)
             snap = conn.execute(
                 "SELECT generation, git_head, git_branch, status, files, chunks, vectors, "
-                "created_at, timings FROM snapshots ORDER BY generation DESC LIMIT 1").fetchone()
+                "created_at, timings, words_only FROM snapshots ORDER BY generation DESC LIMIT 1"
+            ).fetchone()
             dims = int(self.descriptor["dims"])
             view = _mapped.rows(self.dir, dims, rows, epoch, conn)
         except sqlite3.Error as exc:
             raise db.failure(self.dir, exc, "read") from exc
         if snap is None:
-            snap = (0, None, None, "partial", 0, 0, 0, None, "{}")
+            snap = (0, None, None, "partial", 0, 0, 0, None, "{}", 0)
         return Snapshot(_conn=conn, generation=snap[0], revision=snap[1], branch=snap[2],
                         status=snap[3], files=snap[4], chunks=snap[5], vectors=snap[6],
                         token=str(meta.get("index_token") or ids.LEGACY_TOKEN),
                         vector_rows=rows, vector_epoch=epoch, bits=view.bits, int8=view.int8,
                         scales=view.scales, center=_mapped.center(self.dir, dims),
                         descriptor=self.descriptor, directory=self.dir, created_at=snap[7],
-                        timings=_timings(snap[8]), _lease=lease)
+                        timings=_timings(snap[8]), words_only=snap[9], _lease=lease)
 
     @contextmanager
     def writer(self, *, wait: bool = False,

@@ -6,11 +6,12 @@ Search builds a ``ChunkFilter`` from the user's filters; only the store turns it
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-# A test of a chunk's (path, language, symbol, generated) that names its class ("test", ...)
-Classifier = Callable[[str, "str | None", "str | None", bool], str]
+# A test of a chunk's (path, language, symbol, generated, file kind) that names its class
+# ("test", "vendored", ...)
+Classifier = Callable[[str, "str | None", "str | None", bool, "str | None"], str]
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,16 @@ class ChunkFilter:
 _CLASS_FUNCTION = "kenning_class"
 
 
+def class_condition(conn: sqlite3.Connection, class_of: Classifier, classes: Sequence[str], *,
+                    among: bool = True) -> tuple[str, list[object]]:
+    """A condition over ``chunks`` (alias ``c``): the chunk's class is (``among``) or is not
+    one of ``classes``, as ``class_of`` says; ``conn`` learns the SQL function it calls."""
+    conn.create_function(_CLASS_FUNCTION, 5, class_of, deterministic=True)
+    marks = ",".join("?" * len(classes)) or "NULL"
+    return (f"{_CLASS_FUNCTION}(c.path, c.language, c.symbol, c.generated, c.file_kind) "
+            f"{'' if among else 'NOT '}IN ({marks})", list(classes))
+
+
 def condition(conn: sqlite3.Connection, keep: ChunkFilter) -> tuple[str, list[object]]:
     """``keep`` as a condition over ``chunks`` (alias ``c``) and its parameters, for ``conn``
     (which learns the SQL function a class filter calls)."""
@@ -43,10 +54,10 @@ def condition(conn: sqlite3.Connection, keep: ChunkFilter) -> tuple[str, list[ob
     if keep.language is not None:
         clauses.append("c.language = ?")
         params.append(keep.language)
-    if keep.class_of is not None:
-        conn.create_function(_CLASS_FUNCTION, 4, keep.class_of, deterministic=True)
-        clauses.append(f"{_CLASS_FUNCTION}(c.path, c.language, c.symbol, c.generated) = ?")
-        params.append(keep.class_is)
+    if keep.class_of is not None and keep.class_is is not None:
+        clause, args = class_condition(conn, keep.class_of, [keep.class_is])
+        clauses.append(clause)
+        params += args
     if keep.kind is not None:
         clauses.append("c.kind = ?")
         params.append(keep.kind)

@@ -160,7 +160,7 @@ def _carried(conn: sqlite3.Connection, old: _Columns, key: tuple[str, int, int],
         base = min(old.rows, rows)  # _add_vectors brings the rest
         new = conn.execute(
             "SELECT c.id, coalesce(v.vector_id, -1), c.path, c.language, c.kind, c.symbol, "
-            "c.generated "
+            "c.generated, c.file_kind "
             "FROM chunks c LEFT JOIN vectors v ON v.content_hash = c.content_hash AND "
             "v.vector_id < ? WHERE c.id > ? ORDER BY c.id", (rows, last)).fetchall()
         carried = _Columns(key, np.concatenate([old.ids[stay], added]),
@@ -171,7 +171,7 @@ def _carried(conn: sqlite3.Connection, old: _Columns, key: tuple[str, int, int],
             carried.coded[name] = _extended(coded, stay, [r[column[name]] for r in new])
         for class_of, coded in old.classes.items():
             carried.classes[class_of] = _extended(
-                coded, stay, [class_of(r[2], r[3], r[5], bool(r[6])) for r in new])
+                coded, stay, [class_of(r[2], r[3], r[5], bool(r[6]), r[7]) for r in new])
     return carried
 
 
@@ -239,11 +239,11 @@ def _classes(columns: _Columns, conn: sqlite3.Connection, class_of: Classifier) 
     with columns.lock:
         coded = columns.classes.get(class_of)
         if coded is None:
-            paths, languages, symbols, generated = _strings(
-                conn, columns, ["path", "language", "symbol", "generated"])
+            paths, languages, symbols, generated, kinds = _strings(
+                conn, columns, ["path", "language", "symbol", "generated", "file_kind"])
             coded = columns.classes[class_of] = _coded(
-                [class_of(str(p), lang, sym, gen == "1")
-                 for p, lang, sym, gen in zip(paths, languages, symbols, generated, strict=True)])
+                [class_of(str(p), lang, sym, gen == "1", kind) for p, lang, sym, gen, kind
+                 in zip(paths, languages, symbols, generated, kinds, strict=True)])
         return coded
 
 

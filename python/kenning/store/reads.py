@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from kenning.store import db, fts, masks
-from kenning.store.chunk_filter import ChunkFilter, condition
+from kenning.store.chunk_filter import ChunkFilter, Classifier, condition
 
 
 class ChunkRow(NamedTuple):
@@ -31,6 +31,7 @@ class ChunkRow(NamedTuple):
     kind: str
     symbol: str | None
     generated: int  # 1: its file's first lines say a tool wrote it
+    file_kind: str | None  # what evidence says its file is (indexing.kinds)
 
 
 class FileChunk(NamedTuple):
@@ -388,13 +389,14 @@ class SnapshotReads:
     def chunks_to_publish(self, paths: Sequence[str]) -> list[tuple[object, ...]]:
         """The chunks of ``paths`` that have a committed vector, in file order: id, generation,
         path, start and end byte, start and end line, language, kind, symbol, signature, content
-        hash, vector id, and the lexical table's body, symbol and path words."""
+        hash, vector id, the lexical table's body, symbol and path words, and the file kind."""
         if not paths:
             return []
         return self._conn.execute(
             "SELECT c.id, c.generation, c.path, c.start_byte, c.end_byte, c.start_line, "
             "c.end_line, c.language, c.kind, c.symbol, c.signature, c.content_hash, v.vector_id, "
-            "f.body, f.symbol, f.path FROM chunks c JOIN vectors v ON v.content_hash = "
+            "f.body, f.symbol, f.path, c.file_kind FROM chunks c JOIN vectors v ON "
+            "v.content_hash = "
             "c.content_hash AND v.vector_id < ? JOIN chunks_fts f ON f.rowid = c.id "
             f"WHERE c.path IN ({_marks(paths)}) ORDER BY c.path, c.start_byte",
             [self.vector_rows, *paths]).fetchall()
@@ -409,6 +411,24 @@ class SnapshotReads:
         """path -> (digest, cluster) of every file."""
         return {p: (bytes(d), c) for p, d, c in
                 self._conn.execute("SELECT path, digest, cluster FROM files")}
+
+    def kind_counts(self, class_of: Classifier) -> dict[str, dict[str, int]]:
+        """class -> {"files", "chunks", "embedded"}: each chunk's class as ``class_of`` says
+        (a file counts under the class of its first chunk)."""
+        counts: dict[str, dict[str, int]] = {}
+        files: set[str] = set()
+        for path, language, symbol, generated, kind, chunks, embedded in self._conn.execute(
+                "SELECT c.path, c.language, c.symbol, c.generated, c.file_kind, count(*), "
+                "count(v.vector_id) FROM chunks c LEFT JOIN vectors v ON v.content_hash = "
+                "c.content_hash AND v.vector_id < ? GROUP BY c.path, c.symbol",
+                (self.vector_rows,)):
+            entry = counts.setdefault(class_of(path, language, symbol, bool(generated), kind),
+                                      {"files": 0, "chunks": 0, "embedded": 0})
+            entry["files"] += path not in files
+            files.add(path)
+            entry["chunks"] += chunks
+            entry["embedded"] += embedded
+        return dict(sorted(counts.items(), key=lambda kv: -kv[1]["chunks"]))
 
     def file_stats(self, *, stored: bool = True) -> bytes:
         """The stat data of every file as ``db.read_file_stats`` gives it: the stored blob, or

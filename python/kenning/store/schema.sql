@@ -27,7 +27,8 @@ CREATE TABLE IF NOT EXISTS files (
     mtime_ns INTEGER NOT NULL,
     digest   BLOB NOT NULL,    -- BLAKE3-128 of the bytes
     cluster  TEXT NOT NULL,
-    language TEXT
+    language TEXT,
+    kind     TEXT              -- what evidence says it is (indexing.kinds); NULL: its path says
 );
 
 -- A chunk row is never updated in place: a changed file's chunks are deleted and new rows
@@ -48,7 +49,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     signature    TEXT,
     content_hash BLOB NOT NULL,     -- BLAKE3-128 of the chunk text (no path: see vectors)
     generated    INTEGER NOT NULL DEFAULT 0, -- 1: its file's first lines say a tool wrote it
-    name         TEXT               -- the last part of symbol ('send' of 'Client.send')
+    name         TEXT,              -- the last part of symbol ('send' of 'Client.send')
+    file_kind    TEXT               -- its file's kind (files.kind), for filters inside retrieval
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE INDEX IF NOT EXISTS chunks_name ON chunks(name);
@@ -101,6 +103,8 @@ CREATE TABLE IF NOT EXISTS snapshots (
     files       INTEGER NOT NULL,
     chunks      INTEGER NOT NULL,
     vectors     INTEGER NOT NULL,   -- chunks that have a vector
+    words_only  INTEGER NOT NULL DEFAULT 0, -- chunks without one, of kinds not embedded
+                                    -- (index.embed_kinds): found by words and symbols
     status      TEXT NOT NULL,      -- 'partial' (vectors still arriving) or 'complete'
     timings     TEXT NOT NULL       -- JSON: seconds per stage
 );

@@ -20,6 +20,7 @@ from kenning import kernels
 from kenning.errors import IndexError_
 from kenning.records import Chunk
 from kenning.store import db, graph, integrity, vectors
+from kenning.store.chunk_filter import Classifier, class_condition
 from kenning.store.ids import new_token
 from kenning.tokens import code_tokens, path_tokens
 
@@ -35,6 +36,7 @@ class FileRow:
     digest: bytes
     cluster: str
     language: str | None
+    kind: str | None = None  # what evidence says the file is (indexing.kinds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +77,9 @@ class IndexWriter:
         epoch = int(db.get_meta(self.conn, "vector_epoch") or 0)
         self.vectors = vectors.VectorWriter(index.dir, self.dims, rows, epoch)
         self.center = vectors.read_center(index.dir, self.dims)
+        # a condition over ``chunks c`` and its parameters: of a class that is not embedded
+        # (``embed_kinds``); none until it is called: every class is embedded
+        self.not_embedded: tuple[str, list[object]] = ("0", [])
         self._check_blocks()
 
     def _check_blocks(self) -> None:
@@ -130,7 +135,7 @@ class IndexWriter:
 
     def files(self, clusters: Collection[str] | None = None) -> dict[str, FileRow]:
         """The file rows, all or those of ``clusters``."""
-        sql = "SELECT path, size, mtime_ns, digest, cluster, language FROM files"
+        sql = "SELECT path, size, mtime_ns, digest, cluster, language, kind FROM files"
         if clusters is None:
             return {r[0]: FileRow(*r) for r in self.conn.execute(sql)}
         rows: dict[str, FileRow] = {}
@@ -170,39 +175,68 @@ class IndexWriter:
 
     def latest(self) -> dict[str, Any] | None:
         row = self.conn.execute(
-            "SELECT generation, git_head, git_branch, files, chunks, vectors, status, timings "
-            "FROM snapshots ORDER BY generation DESC LIMIT 1").fetchone()
+            "SELECT generation, git_head, git_branch, files, chunks, vectors, status, timings, "
+            "words_only FROM snapshots ORDER BY generation DESC LIMIT 1").fetchone()
         if row is None:
             return None
         keys = ("generation", "git_head", "git_branch", "files", "chunks", "vectors", "status",
-                "timings")
+                "timings", "words_only")
         return dict(zip(keys, row, strict=True))
 
+    def recalled(self, key: str) -> str | None:
+        """A value ``remember`` stored."""
+        return db.get_meta(self.conn, f"refresh:{key}")
+
+    def remember(self, key: str, value: str) -> None:
+        """Keep ``value`` for the next refresh (what its kinds were decided by, say)."""
+        db.set_meta(self.conn, f"refresh:{key}", value)
+
+    def embed_kinds(self, class_of: Classifier, classes: Sequence[str]) -> bool:
+        """Embed only the chunks of ``classes`` from now on; True when the latest snapshot
+        counted with other classes (its counts and status are brought up to these)."""
+        wanted = ",".join(sorted(classes))
+        # registered here, outside any statement: SQLite refuses a new function while one runs
+        self.not_embedded = class_condition(self.conn, class_of, sorted(classes), among=False)
+        if db.get_meta(self.conn, "embed_kinds") == wanted:
+            return False
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self._recount()
+            db.set_meta(self.conn, "embed_kinds", wanted)
+            self.conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
+        return True
+
     def missing_vectors(self, paths: Sequence[str] | None = None) -> list[MissingVector]:
-        """One chunk location per distinct content hash that has no vector, in path order; with
-        ``paths``, of the chunks of those files only."""
+        """One chunk location per distinct content hash that has no vector and is of a class
+        that is embedded, in path order; with ``paths``, of the chunks of those files only."""
+        words_only, params = self.not_embedded
         sql = ("SELECT c.content_hash, c.path, c.start_byte, c.end_byte FROM chunks c "
-               "LEFT JOIN vectors v ON v.content_hash = c.content_hash WHERE v.vector_id IS NULL")
+               "LEFT JOIN vectors v ON v.content_hash = c.content_hash WHERE v.vector_id IS NULL "
+               f"AND NOT ({words_only})")
         if paths is None:
             rows = self.conn.execute(f"{sql} GROUP BY c.content_hash ORDER BY c.path, "
-                                     "c.start_byte").fetchall()
+                                     "c.start_byte", params).fetchall()
         else:
             rows = []
             for i in range(0, len(paths), 500):
                 part = list(paths[i:i + 500])
                 rows += self.conn.execute(f"{sql} AND c.path IN ({','.join('?' * len(part))}) "
-                                          "GROUP BY c.content_hash", part).fetchall()
+                                          "GROUP BY c.content_hash", [*params, *part]).fetchall()
             unique = {r[0]: r for r in rows}  # a hash in two parts: one location is enough
             rows = sorted(unique.values(), key=lambda r: (r[1], r[2]))
         return [MissingVector(*r) for r in rows]
 
     def count_missing(self, limit: int | None = None) -> int:
-        """How many distinct content hashes have no vector; counting stops past ``limit``."""
+        """How many distinct content hashes have no vector and are of a class that is embedded;
+        counting stops past ``limit``."""
+        words_only, params = self.not_embedded
         query = ("SELECT 1 FROM chunks c LEFT JOIN vectors v ON v.content_hash = c.content_hash "
-                 "WHERE v.vector_id IS NULL GROUP BY c.content_hash")
+                 f"WHERE v.vector_id IS NULL AND NOT ({words_only}) GROUP BY c.content_hash")
         if limit is not None:
             query += f" LIMIT {int(limit) + 1}"
-        return int(self.conn.execute(f"SELECT count(*) FROM ({query})").fetchone()[0])
+        return int(self.conn.execute(f"SELECT count(*) FROM ({query})", params).fetchone()[0])
 
     # -- changes -------------------------------------------------------------------------------
 
@@ -236,18 +270,20 @@ class IndexWriter:
                 self.conn.execute(f"DELETE FROM chunks WHERE path IN ({marks})", part)
             self.conn.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in removed])
             self.conn.executemany(
-                "INSERT OR REPLACE INTO files(path, size, mtime_ns, digest, cluster, language) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [(f.path, f.size, f.mtime_ns, f.digest, f.cluster, f.language)
+                "INSERT OR REPLACE INTO files(path, size, mtime_ns, digest, cluster, language, "
+                "kind) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(f.path, f.size, f.mtime_ns, f.digest, f.cluster, f.language, f.kind)
                  for f in (*replaced, *touched)])
+            kinds = {f.path: f.kind for f in replaced}
             for chunk, content_hash in chunks:
                 cursor = self.conn.execute(
                     "INSERT INTO chunks(generation, path, start_byte, end_byte, start_line, "
-                    "end_line, language, kind, symbol, signature, content_hash, generated, name) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "end_line, language, kind, symbol, signature, content_hash, generated, name, "
+                    "file_kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (generation, chunk.path, chunk.start_byte, chunk.end_byte, chunk.start_line,
                      chunk.end_line, chunk.language, chunk.kind, chunk.symbol, chunk.signature,
-                     content_hash, int(chunk.generated), declared_name(chunk.symbol)))
+                     content_hash, int(chunk.generated), declared_name(chunk.symbol),
+                     kinds.get(chunk.path)))
                 self.conn.execute("INSERT INTO chunks_fts(rowid, body, symbol, path) "
                                   "VALUES (?, ?, ?, ?)", (cursor.lastrowid, *fts_row(chunk)))
                 self.conn.executemany("INSERT INTO calls(chunk, name, line) VALUES (?, ?, ?)",
@@ -292,18 +328,32 @@ class IndexWriter:
         counts = self.counts()
         self.conn.execute(
             "INSERT INTO snapshots(generation, created_at, git_head, git_branch, files, chunks, "
-            "vectors, status, timings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "vectors, words_only, status, timings) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (snapshot["generation"], time.time(), snapshot.get("git_head"),
              snapshot.get("git_branch"), counts["files"], counts["chunks"], counts["vectors"],
-             "complete" if counts["vectors"] == counts["chunks"] else "partial",
-             json.dumps(snapshot.get("timings", {}))))
+             counts["words_only"], _status(counts), json.dumps(snapshot.get("timings", {}))))
 
     def counts(self) -> dict[str, int]:
+        """Files, chunks, chunks with a vector, and chunks ``words_only`` (without one, of a
+        class that is not embedded)."""
         files = self.conn.execute("SELECT count(*) FROM files").fetchone()[0]
-        chunks, with_vector = self.conn.execute(
-            "SELECT count(*), count(v.vector_id) FROM chunks c "
-            "LEFT JOIN vectors v ON v.content_hash = c.content_hash").fetchone()
-        return {"files": files, "chunks": chunks, "vectors": with_vector}
+        words_only, params = self.not_embedded
+        chunks, with_vector, without = self.conn.execute(
+            "SELECT count(*), count(v.vector_id), "
+            # the class of a chunk with a vector is not asked: CASE never calls it
+            f"coalesce(sum(CASE WHEN v.vector_id IS NULL THEN {words_only} ELSE 0 END), 0) "
+            "FROM chunks c "
+            "LEFT JOIN vectors v ON v.content_hash = c.content_hash", params).fetchone()
+        return {"files": files, "chunks": chunks, "vectors": with_vector, "words_only": without}
+
+    def _recount(self) -> None:
+        """Bring the latest snapshot's counts and status up to the index (in a transaction)."""
+        counts = self.counts()
+        self.conn.execute(
+            "UPDATE snapshots SET files = ?, chunks = ?, vectors = ?, words_only = ?, status = ? "
+            "WHERE generation = (SELECT max(generation) FROM snapshots)",
+            (counts["files"], counts["chunks"], counts["vectors"], counts["words_only"],
+             _status(counts)))
 
     def count_chunks(self, paths: Sequence[str]) -> int:
         """How many chunks the files ``paths`` have now."""
@@ -322,12 +372,9 @@ class IndexWriter:
 
     def finish(self, timings: dict[str, float]) -> None:
         """Store the final counts, status and stage timings on the latest snapshot."""
-        counts = self.counts()
-        status = "complete" if counts["vectors"] == counts["chunks"] else "partial"
-        self.conn.execute(
-            "UPDATE snapshots SET files = ?, chunks = ?, vectors = ?, status = ?, timings = ? "
-            "WHERE generation = (SELECT max(generation) FROM snapshots)",
-            (counts["files"], counts["chunks"], counts["vectors"], status, json.dumps(timings)))
+        self._recount()
+        self.conn.execute("UPDATE snapshots SET timings = ? WHERE generation = "
+                          "(SELECT max(generation) FROM snapshots)", (json.dumps(timings),))
 
     def add_vectors(self, hashes: Sequence[bytes], embeddings: np.ndarray,
                     needs_centering: bool) -> None:
@@ -359,8 +406,8 @@ class IndexWriter:
                 f"SELECT count(*) FROM chunks WHERE content_hash IN ({marks})", list(hashes)
             ).fetchone()[0]
             self.conn.execute(
-                "UPDATE snapshots SET vectors = vectors + ?, status = CASE WHEN vectors + ? >= "
-                "chunks THEN 'complete' ELSE 'partial' END "
+                "UPDATE snapshots SET vectors = vectors + ?, status = CASE WHEN vectors + ? + "
+                "words_only >= chunks THEN 'complete' ELSE 'partial' END "
                 "WHERE generation = (SELECT max(generation) FROM snapshots)", (gained, gained))
             self.conn.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -411,6 +458,12 @@ class IndexWriter:
                 f"Cannot write the approximate-search graph in {self.index.dir}: "
                 f"{exc.strerror or exc}.", hint="Search uses the exact scan meanwhile; free some "
                 "disk space, then run `kenning index` again.") from exc
+
+
+def _status(counts: dict[str, int]) -> str:
+    """'complete' when every chunk of an embedded class has a vector."""
+    done = counts["vectors"] + counts["words_only"] >= counts["chunks"]
+    return "complete" if done else "partial"
 
 
 _CRASH_COUNTS: dict[str, int] = {}
