@@ -157,6 +157,8 @@ def test_the_path_may_be_relative_to_the_working_directory_or_absolute(
     ("data.bin:1", "data.bin is not indexed"),
     ("../outside.py:1", "is outside the project root"),
     ("/etc/hostname:1", "is outside the project root"),
+    ("store/cache.py:" + "9" * 5000, "is no line of any file"),  # past int()'s digit limit
+    ("store/cache.py:\u0669", "is not a location"),  # an Arabic-Indic nine is no line number
 ])
 def test_a_bad_location_is_refused_with_one_sentence(root: Path, location: str,
                                                      says: str) -> None:
@@ -164,6 +166,13 @@ def test_a_bad_location_is_refused_with_one_sentence(root: Path, location: str,
         _related(root, location)
     assert says in caught.value.message
     assert caught.value.message.count(". ") == 0  # one sentence (the hint says the fix)
+
+
+def test_a_location_may_name_a_column_and_a_huge_line_is_refused(root: Path) -> None:
+    assert _related(root, "store/cache.py:9:5")["subject"]["symbol"] == "LruCache.evict"
+    for line in (10 ** 5000, -10 ** 5000):  # given apart: never written out in the message
+        with pytest.raises(UsageError, match="is no line of any file"):
+            kenning.related("store/cache.py", root, line=line)
 
 
 def test_an_ignored_file_is_not_indexed(root: Path) -> None:

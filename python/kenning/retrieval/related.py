@@ -46,6 +46,7 @@ from kenning.retrieval.fusion import fuse
 from kenning.retrieval.projects import ProjectRef, resolve_projects
 from kenning.retrieval.query import Query
 from kenning.retrieval.ranking import Candidate, rank
+from kenning.retrieval.tracebacks import MAX_LINE_DIGITS, line_number
 from kenning.retrieval.units import SHORT_LINES, Unit, units
 from kenning.services.freshness import Freshness, for_settings
 from kenning.store.writer import declared_name
@@ -59,8 +60,9 @@ BRANCHES = ("similar", "same_name", "callers", "callees")
 WEIGHTS = {"similar": 1.5, "same_name": 1.0, "callers": 1.0, "callees": 1.0}
 MAX_PARTS = 4  # chunks of a long subject whose vectors are scanned
 LINK_DEPTH = 30  # callers, callees and same-name declarations each branch hands to fusion
-# PATH:LINE, the path possibly holding colons itself (a Windows drive letter)
-_LOCATION = re.compile(r"(?P<path>.+):(?P<line>\d+)")
+# PATH:LINE or PATH:LINE:COLUMN (the column is not needed), the path possibly holding colons
+# itself (a Windows drive letter)
+_LOCATION = re.compile(r"(?P<path>.+?):(?P<line>[0-9]+)(?::[0-9]+)?")
 
 
 @dataclass(frozen=True)
@@ -79,9 +81,13 @@ def parse(location: str, line: int | None = None) -> tuple[str, int]:
         if found is None:
             raise UsageError(f"{location!r} is not a location.",
                              hint="Give PATH:LINE, such as src/server.py:42.")
-        text, line = found.group("path"), int(found.group("line"))
+        text, line = found.group("path"), line_number(found.group("line"))
     if not text or "\0" in text:
         raise UsageError(f"{location!r} names no file.",
+                         hint="Give PATH:LINE, such as src/server.py:42.")
+    if line is None or abs(line) >= 10 ** MAX_LINE_DIGITS:  # not written out: it may be huge
+        raise UsageError(f"The line number given for {text} is no line of any file (files "
+                         f"have fewer than {10 ** MAX_LINE_DIGITS:,} lines).",
                          hint="Give PATH:LINE, such as src/server.py:42.")
     if line < 1:
         raise UsageError(f"Line {line} of {text} does not exist: lines start at 1.")
