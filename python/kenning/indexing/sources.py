@@ -145,7 +145,7 @@ def detect_language(path: str) -> str | None:
 class WalkStats:
     """What a walk left out, by reason (``ignored``, ``default``, ``too_large``, ``binary``,
     ``minified``, ``symlink``, ``special`` (a FIFO or device met when reading), ``unreadable``,
-    and for ``changes`` also ``name``); pruned folders count once, as a folder."""
+    ``name`` (not UTF-8)); pruned folders count once, as a folder."""
 
     skipped: Counter[str] = field(default_factory=Counter)
     skipped_dirs: Counter[str] = field(default_factory=Counter)
@@ -687,6 +687,8 @@ def walk(
     for rel, size, mtime_ns in rows:
         if size > max_file_size:
             stats.skip("too_large", rel)
+        elif not storable(rel):
+            stats.skip("name", rel)
         elif (found := _source_file(real, rel, size, mtime_ns, max_file_size, stats)) is not None:
             yield found
 
@@ -698,6 +700,7 @@ class Changes:
     files: list[SourceFile]  # new and changed files to index, sorted by path
     removed: list[str]  # indexed paths to drop: deleted, now ignored, too large or not text
     unchanged: int  # files whose size and mtime are the indexed ones (not read at all)
+    unnamed: list[str] = field(default_factory=list)  # left out: their names are not UTF-8
 
 
 def changes(
@@ -722,16 +725,18 @@ def changes(
     )
     _refuse_oversized_ignores(real, stats)
     files: list[SourceFile] = []
+    unnamed: list[str] = []
     for rel, size, mtime_ns, was_known in found:
-        if not rel.isascii() and not _storable(rel):
+        if not storable(rel):
             stats.skip("name", rel)
+            unnamed.append(rel)
             continue
         record = _source_file(real, rel, size, mtime_ns, max_file_size, stats)
         if record is not None:
             files.append(record)
         elif was_known:
             removed.append(rel)  # indexed as text, binary or unreadable now
-    return Changes(files, sorted(removed), unchanged)
+    return Changes(files, sorted(removed), unchanged, unnamed)
 
 
 def _refuse_oversized_ignores(root: str, stats: WalkStats) -> None:
@@ -747,7 +752,11 @@ def _refuse_oversized_ignores(root: str, stats: WalkStats) -> None:
                  f"{IGNORE_FILE_LIMIT // (1024 * 1024)} MiB.")
 
 
-def _storable(name: str) -> bool:
+def storable(name: str) -> bool:
+    """Whether ``name`` can be stored: a name that is not UTF-8 (its bytes decoded as lone
+    surrogates) cannot."""
+    if name.isascii():
+        return True
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:

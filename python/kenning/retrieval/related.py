@@ -29,8 +29,10 @@ import numpy as np
 
 from kenning import safe_read
 from kenning.config import Settings
+from kenning.display import visible
 from kenning.embedding import Embedder, borrowed, deadline
 from kenning.errors import UsageError
+from kenning.indexing.sources import storable
 from kenning.retrieval import calls, dense
 from kenning.retrieval.api import (
     DENSE_DEPTH,
@@ -85,6 +87,10 @@ def parse(location: str, line: int | None = None) -> tuple[str, int]:
     if not text or "\0" in text:
         raise UsageError(f"{location!r} names no file.",
                          hint="Give PATH:LINE, such as src/server.py:42.")
+    if not storable(text):
+        raise UsageError(f"{visible(text)} is not indexed: its name is not UTF-8, and no file "
+                         "under such a name is.",
+                         hint="Rename the file to a UTF-8 name to have it indexed.")
     if line is None or abs(line) >= 10 ** MAX_LINE_DIGITS:  # not written out: it may be huge
         raise UsageError(f"The line number given for {text} is no line of any file (files "
                          f"have fewer than {10 ** MAX_LINE_DIGITS:,} lines).",

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+from kenning.display import visible
 from kenning.errors import IndexError_, IndexMissing, KenningError, UsageError
 
 if TYPE_CHECKING:
@@ -90,10 +91,11 @@ def _problem(message: str, hint: str | None = None, error: str | None = None) ->
     return {"error": error, "message": message, "hint": hint}
 
 
-def _changed_since(root: Path, snap: Snapshot, max_file_size: int) -> ChangedSince:
+def _changed_since(root: Path, snap: Snapshot,
+                   max_file_size: int) -> tuple[ChangedSince, list[str]]:
     """Files added, changed and removed since ``snap``, by the comparison a refresh makes
     (``sources.changes``: size and mtime against the stored stat data, one stat pass; only
-    new and changed files are opened)."""
+    new and changed files are opened), and the files no refresh takes for their names."""
     from kenning.indexing.sources import changes
 
     known = snap.file_stats()
@@ -105,7 +107,7 @@ def _changed_since(root: Path, snap: Snapshot, max_file_size: int) -> ChangedSin
     indexed = set(known.split(b"\0")[::3])  # the paths of its path, size, mtime records
     changed = sum(f.path.encode("utf-8", "surrogateescape") in indexed for f in found.files)
     return {"added": len(found.files) - changed, "changed": changed,
-            "removed": len(found.removed)}
+            "removed": len(found.removed)}, found.unnamed
 
 
 def _base(root: Path, project_id: str, settings: Settings, model: str,
@@ -151,8 +153,10 @@ def _readable_status(index: Index, settings: Settings, changes: bool) -> Project
         report["chunks_embedded"] = snap.vectors
         if changes:
             try:
-                report["changed_since"] = _changed_since(index.root, snap,
-                                                         int(settings["index.max_file_size"]))
+                report["changed_since"], unnamed = _changed_since(
+                    index.root, snap, int(settings["index.max_file_size"]))
+                if unnamed:
+                    problems.append(_unnamed_problem(unnamed))
             except UsageError as exc:  # a tree no refresh would take (an oversized ignore file)
                 problems.append(_problem(exc.message, exc.hint, exc.code))
         published = published_status(settings, index, snap) if settings["shared.uri"] else None
@@ -174,6 +178,13 @@ def _readable_status(index: Index, settings: Settings, changes: bool) -> Project
     report["healthy"] = not problems
     report["published"] = published
     return report
+
+
+def _unnamed_problem(paths: list[str]) -> Problem:
+    shown = ", ".join(visible(path) for path in paths[:3])
+    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+    return _problem(f"Not indexed, for a name that is not UTF-8: {shown}{more}.",
+                    "Rename such files to UTF-8 names to have them searched.")
 
 
 def unreadable_status(root: Path, settings: Settings, error: KenningError, *,
