@@ -221,3 +221,26 @@ def test_no_answer_tells_whether_a_path_outside_the_roots_exists(raw: RawSession
     for there, absent in zip(existing, missing, strict=True):
         assert answers(there) == answers(absent)
     assert "outside the projects this server serves" in answers("/etc")[0]["message"]
+
+
+def test_a_client_that_stops_reading_ends_the_server_quietly(world: World) -> None:
+    """The client closes its read end: the next reply meets a broken pipe, and the server stops
+    with exit 0 and one line on stderr, not a traceback."""
+    process = subprocess.Popen([sys.executable, "-m", "kenning", "mcp"], cwd=world.alpha,
+                               env={**os.environ, **world.env()}, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    session = RawSession(process)
+    session.send(json.dumps({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}).encode())
+    assert process.stdin is not None and process.stdout is not None
+    process.stdout.close()
+    process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
+                        b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}\n')
+    process.stdin.flush()
+    # then the client goes: its stdin closes, after the requests whose replies meet the pipe
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert err.decode().splitlines() == [
+        "kenning mcp: the client stopped reading its replies; the server stops."]
