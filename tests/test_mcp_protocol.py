@@ -179,6 +179,37 @@ def test_arguments_that_fail_the_schema_get_the_bad_input_error(
     assert set(body) == {"error", "message", "hint"}
 
 
+@pytest.mark.parametrize(("tool", "arguments", "says"), [
+    ("code_search", {"query": "retry", "bogus": 1}, "code_search: bogus: not an argument"),
+    ("code_related", {"location": "src/retry.py:1", "bogus": 1}, "code_related: bogus: not an"),
+    ("code_get_chunk", {"id": "p:0a1b2c3d:1:1", "scope": "chunk", "bogus": 1},
+     "code_get_chunk: bogus: not an argument"),
+    ("code_search", {"query": "retry", "limit": "5"}, "limit: '5' is not of type 'integer'"),
+    ("code_search", {"query": "retry", "limit": True}, "limit: True is not of type 'integer'"),
+    ("code_related", {"location": "src/retry.py:1", "include_calls": "true"},
+     "include_calls: 'true' is not of type 'boolean'"),
+    ("code_search", {"query": "retry", "include_calls": 1},
+     "include_calls: 1 is not of type 'boolean'"),
+    ("code_get_chunk", {"id": "p:0a1b2c3d:1:1", "context_lines": "2"},
+     "context_lines: '2' is not of type 'integer'"),
+    ("code_related", {"location": "src/retry.py:1", "path_filter": "src/\x00"},
+     "The path filter contains a NUL character"),
+])
+def test_unknown_arguments_and_other_types_are_refused_not_coerced(
+        raw: RawSession, tool: str, arguments: dict[str, Any], says: str) -> None:
+    body = raw.error(tool, **arguments)
+    assert body["error"] == "bad_input" and says in body["message"], body
+
+
+def test_an_expect_hash_that_cannot_be_one_is_bad_input(raw: RawSession) -> None:
+    found = raw.call("code_search", query="retry")["structuredContent"]["results"][0]
+    for bad in ["not a hash", found["content_hash"] + "0", ""]:
+        body = raw.error("code_get_chunk", id=found["id"], expect_hash=bad)
+        assert body["error"] == "bad_input" and "expect_hash must be" in body["message"], body
+    assert raw.call("code_get_chunk", id=found["id"], expect_hash=found["content_hash"].upper()
+                    )["isError"] is False
+
+
 def test_lone_surrogates_are_answered(raw: RawSession) -> None:
     reply = raw.send(b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": '
                      b'"code_search", "arguments": {"query": "retry \\ud800 backoff \\udc00"}}}')

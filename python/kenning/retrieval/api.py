@@ -35,7 +35,7 @@ from kenning.retrieval.projects import ProjectRef, resolve_projects
 from kenning.retrieval.query import Query, analyze, named_tokens
 from kenning.retrieval.ranking import Candidate, later_parts, named_candidates, rank
 from kenning.retrieval.reexports import lead_with_reexports
-from kenning.retrieval.snippets import SnippetReader, left_out
+from kenning.retrieval.snippets import CONTENT_HASH, HASH_HEX, SnippetReader, left_out
 from kenning.retrieval.units import declared_words, units
 from kenning.services.freshness import Freshness, failed_refresh, for_settings
 from kenning.store.ids import ChunkId
@@ -742,6 +742,10 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
         raise UsageError(f"Unknown scope {scope!r}.", hint=f"Use one of: {', '.join(SCOPES)}.")
     if context_lines < 0:
         raise UsageError(f"context_lines must be 0 or more, got {context_lines}.")
+    if expect_hash is not None and not CONTENT_HASH.fullmatch(expect_hash.strip()):
+        raise UsageError(f"expect_hash must be a result's content_hash, {HASH_HEX} hex digits; "
+                         "what was given cannot be one.",
+                         hint="Pass the content_hash of the search result, or leave it out.")
     wanted = ChunkId.parse(chunk_id)
     project_id = wanted.project
     refs = list(projects) if projects else resolve_projects(settings)

@@ -74,6 +74,9 @@ def normalize_path_filter(path_filter: str, root: Path) -> str:
     raw = path_filter.strip().replace("\\", "/")
     if not raw:
         raise UsageError("The path filter is empty.")
+    if "\0" in raw:
+        raise UsageError("The path filter contains a NUL character, which no path does.",
+                         hint="Give a path or glob relative to the project root.")
     if not storable(raw):
         raise UsageError(f"The path filter {visible(path_filter)} is not UTF-8, which every "
                          "indexed path is.",

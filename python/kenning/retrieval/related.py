@@ -105,7 +105,11 @@ def locate(location: str, line: int | None, refs: Sequence[ProjectRef],
     """The project of a location and the relative paths its path may name: relative to
     ``cwd`` (the working directory), relative to the project's root, or absolute inside it."""
     path, number = parse(location, line)
-    given = Path(path).expanduser()
+    try:
+        given = Path(path).expanduser()
+    except RuntimeError:  # ~user of no user here
+        raise UsageError(f"{visible(path)} names the home folder of an unknown user.",
+                         hint="Give PATH:LINE, such as src/server.py:42.") from None
     here = cwd or Path.cwd()
     for ref in refs:
         bases = [None] if given.is_absolute() else [here, ref.root]

@@ -87,6 +87,7 @@ class SnippetReader:
 
 
 HASH_HEX = 12  # hex digits of a result's content hash: 48 bits, for lines of one file
+CONTENT_HASH = re.compile(f"[0-9a-f]{{{HASH_HEX}}}", re.IGNORECASE)
 
 
 def content_hash(data: bytes) -> str:
