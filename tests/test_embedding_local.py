@@ -138,6 +138,33 @@ def test_a_changed_model_file_is_hashed_again_and_refused(isolated_state: Path) 
     assert "force-reinstall" in (caught.value.hint or "")
 
 
+def test_model_files_a_reinstall_removed_are_one_sentence(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`pip install` replaces the package under a running kenning: the tokenizer or the model
+    read then is gone, which a dry run (it counts tokens) and the runtime say in one sentence."""
+    from index_helpers import kenning_cli
+
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n")
+    monkeypatch.setattr(local, "TOKENIZER_PATH", tmp_path / "gone" / "tokenizer.json")
+    local._tokenizer_cached.cache_clear()
+    try:
+        code, _, err = kenning_cli(capsys, "index", str(tmp_path), "--dry-run")
+    finally:
+        monkeypatch.undo()
+        local._tokenizer_cached.cache_clear()
+    assert code == 3, err
+    assert f"Cannot read the embedded model's file {tmp_path}/gone/tokenizer.json" in err
+    assert "run the command again" in err
+    copy = tmp_path / "model.onnx"
+    shutil.copyfile(local.model_path(), copy)
+    monkeypatch.setattr(local, "MODEL_PATH", copy)
+    monkeypatch.setattr(local, "_optimised_path", lambda: tmp_path / "no" / "cache.onnx")
+    monkeypatch.setattr(local, "verify_model", lambda path: copy.unlink())  # gone just after
+    with pytest.raises(EmbedderUnavailable, match="Cannot read the embedded model's file"):
+        local.build_session()
+
+
 def test_batches_group_similar_lengths_within_a_token_budget() -> None:
     lengths = [300, 5, 40, 6, 7, 41, 120, 5, 250]
     ids = [[1] * n for n in lengths]
