@@ -166,8 +166,12 @@ def _readable_status(index: Index, settings: Settings, changes: bool) -> Project
         problems.append(_problem("Nothing has been indexed yet.",
                                  f"Run `kenning index {index.root}`."))
     elif snap.vectors < snap.chunks:
-        problems.append(_problem(f"{snap.chunks - snap.vectors} chunks have no vector yet.",
-                                 None if report["indexer"] else
+        running = report["indexer"]
+        # the indexer counts vectors, one per distinct text: fewer than the chunks lacking one
+        shared = (" (chunks of the same text share a vector, so the indexer has fewer to "
+                  "embed)" if running is not None and running["phase"] == "embedding" else "")
+        problems.append(_problem(f"{snap.chunks - snap.vectors} chunks have no vector "
+                                 f"yet{shared}.", None if running else
                                  f"`kenning index {index.root}` computes them."))
     failure = index.last_failure()
     if failure is not None:
