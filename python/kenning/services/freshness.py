@@ -12,7 +12,8 @@ down does not wait on connection retries each time.
 
 Within a process one refresh of a project runs at a time: a search waits at most
 ``refresh_wait`` seconds for another's, then answers from the last snapshot. Across processes
-the index's OS lock decides, and a refresh that finds it held answers at once (``busy``).
+the index's OS lock decides, and a refresh that finds it held answers at once (``busy``); the
+first search to meet another process's indexing says so, the later ones while it lasts do not.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class _Project:
     last_refresh: float = float("-inf")  # time.monotonic() of the last refresh attempt
     working: bool = False  # a worker of this process is indexing it
     last: dict[str, Any] | None = None  # what its last refresh did (``RefreshResult``)
+    busy_told: bool = False  # a search was told another process indexes it, and still does
 
 
 @dataclass
@@ -155,11 +157,13 @@ class Freshness:
             result = done.result
             if result is not None:
                 state.last = result.to_dict()
-            if result is not None and result.busy:
+            busy = result is not None and result.busy
+            if busy and not state.busy_told:  # once while it lasts, not on every search
                 done.warnings.append(f"{root} is being indexed by another process; results "
-                                     "come from its last snapshot.")
-            elif result is not None and result.vectors_missing and not words_only:
+                                     "come from its last snapshot until it is done.")
+            elif result is not None and not busy and result.vectors_missing and not words_only:
                 done.deferred = True
+            state.busy_told = busy
         finally:
             state.lock.release()
         return done
