@@ -298,6 +298,14 @@ def test_changes_miss_an_edit_that_keeps_size_and_mtime(tmp_path: Path) -> None:
         == ["a.py"]
 
 
+def test_reread_files_are_read_again_though_their_stat_is_known(tmp_path: Path) -> None:
+    make(tmp_path, {"a.py": "x = 1\n", "b.py": "y = 1\n"})
+    known = stat_blob(walk(tmp_path, max_file_size=MiB))
+    found = changes(tmp_path, max_file_size=MiB, known=known,
+                    reread={"a.py", "gone.py"})  # a path not indexed is the walk's to judge
+    assert [f.path for f in found.files] == ["a.py"] and found.unchanged == 1
+
+
 def test_changes_skip_names_that_are_not_utf8(tmp_path: Path) -> None:
     make(tmp_path, {"ok.py": "x\n"})
     (tmp_path / os.fsdecode(b"odd\xff.py")).write_text("x\n")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
@@ -106,7 +106,7 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
             full: bool = False, wait: bool = False, embed: bool = True,
             embed_limit: int | None = None, graph: bool = True,
             progress: Progress | None = None, index: Index | None = None,
-            from_shared: bool | None = None) -> RefreshResult:
+            from_shared: bool | None = None, reread: Collection[str] = ()) -> RefreshResult:
     """Update the index of the project at ``root``; ``busy=True`` if another process holds it.
 
     ``full`` re-hashes and re-chunks every file (vectors are still reused by content hash),
@@ -119,7 +119,9 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
     and a rebuild after a compaction takes minutes on millions of vectors. ``from_shared``:
     fetch the vectors the shared index has for the chunks to embed (None: when ``shared.uri``
     is set, ``shared.vectors`` is on and at least ``SHARED_FETCH_MIN`` are missing; True:
-    always, and a missing ``shared.uri`` is a ConfigError; False: never).
+    always, and a missing ``shared.uri`` is a ConfigError; False: never). ``reread``: files
+    to read again although their size and mtime are the indexed ones (a search saw their
+    bytes differ from the indexed digest).
     """
     started = time.perf_counter()
     root = _existing_dir(root)
@@ -163,7 +165,7 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
                 emit(event)
 
             _Refresh(index, writer, settings, embedder, result, track, from_shared).run(
-                full=full, embed=embed, embed_limit=embed_limit, graph=graph)
+                full=full, embed=embed, embed_limit=embed_limit, graph=graph, reread=reread)
         except KenningError as exc:  # kept for status and search: nobody may see it otherwise
             index.record_failure(exc, "index")
             raise
@@ -233,22 +235,24 @@ class _Refresh:
         self.timings[stage] = round(self.timings.get(stage, 0.0) + now - self.clock, 4)
         self.clock = now
 
-    def changes(self, full: bool) -> Changes:
-        """The walk compared with the stored stat data; only new and changed files are read.
-        Stat data that damage made unreadable is rebuilt once from the files table."""
+    def changes(self, full: bool, reread: Collection[str] = ()) -> Changes:
+        """The walk compared with the stored stat data; only new and changed files (and those
+        of ``reread``) are read. Stat data that damage made unreadable is rebuilt once from
+        the files table."""
         for rebuild in (False, True):
             known = self.writer.file_stats(rebuild=rebuild)
             self.lap("load")
             try:
                 return changes(self.index.root, max_file_size=self.max_file_size, known=known,
-                               every=full)
+                               every=full, reread=reread)
             except ValueError as exc:  # the only ValueError: ``known`` cannot be read
                 reason = str(exc)
         raise db.damaged(self.index.dir, f"its file records cannot be read ({reason})")
 
-    def run(self, *, full: bool, embed: bool, embed_limit: int | None, graph: bool) -> None:
+    def run(self, *, full: bool, embed: bool, embed_limit: int | None, graph: bool,
+            reread: Collection[str] = ()) -> None:
         result, writer = self.result, self.writer
-        found = self.changes(full)
+        found = self.changes(full, reread)
         self.emit({"type": "scan", "files": found.unchanged + len(found.files)})
         self.lap("walk")
         latest = writer.latest()

@@ -43,7 +43,7 @@ import re
 import stat
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -709,13 +709,16 @@ def changes(
     max_file_size: int,
     known: bytes,
     every: bool = False,
+    reread: Collection[str] = (),
     stats: WalkStats | None = None,
     backend: str | None = None,
 ) -> Changes:
     """What a refresh must index and drop, given ``known``, the stat data of the files indexed
     before (the blob of ``kenning.store.db.read_file_stats``). A file whose size and mtime match
     was text when indexed and is not read again, so a refresh of an unchanged tree is a stat
-    pass that builds no record at all. ``every`` lists unchanged files too (a full refresh).
+    pass that builds no record at all. ``every`` lists unchanged files too (a full refresh);
+    ``reread``, indexed files to read again although their size and mtime match (a search saw
+    their bytes change: ``cp -p``, ``rsync -t``, tar keep both).
     Names that are not UTF-8 cannot be stored and are skipped (reason ``name``).
     """
     stats = stats if stats is not None else WalkStats()
@@ -724,6 +727,8 @@ def changes(
         real, known, max_file_size, every, stats
     )
     _refuse_oversized_ignores(real, stats)
+    if reread:
+        found, unchanged = _with_reread(real, found, unchanged, known, reread)
     files: list[SourceFile] = []
     unnamed: list[str] = []
     for rel, size, mtime_ns, was_known in found:
@@ -737,6 +742,24 @@ def changes(
         elif was_known:
             removed.append(rel)  # indexed as text, binary or unreadable now
     return Changes(files, sorted(removed), unchanged, unnamed)
+
+
+def _with_reread(root: str, found: list[_Change], unchanged: int, known: bytes,
+                 reread: Collection[str]) -> tuple[list[_Change], int]:
+    """``found`` and ``unchanged`` with the indexed files of ``reread`` that the comparison
+    took as unchanged moved to ``found``."""
+    listed = {change[0] for change in found}
+    indexed = set(known.split(b"\0")[::3])
+    extra: list[_Change] = []
+    for rel in sorted(set(reread) - listed):
+        if rel.encode("utf-8", "surrogateescape") not in indexed:
+            continue  # not indexed: the walk decides about it
+        try:
+            st = os.stat(root + os.sep + rel, follow_symlinks=False)
+        except OSError:
+            continue  # gone since: the comparison lists it as removed
+        extra.append((rel, st.st_size, safe_read.mtime_ns(st), True))
+    return sorted([*found, *extra]), unchanged - len(extra)
 
 
 def _refuse_oversized_ignores(root: str, stats: WalkStats) -> None:

@@ -89,6 +89,8 @@ class _Context:
     calls: bool = False  # each result carries its callers and callees
     framed: list[Path] = field(default_factory=list)  # roots holding a frame of its traceback
     budget_tokens: int | None = None  # the results packed as line ranges within this many
+    # per root, the files of results whose bytes changed with size and mtime kept
+    rewritten: dict[Path, set[str]] = field(default_factory=dict)
 
 
 def _refresh(ref: ProjectRef, ctx: _Context) -> None:
@@ -214,17 +216,20 @@ def _search_snapshot(index: Index, ctx: _Context,
                                    ctx.limit)
         weak = _weak(snap, ctx, vector, ranked_cands, cosine) - {cid for cid, _ in frames}
         results = hit_records(index, snap, ranked_cands, ctx.settings, weak, calls=ctx.calls,
-                              offers=ctx.budget_tokens is not None)
+                              offers=ctx.budget_tokens is not None,
+                              rewritten=ctx.rewritten.setdefault(index.root, set()))
         return results, snap.revision
 
 
 def hit_records(index: Index, snap: Snapshot, cands: list[Candidate], settings: Settings,
                 weak: Collection[int] = frozenset(), *, calls: bool = False,
-                offers: bool = False) -> list[dict[str, Any]]:
+                offers: bool = False,
+                rewritten: set[str] | None = None) -> list[dict[str, Any]]:
     """The results of ranked candidates, their snippets read from the work tree, with the
     state they come from (the work tree's commit, whether the file changed since it was
     indexed, the hash of the lines ``get_chunk`` checks); with ``calls`` each carries the
-    callers and callees of its declaration, with ``offers`` what it offers a token budget."""
+    callers and callees of its declaration, with ``offers`` what it offers a token budget.
+    ``rewritten`` gets the files whose bytes changed while their size and mtime did not."""
     reader = SnippetReader(index.root, snap.file_states({c.path for c in cands}),
                            int(settings["index.max_file_size"]))
     revision = project.head_commit(index.root)
@@ -246,6 +251,8 @@ def hit_records(index: Index, snap: Snapshot, cands: list[Candidate], settings: 
             "_read_bytes": reader.read_cost(c.path)})
         if offers:
             results[-1]["_offer"] = _offer(reader, c)
+    if rewritten is not None:
+        rewritten |= reader.rewritten
     if calls:
         links = call_links(snap, index.project_id, [(c.id, c.symbol) for c in cands])
         for c, result in zip(cands, results, strict=True):
@@ -566,6 +573,9 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
                 ctx.warnings.append("Callers and callees come from the indexes here only: "
                                     "results from the shared index carry none.")
             result = _run(refs, ctx, refresh=refresh)
+            for root, paths in ctx.rewritten.items():  # results flagged stale: index them anew
+                if paths and refresh:
+                    ctx.freshness.reread(root, paths, settings, emb)
     except KenningError as exc:
         usage_log.record("error", command="search", error=exc.code, message=exc.message)
         raise

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -167,6 +167,26 @@ class Freshness:
         finally:
             state.lock.release()
         return done
+
+    def reread(self, root: Path, paths: Collection[str], settings: Settings,
+               embedder: Embedder) -> None:
+        """Index ``paths`` of ``root`` again, whose bytes a search saw differ from the indexed
+        ones while their size and mtime are the same (a stat pass cannot see such an edit);
+        never raises: a failed or busy run leaves them to the next search that shows them."""
+        from kenning.embedding import WordsOnly
+        from kenning.indexing.indexer import refresh
+
+        state = self._project(root)
+        if state.working or not state.lock.acquire(timeout=self.policy.refresh_wait):
+            return
+        try:
+            embed = not isinstance(embedder, WordsOnly) and self.embedder_usable()
+            with suppress(IndexError_, EmbedderError):
+                state.last = refresh(root, settings, embedder=embedder, graph=False,
+                                     embed=embed, embed_limit=self.policy.sync_embed_limit,
+                                     reread=paths).to_dict()
+        finally:
+            state.lock.release()
 
     def _run(self, done: Freshened, settings: Settings, embedder: Embedder, index: Index | None,
              progress: Progress | None, *, embed: bool) -> None:
