@@ -143,9 +143,12 @@ def test_a_name_that_is_not_utf8_does_not_stop_a_refresh(repo, settings, model, 
     code, out, err = kenning_cli(capsys, "index", str(repo), "--dry-run")
     assert code == 0 and "Would index 5 files" in out, err
     assert re.search(r"name +odd\\xff\.py", out)  # skipped, with the reason
+    code, out, err = kenning_cli(capsys, "index", str(repo))
+    assert code == 0 and "Indexed" in out, err
+    assert "Warning: Not indexed, for a name that is not UTF-8: odd\\xff.py." in err
     result = refresh(repo, settings, embedder=model)
     assert result.files == 5 and result.status == "complete"
-    assert refresh(repo, settings, embedder=model).nothing_changed
+    assert result.nothing_changed
     code, out, _ = kenning_cli(capsys, "status", str(repo), "--json-output")
     [problem] = json.loads(out)["problems"]
     assert problem["message"] == "Not indexed, for a name that is not UTF-8: odd\\xff.py."

@@ -38,7 +38,14 @@ from kenning.embedding import Embedder, borrowed, document_text
 from kenning.embedding.profiles import HEADER_RESERVE_TOKENS
 from kenning.errors import EmbedderError, IndexBusy, IndexMissing, KenningError, UsageError
 from kenning.indexing import state as indexing_state
-from kenning.indexing.sources import Changes, WalkStats, changes, walk
+from kenning.indexing.sources import (
+    RENAME_HINT,
+    Changes,
+    WalkStats,
+    changes,
+    unnamed_message,
+    walk,
+)
 from kenning.records import Chunk, SourceFile
 from kenning.services import usage_log
 from kenning.store import Index, db
@@ -253,6 +260,8 @@ class _Refresh:
             reread: Collection[str] = ()) -> None:
         result, writer = self.result, self.writer
         found = self.changes(full, reread)
+        if found.unnamed:  # skipped by every run: said, or nobody would know
+            result.warnings.append(f"{unnamed_message(found.unnamed)} {RENAME_HINT}")
         self.emit({"type": "scan", "files": found.unchanged + len(found.files)})
         self.lap("walk")
         latest = writer.latest()

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kenning import safe_read
+from kenning.display import visible
 from kenning.errors import UsageError
 from kenning.records import SourceFile
 
@@ -773,6 +774,16 @@ def _refuse_oversized_ignores(root: str, stats: WalkStats) -> None:
             "index the project (indexing it would take in files it excludes).",
             hint=f"Shrink or split {first}: ignore files are read whole, up to "
                  f"{IGNORE_FILE_LIMIT // (1024 * 1024)} MiB.")
+
+
+RENAME_HINT = "Rename such files to UTF-8 names to have them searched."
+
+
+def unnamed_message(paths: list[str]) -> str:
+    """The sentence that names files left out for names that are not UTF-8."""
+    shown = ", ".join(visible(path) for path in paths[:3])
+    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+    return f"Not indexed, for a name that is not UTF-8: {shown}{more}."
 
 
 def storable(name: str) -> bool:

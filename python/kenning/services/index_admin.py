@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from kenning.display import visible
 from kenning.errors import IndexError_, IndexMissing, KenningError, UsageError
 
 if TYPE_CHECKING:
@@ -185,10 +184,9 @@ def _readable_status(index: Index, settings: Settings, changes: bool) -> Project
 
 
 def _unnamed_problem(paths: list[str]) -> Problem:
-    shown = ", ".join(visible(path) for path in paths[:3])
-    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
-    return _problem(f"Not indexed, for a name that is not UTF-8: {shown}{more}.",
-                    "Rename such files to UTF-8 names to have them searched.")
+    from kenning.indexing.sources import RENAME_HINT, unnamed_message
+
+    return _problem(unnamed_message(paths), RENAME_HINT)
 
 
 def unreadable_status(root: Path, settings: Settings, error: KenningError, *,
