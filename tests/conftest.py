@@ -18,6 +18,7 @@ os.environ["KENNING_EMBEDDER_SERVICE"] = "false"
 pytest.register_assert_rewrite("index_helpers", "search_fixtures", "shared_helpers")
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: unknown under `-p no:xdist`
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: a worker more than the cores, since the tests wait on subprocesses, servers
     and the disk much of the time (``--maxprocesses`` still caps it)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -66,6 +67,9 @@ def test_status_and_search_show_a_running_indexer(root: Path) -> None:
         text = subprocess.run([*KENNING, "status", str(root)], capture_output=True, text=True,
                               check=True).stdout
         assert f"indexer    running (pid {os.getpid()}, embedding 10/40, " in text
+        # its count is of vectors, the problem's of chunks: the line says why they differ
+        assert re.search(r"health     \d+ chunks have no vector yet \(chunks of the same text "
+                         r"share a vector, so the indexer has fewer to embed\)\.", text), text
         result = search("parse_header", resolve_projects(settings, [root]), settings=settings,
                         refresh=False)
         assert any(f"is still being built (pid {os.getpid()}" in w for w in result["warnings"])

@@ -155,3 +155,30 @@ def test_each_text_runs_alone_at_its_own_length(isolated_state: Path) -> None:
 
     local.encode(ids, onnx_session=Seen())
     assert shapes == [(1, n) for n in sorted(lengths, reverse=True)]  # the longest first
+
+
+def test_model_files_a_reinstall_removed_are_one_sentence(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`pip install` replaces the package under a running kenning: the tokenizer or the model
+    read then is gone, which a dry run (it counts tokens) and the runtime say in one sentence."""
+    from index_helpers import kenning_cli
+
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n")
+    monkeypatch.setattr(local, "TOKENIZER_PATH", tmp_path / "gone" / "tokenizer.json")
+    local._tokenizer_cached.cache_clear()
+    try:
+        code, _, err = kenning_cli(capsys, "index", str(tmp_path), "--dry-run")
+    finally:
+        monkeypatch.undo()
+        local._tokenizer_cached.cache_clear()
+    assert code == 3, err
+    assert f"Cannot read the embedded model's file {tmp_path}/gone/tokenizer.json" in err
+    assert "run the command again" in err
+    copy = tmp_path / "model.onnx"
+    shutil.copyfile(local.model_path(), copy)
+    monkeypatch.setattr(local, "MODEL_PATH", copy)
+    monkeypatch.setattr(local, "_optimised_path", lambda: tmp_path / "no" / "cache.onnx")
+    monkeypatch.setattr(local, "verify_model", lambda path: copy.unlink())  # gone just after
+    with pytest.raises(EmbedderUnavailable, match="Cannot read the embedded model's file"):
+        local.build_session()

@@ -78,3 +78,25 @@ def test_a_backlog_too_large_to_embed_is_returned_not_embedded(root: Path) -> No
                for w in result["warnings"])
     result = search("zebra_quokka_marker", refs, settings=settings)  # the default limit: 64
     assert result["vectors_deferred"] == [] and result["warnings"] == []
+
+
+def test_another_process_indexing_is_said_once_while_it_lasts(root: Path) -> None:
+    """A session's searches meet another process's indexing: the first is told, the next are
+    not (nothing changed), and a new spell of it is told again."""
+    from filelock import FileLock
+    from kenning.embedding import make_embedder
+    from kenning.store import LOCK_NAME, Index
+
+    settings = config.load()
+    embedder = make_embedder(settings)
+    freshness = Freshness(Policy(sync_embed_limit=None))
+    lock = FileLock(Index.open(root, settings).dir / LOCK_NAME, timeout=0)
+
+    def told() -> list[bool]:
+        return ["is being indexed by another process" in " ".join(
+            freshness.refresh(root, settings, embedder).warnings) for _ in range(2)]
+
+    for _ in range(2):
+        with lock:
+            assert told() == [True, False]
+        assert told() == [False, False]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -392,3 +393,56 @@ def test_the_mcp_status_shows_damage_and_a_failed_index_run(built, repo, model):
     assert project["state"] == "unreadable" and project["index_dir"] == str(built.dir)
     assert project["problems"][0]["error"] == "index_damaged"
     assert "kenning index --full" in project["problems"][0]["hint"]
+
+
+def _damage_database(directory: Path, seed: int) -> None:
+    """200 bytes past the first page (the header stays a database's) set at random."""
+    db_file = directory / "index.db"
+    for extra in ("index.db-wal", "index.db-shm"):
+        (directory / extra).unlink(missing_ok=True)
+    rnd = random.Random(seed)
+    data = bytearray(db_file.read_bytes())
+    for _ in range(200):
+        data[rnd.randrange(4096, len(data))] = rnd.randrange(256)
+    db_file.write_bytes(bytes(data))
+    _readers.drop(directory)
+
+
+@pytest.mark.parametrize("seed", range(3))  # seed 0 damages the schema into bytes not UTF-8
+def test_random_damage_is_the_integrity_error_everywhere(built, repo, capsys, model, seed,
+                                                         monkeypatch):
+    import kenning
+    from kenning import config
+    from kenning.mcpserver.projects import Registry
+    from kenning.mcpserver.service import Service
+
+    _damage_database(built.dir, seed)
+    _damaged_everywhere(capsys, repo, "is damaged")
+    monkeypatch.chdir(repo)
+    code, _, err = kenning_cli(capsys, "related", "app/db.py:4")
+    assert code == 4 and "is damaged" in err and "kenning index --full" in err, err
+    service = Service(config.load(), Registry(config.load(), [str(repo)]), model)
+    for call in (lambda: kenning.search("open the database", repo, refresh=False),
+                 lambda: kenning.related(f"{repo}/app/db.py:4", repo, refresh=False),
+                 lambda: service.search("open the database"),
+                 lambda: service.related("app/db.py:4")):
+        with pytest.raises(kenning.IndexDamaged, match="is damaged") as raised:
+            call()
+        assert "kenning index --full" in str(raised.value.hint)
+    [project] = service.status(None)["projects"]
+    assert project["state"] == "unreadable"
+    assert project["problems"][0]["error"] == "index_damaged"
+    _repair(capsys, repo, built)
+
+
+def test_stored_text_that_is_not_utf8_is_damage(built, repo, capsys):
+    import sqlite3
+
+    conn = sqlite3.connect(built.dir / "index.db")
+    with conn:  # a path as a flipped bit leaves it: no longer UTF-8
+        conn.execute("UPDATE chunks SET path = CAST(X'ff' || CAST(path AS BLOB) AS TEXT)")
+    conn.close()
+    _readers.drop(built.dir)
+    code, _, err = kenning_cli(capsys, "search", "open the database", str(repo), "--no-refresh")
+    assert code == 4 and "is damaged" in err and "kenning index --full" in err, err
+    _repair(capsys, repo, built)

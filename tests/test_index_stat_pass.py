@@ -3,10 +3,12 @@ the store keeps for it (one blob beside the files table, never out of step with 
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sqlite3
 
-from index_helpers import CountingEmbedder, check_consistent
+from index_helpers import CountingEmbedder, check_consistent, kenning_cli
 from kenning import config
 from kenning.indexing.indexer import refresh
 from kenning.store import Index, db
@@ -135,11 +137,29 @@ def test_files_that_turn_binary_or_too_large_are_removed(repo, settings, model):
     assert not indexed_paths(Index.open(repo, small, embedder=model)) & big
 
 
-def test_a_name_that_is_not_utf8_does_not_stop_a_refresh(repo, settings, model):
+def test_a_name_that_is_not_utf8_does_not_stop_a_refresh(repo, settings, model, capsys,
+                                                         monkeypatch):
     (repo / os.fsdecode(b"odd\xff.py")).write_text("def odd():\n    return 1\n")
+    code, out, err = kenning_cli(capsys, "index", str(repo), "--dry-run")
+    assert code == 0 and "Would index 5 files" in out, err
+    assert re.search(r"name +odd\\xff\.py", out)  # skipped, with the reason
+    code, out, err = kenning_cli(capsys, "index", str(repo))
+    assert code == 0 and "Indexed" in out, err
+    assert "Warning: Not indexed, for a name that is not UTF-8: odd\\xff.py." in err
     result = refresh(repo, settings, embedder=model)
     assert result.files == 5 and result.status == "complete"
-    assert refresh(repo, settings, embedder=model).nothing_changed
+    assert result.nothing_changed
+    code, out, _ = kenning_cli(capsys, "status", str(repo), "--json-output")
+    [problem] = json.loads(out)["problems"]
+    assert problem["message"] == "Not indexed, for a name that is not UTF-8: odd\\xff.py."
+    monkeypatch.chdir(repo)
+    for args, says in [(["search", "odd", "-p", os.fsdecode(b"odd\xff.py")],
+                        "The path filter odd\\xff.py is not UTF-8"),
+                       (["related", os.fsdecode(b"odd\xff.py:1")], "odd\\xff.py is not indexed"),
+                       (["related", os.fsdecode(b"%s/odd\xff.py:1" % bytes(repo))],
+                        "odd\\xff.py is not indexed")]:
+        code, _, err = kenning_cli(capsys, *args, "--no-refresh")
+        assert code == 2 and says in err, err
 
 
 def cluster_digests(index: Index) -> dict[str, bytes]:

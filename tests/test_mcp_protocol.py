@@ -179,6 +179,37 @@ def test_arguments_that_fail_the_schema_get_the_bad_input_error(
     assert set(body) == {"error", "message", "hint"}
 
 
+@pytest.mark.parametrize(("tool", "arguments", "says"), [
+    ("code_search", {"query": "retry", "bogus": 1}, "code_search: bogus: not an argument"),
+    ("code_related", {"location": "src/retry.py:1", "bogus": 1}, "code_related: bogus: not an"),
+    ("code_get_chunk", {"id": "p:0a1b2c3d:1:1", "scope": "chunk", "bogus": 1},
+     "code_get_chunk: bogus: not an argument"),
+    ("code_search", {"query": "retry", "limit": "5"}, "limit: a string where an integer is"),
+    ("code_search", {"query": "retry", "limit": True}, "limit: a boolean where an integer is"),
+    ("code_related", {"location": "src/retry.py:1", "include_calls": "true"},
+     "include_calls: a string where a boolean is wanted"),
+    ("code_search", {"query": "retry", "include_calls": 1},
+     "include_calls: an integer where a boolean is wanted"),
+    ("code_get_chunk", {"id": "p:0a1b2c3d:1:1", "context_lines": "2"},
+     "context_lines: a string where an integer is wanted"),
+    ("code_related", {"location": "src/retry.py:1", "path_filter": "src/\x00"},
+     "The path filter contains a NUL character"),
+])
+def test_unknown_arguments_and_other_types_are_refused_not_coerced(
+        raw: RawSession, tool: str, arguments: dict[str, Any], says: str) -> None:
+    body = raw.error(tool, **arguments)
+    assert body["error"] == "bad_input" and says in body["message"], body
+
+
+def test_an_expect_hash_that_cannot_be_one_is_bad_input(raw: RawSession) -> None:
+    found = raw.call("code_search", query="retry")["structuredContent"]["results"][0]
+    for bad in ["not a hash", found["content_hash"] + "0", ""]:
+        body = raw.error("code_get_chunk", id=found["id"], expect_hash=bad)
+        assert body["error"] == "bad_input" and "expect_hash must be" in body["message"], body
+    assert raw.call("code_get_chunk", id=found["id"], expect_hash=found["content_hash"].upper()
+                    )["isError"] is False
+
+
 def test_lone_surrogates_are_answered(raw: RawSession) -> None:
     reply = raw.send(b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": '
                      b'"code_search", "arguments": {"query": "retry \\ud800 backoff \\udc00"}}}')
@@ -221,3 +252,26 @@ def test_no_answer_tells_whether_a_path_outside_the_roots_exists(raw: RawSession
     for there, absent in zip(existing, missing, strict=True):
         assert answers(there) == answers(absent)
     assert "outside the projects this server serves" in answers("/etc")[0]["message"]
+
+
+def test_a_client_that_stops_reading_ends_the_server_quietly(world: World) -> None:
+    """The client closes its read end: the next reply meets a broken pipe, and the server stops
+    with exit 0 and one line on stderr, not a traceback."""
+    process = subprocess.Popen([sys.executable, "-m", "kenning", "mcp"], cwd=world.alpha,
+                               env={**os.environ, **world.env()}, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    session = RawSession(process)
+    session.send(json.dumps({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}).encode())
+    assert process.stdin is not None and process.stdout is not None
+    process.stdout.close()
+    process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
+                        b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}\n')
+    process.stdin.flush()
+    # then the client goes: its stdin closes, after the requests whose replies meet the pipe
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert err.decode().splitlines() == [
+        "kenning mcp: the client stopped reading its replies; the server stops."]

@@ -216,6 +216,38 @@ def test_look_alike_tags_are_defused_in_bodies_and_labels(forged: str) -> None:
     assert clean_label(f"docs/{forged}.md") == f"docs/&lt;{forged[1:]}.md"
 
 
+def _letter_forms() -> dict[str, list[str]]:
+    """Each letter of the tag name -> Unicode's small capitals and modifier letters of it
+    (those of the confusables data among them, which links some and leaves out others)."""
+    import unicodedata
+
+    forms: dict[str, list[str]] = {letter: [] for letter in "untrusedco"}
+    for code in range(0x80, 0x20000):
+        name = unicodedata.name(chr(code), "")
+        for letter, chars in forms.items():
+            if name in {f"LATIN LETTER SMALL CAPITAL {letter.upper()}",
+                        f"MODIFIER LETTER SMALL {letter.upper()}",
+                        f"MODIFIER LETTER CAPITAL {letter.upper()}",
+                        f"MODIFIER LETTER SMALL CAPITAL {letter.upper()}"}:
+                chars.append(chr(code))
+    return forms
+
+
+LETTER_FORMS = _letter_forms()
+
+
+@settings(deadline=None)  # the first example builds the confusables table
+@given(picks=st.lists(st.integers(min_value=0), min_size=17, max_size=17),
+       closing=st.booleans())
+def test_small_capitals_and_modifier_letters_are_their_letters(picks: list[int],
+                                                               closing: bool) -> None:
+    assert "\u0274" in LETTER_FORMS["n"] and "\u1d1b" in LETTER_FORMS["t"]  # ɴ, ᴛ
+    name = "".join(c if c == "-" else [c, *LETTER_FORMS[c]][pick % (1 + len(LETTER_FORMS[c]))]
+                   for c, pick in zip("untrusted-content", picks, strict=True))
+    tag = ("</" if closing else "<") + name
+    assert defuse(f"a {tag} b") == f"a &lt;{tag[1:]} b"
+
+
 @settings(deadline=None)  # the first example builds the confusables table
 @given(letters=st.lists(st.sampled_from(["", *UNSEEN]), min_size=18, max_size=18),
        opener=st.sampled_from(["<", "\u02c2", "\u2039", "\u1438", "\u3008", "\uff1c"]),

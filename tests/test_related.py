@@ -157,6 +157,9 @@ def test_the_path_may_be_relative_to_the_working_directory_or_absolute(
     ("data.bin:1", "data.bin is not indexed"),
     ("../outside.py:1", "is outside the project root"),
     ("/etc/hostname:1", "is outside the project root"),
+    ("store/cache.py:" + "9" * 5000, "is no line of any file"),  # past int()'s digit limit
+    ("store/cache.py:\u0669", "is not a location"),  # an Arabic-Indic nine is no line number
+    ("~no-such-user-of-kenning/cache.py:1", "home folder of an unknown user"),
 ])
 def test_a_bad_location_is_refused_with_one_sentence(root: Path, location: str,
                                                      says: str) -> None:
@@ -164,6 +167,19 @@ def test_a_bad_location_is_refused_with_one_sentence(root: Path, location: str,
         _related(root, location)
     assert says in caught.value.message
     assert caught.value.message.count(". ") == 0  # one sentence (the hint says the fix)
+
+
+@pytest.mark.parametrize("paths", ["~no-such-user-of-kenning", "x" * 5000])
+def test_projects_that_cannot_be_looked_up_are_a_usage_error(root: Path, paths: str) -> None:
+    with pytest.raises(UsageError, match="is not a directory, nor a configured project id"):
+        kenning.related("store/cache.py:9", paths)
+
+
+def test_a_location_may_name_a_column_and_a_huge_line_is_refused(root: Path) -> None:
+    assert _related(root, "store/cache.py:9:5")["subject"]["symbol"] == "LruCache.evict"
+    for line in (10 ** 5000, -10 ** 5000):  # given apart: never written out in the message
+        with pytest.raises(UsageError, match="is no line of any file"):
+            kenning.related("store/cache.py", root, line=line)
 
 
 def test_an_ignored_file_is_not_indexed(root: Path) -> None:
@@ -214,10 +230,20 @@ def test_cli(root: Path, capsys: pytest.CaptureFixture[str],
     assert lines[shown + 1].startswith("  called by: ")
     assert "trim store/policy.py:1-4" in lines[shown + 1]
     for bad, says in [("store/cache.py:99", "past the end"),
-                      ("nowhere.py:1", "not indexed"), ("/etc/hostname:1", "outside")]:
+                      ("nowhere.py:1", "not indexed"), ("../outside.py:1", "outside")]:
         code, out, err = kenning_cli(capsys, "related", bad)
         assert code == 2 and out == ""
         assert err.startswith("Error: ") and says in err
+
+
+def test_cli_an_absolute_location_is_of_the_project_it_is_in(
+        root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # in no project: as `search PATH`, the path's project answers
+    code, out, err = kenning_cli(capsys, "related", f"{root}/store/cache.py:9", "--no-refresh",
+                                 "--json-output")
+    assert code == 0, err
+    assert json.loads(out)["subject"]["symbol"] == "LruCache.evict"
 
 
 def test_mcp_code_related(root: Path, project: tuple[Path, Path], tmp_path: Path) -> None:

@@ -75,6 +75,28 @@ def test_an_edit_since_the_search_is_flagged_and_refused_by_hash(repo: Path) -> 
         "src/http/headers.py"
 
 
+def test_an_edit_that_keeps_size_and_mtime_is_flagged_and_indexed_anew(repo: Path) -> None:
+    """``cp -p``, ``rsync -t`` and tar keep a file's size and mtime, which is all the stat pass
+    of a refresh compares: the search that reads the lines sees them differ, flags its results
+    and has the file indexed again."""
+    import os
+
+    hit = kenning.search("parse an HTTP header line", repo).results[0]
+    assert hit.symbol == "parse_header" and not hit.stale
+    headers = repo / "src/http/headers.py"
+    before = headers.stat()
+    headers.write_text(headers.read_text().replace("name.strip().lower()",
+                                                   "name.strip().title()"))
+    os.utime(headers, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert headers.stat().st_size == before.st_size
+    flagged = kenning.search("parse an HTTP header line", repo).results[0]
+    assert flagged.symbol == "parse_header" and "title()" in flagged.content
+    assert flagged.stale is True and flagged.changed_since_index is True
+    fresh = kenning.search("header name title", repo).results[0]  # the new words are indexed
+    assert fresh.symbol == "parse_header" and fresh.stale is False
+    assert fresh.changed_since_index is False and fresh.content_hash != hit.content_hash
+
+
 def test_a_hash_that_is_no_string_is_refused(repo: Path) -> None:
     hit = kenning.search("cache eviction", repo).results[0]
     with pytest.raises(kenning.UsageError, match="expect_hash must be a string"):

@@ -102,6 +102,16 @@ def test_pytest_short_frames() -> None:
     assert _frames(text) == [("src/http/retry.py", 27, False)]
 
 
+def test_line_numbers_are_a_few_ascii_digits() -> None:
+    huge = "9" * 5000  # past int()'s limit of 4,300 digits
+    text = (f'  File "src/http/retry.py", line {huge}, in call\n'
+            '  File "src/http/client.py", line \u0669\u0662, in send\n'  # Arabic-Indic 92
+            '  File "src/http/pool.py", line 12, in get\nValueError: bad\n')
+    assert _frames(text) == [("src/http/pool.py", 12, False)]
+    assert _frames(f"src/http/retry.py:{huge}: in call\nsrc/app.py:3: in main\n") == [
+        ("src/app.py", 3, False)]
+
+
 def test_java_and_kotlin_frames_with_caused_by() -> None:
     trace = parse(JAVA)
     assert trace is not None

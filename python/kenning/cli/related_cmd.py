@@ -33,7 +33,7 @@ def related(location: str, path_filter: str | None, language: str | None, kind: 
     from kenning.retrieval.related import related as run_related
 
     settings = config.load()
-    refs = resolve_projects(settings, list(projects) or None)
+    refs = resolve_projects(settings, list(projects) or _project_of(location))
     with borrowed(settings, service=True) as embedder:
         result = run_related(location, refs, settings=settings,
                              limit=limit or settings["search.limit"], path_filter=path_filter,
@@ -52,3 +52,12 @@ def related(location: str, path_filter: str | None, language: str | None, kind: 
         (f"{subject['start_line']}-{subject['end_line']}", "green")))
     print_results(result, max_snippet_lines, several=False,
                   relative_to=(root, here) if root is not None and inside else None)
+
+
+def _project_of(location: str) -> list[str] | None:
+    """The folder of an absolute location, whose project is searched as `search PATH`
+    searches the project PATH is in; None (the working directory's) for a relative one."""
+    from kenning.retrieval.related import parse
+
+    path = Path(parse(location)[0])
+    return [str(path.parent)] if path.is_absolute() and path.parent.is_dir() else None

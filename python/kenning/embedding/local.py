@@ -76,13 +76,20 @@ def _stamp_path() -> Path:
     return kenning_home() / "cache" / "model-verified.json"
 
 
+def _unreadable(path: Path, exc: OSError) -> EmbedderUnavailable:
+    """The error for a file of the model that cannot be read: most often one that a
+    reinstall of kenning replaced while this process ran."""
+    return EmbedderUnavailable(f"Cannot read the embedded model's file {path}: {exc.strerror}.",
+                               hint="If kenning was being reinstalled, run the command again; "
+                                    "else reinstall kenning.")
+
+
 def verify_model(path: Path) -> None:
     """Raise unless ``path`` has the pinned sha256; skip hashing when a stamp matches its stat."""
     try:
         stat = path.stat()
     except OSError as exc:
-        raise EmbedderUnavailable(f"Cannot read the embedded model {path}: {exc.strerror}.",
-                                  hint="Reinstall kenning.") from None
+        raise _unreadable(path, exc) from None
     stamp = {"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
              "sha256": MODEL_SHA256}
     stamp_file = _stamp_path()
@@ -91,7 +98,10 @@ def verify_model(path: Path) -> None:
             return
     except (OSError, ValueError):
         pass
-    digest = file_sha256(path)
+    try:
+        digest = file_sha256(path)
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
     if digest != MODEL_SHA256:
         raise EmbedderUnavailable(
             f"The embedded model {path} is corrupt or not the one this release ships "
@@ -111,7 +121,11 @@ def verify_model(path: Path) -> None:
 def _tokenizer_cached() -> Any:
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(str(TOKENIZER_PATH))
+    try:  # read here: the tokenizers library's own error for a missing file is no sentence
+        text = TOKENIZER_PATH.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _unreadable(TOKENIZER_PATH, exc) from None
+    tok = Tokenizer.from_str(text)
     tok.no_truncation()
     tok.no_padding()
     return tok
@@ -204,7 +218,11 @@ def build_session(threads: int | None = None, *, spinning: bool = False) -> Any:
     except Exception:  # noqa: BLE001 - the folder is not writable: run without the cache
         with suppress(OSError):
             tmp.unlink(missing_ok=True)
-    return ort.InferenceSession(str(path), _options(threads, spinning, full, None),
+    try:  # read here, so that a file a reinstall removed meanwhile is one sentence
+        model = path.read_bytes()
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+    return ort.InferenceSession(model, _options(threads, spinning, full, None),
                                 providers=providers)
 
 

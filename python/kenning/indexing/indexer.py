@@ -29,7 +29,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
@@ -46,7 +46,15 @@ from kenning.indexing import state as indexing_state
 from kenning.indexing.chunk_pool import Chunked, ChunkStream, chunker_for, token_budget, workers_for
 from kenning.indexing.kinds import EVIDENCE, Kinds
 from kenning.indexing.priority import file_priority
-from kenning.indexing.sources import BINARY_SNIFF_BYTES, Changes, WalkStats, changes, walk
+from kenning.indexing.sources import (
+    BINARY_SNIFF_BYTES,
+    RENAME_HINT,
+    Changes,
+    WalkStats,
+    changes,
+    unnamed_message,
+    walk,
+)
 from kenning.records import Chunk, SourceFile
 from kenning.services import usage_log
 from kenning.store import Index, db
@@ -132,7 +140,7 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
             embed_limit: int | None = None, graph: bool = True,
             progress: Progress | None = None, index: Index | None = None,
             from_shared: bool | None = None, chunk_for: float | None = None,
-            hold: bool = False) -> RefreshResult:
+            hold: bool = False, reread: Collection[str] = ()) -> RefreshResult:
     """Update the index of the project at ``root``; ``busy=True`` if another process holds it.
 
     ``full`` re-hashes and re-chunks every file (vectors are still reused by content hash),
@@ -150,7 +158,9 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
     (``files_pending`` says how many are left, for the next run); None: chunk them all.
     ``hold`` (with ``embed=False``): keep the index to words and symbols until a refresh that
     embeds without ``embed_limit`` (``kenning index``): searches meanwhile start no embedding
-    of their own (``embedding_held``), as the agents' hook does above its budget.
+    of their own (``embedding_held``), as the agents' hook does above its budget. ``reread``:
+    files to read again although their size and mtime are the indexed ones (a search saw their
+    bytes differ from the indexed digest).
     """
     started = time.perf_counter()
     root = _existing_dir(root)
@@ -194,7 +204,8 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
                 emit(event)
 
             _Refresh(index, writer, settings, embedder, result, track, from_shared,
-                     chunk_for).run(full=full, embed=embed, embed_limit=embed_limit, graph=graph)
+                     chunk_for).run(full=full, embed=embed, embed_limit=embed_limit, graph=graph,
+                                    reread=reread)
             if hold and not embed:
                 writer.remember("embed_held", "1")
             elif embed and embed_limit is None:
@@ -264,22 +275,26 @@ class _Refresh:
         self.timings[stage] = round(self.timings.get(stage, 0.0) + now - self.clock, 4)
         self.clock = now
 
-    def changes(self, full: bool) -> Changes:
-        """The walk compared with the stored stat data; only new and changed files are read.
-        Stat data that damage made unreadable is rebuilt once from the files table."""
+    def changes(self, full: bool, reread: Collection[str] = ()) -> Changes:
+        """The walk compared with the stored stat data; only new and changed files (and those
+        of ``reread``) are read. Stat data that damage made unreadable is rebuilt once from
+        the files table."""
         for rebuild in (False, True):
             known = self.writer.file_stats(rebuild=rebuild)
             self.lap("load")
             try:
                 return changes(self.index.root, max_file_size=self.max_file_size, known=known,
-                               every=full, kinds=self.kinds)
+                               every=full, kinds=self.kinds, reread=reread)
             except ValueError as exc:  # the only ValueError: ``known`` cannot be read
                 reason = str(exc)
         raise db.damaged(self.index.dir, f"its file records cannot be read ({reason})")
 
-    def run(self, *, full: bool, embed: bool, embed_limit: int | None, graph: bool) -> None:
+    def run(self, *, full: bool, embed: bool, embed_limit: int | None, graph: bool,
+            reread: Collection[str] = ()) -> None:
         result, writer = self.result, self.writer
-        found = self.changes(full)
+        found = self.changes(full, reread)
+        if found.unnamed:  # skipped by every run: said, or nobody would know
+            result.warnings.append(f"{unnamed_message(found.unnamed)} {RENAME_HINT}")
         self.emit({"type": "scan", "files": found.unchanged + len(found.files)})
         self.lap("walk")
         rekinded = self.reclassify(found)

@@ -43,12 +43,13 @@ import re
 import stat
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kenning import safe_read
+from kenning.display import visible
 from kenning.errors import UsageError
 from kenning.records import SourceFile
 
@@ -147,7 +148,7 @@ def detect_language(path: str) -> str | None:
 class WalkStats:
     """What a walk left out, by reason (``ignored``, ``default``, ``too_large``, ``binary``,
     ``minified``, ``symlink``, ``special`` (a FIFO or device met when reading), ``unreadable``,
-    and for ``changes`` also ``name``); pruned folders count once, as a folder."""
+    ``name`` (not UTF-8)); pruned folders count once, as a folder."""
 
     skipped: Counter[str] = field(default_factory=Counter)
     skipped_dirs: Counter[str] = field(default_factory=Counter)
@@ -691,6 +692,8 @@ def walk(
     for rel, size, mtime_ns in rows:
         if size > max_file_size:
             stats.skip("too_large", rel)
+        elif not storable(rel):
+            stats.skip("name", rel)
         elif (found := _source_file(real, rel, size, mtime_ns, max_file_size, stats,
                                     kinds)) is not None:
             yield found
@@ -716,6 +719,7 @@ class Changes:
     files: list[SourceFile]  # new and changed files to index, sorted by path
     removed: list[str]  # indexed paths to drop: deleted, now ignored, too large or not text
     unchanged: int  # files whose size and mtime are the indexed ones (not read at all)
+    unnamed: list[str] = field(default_factory=list)  # left out: their names are not UTF-8
 
 
 def changes(
@@ -724,6 +728,7 @@ def changes(
     max_file_size: int,
     known: bytes,
     every: bool = False,
+    reread: Collection[str] = (),
     stats: WalkStats | None = None,
     backend: str | None = None,
     kinds: Kinds | None = None,
@@ -731,7 +736,9 @@ def changes(
     """What a refresh must index and drop, given ``known``, the stat data of the files indexed
     before (the blob of ``kenning.store.db.read_file_stats``). A file whose size and mtime match
     was text when indexed and is not read again, so a refresh of an unchanged tree is a stat
-    pass that builds no record at all. ``every`` lists unchanged files too (a full refresh).
+    pass that builds no record at all. ``every`` lists unchanged files too (a full refresh);
+    ``reread``, indexed files to read again although their size and mtime match (a search saw
+    their bytes change: ``cp -p``, ``rsync -t``, tar keep both).
     Names that are not UTF-8 cannot be stored and are skipped (reason ``name``). ``kinds``
     decides the kind of each file listed.
     """
@@ -741,17 +748,39 @@ def changes(
         real, known, max_file_size, every, stats
     )
     _refuse_oversized_ignores(real, stats)
+    if reread:
+        found, unchanged = _with_reread(real, found, unchanged, known, reread)
     files: list[SourceFile] = []
+    unnamed: list[str] = []
     for rel, size, mtime_ns, was_known in found:
-        if not rel.isascii() and not _storable(rel):
+        if not storable(rel):
             stats.skip("name", rel)
+            unnamed.append(rel)
             continue
         record = _source_file(real, rel, size, mtime_ns, max_file_size, stats, kinds)
         if record is not None:
             files.append(record)
         elif was_known:
             removed.append(rel)  # indexed as text, binary or unreadable now
-    return Changes(files, sorted(removed), unchanged)
+    return Changes(files, sorted(removed), unchanged, unnamed)
+
+
+def _with_reread(root: str, found: list[_Change], unchanged: int, known: bytes,
+                 reread: Collection[str]) -> tuple[list[_Change], int]:
+    """``found`` and ``unchanged`` with the indexed files of ``reread`` that the comparison
+    took as unchanged moved to ``found``."""
+    listed = {change[0] for change in found}
+    indexed = set(known.split(b"\0")[::3])
+    extra: list[_Change] = []
+    for rel in sorted(set(reread) - listed):
+        if rel.encode("utf-8", "surrogateescape") not in indexed:
+            continue  # not indexed: the walk decides about it
+        try:
+            st = os.stat(root + os.sep + rel, follow_symlinks=False)
+        except OSError:
+            continue  # gone since: the comparison lists it as removed
+        extra.append((rel, st.st_size, safe_read.mtime_ns(st), True))
+    return sorted([*found, *extra]), unchanged - len(extra)
 
 
 def _refuse_oversized_ignores(root: str, stats: WalkStats) -> None:
@@ -767,7 +796,21 @@ def _refuse_oversized_ignores(root: str, stats: WalkStats) -> None:
                  f"{IGNORE_FILE_LIMIT // (1024 * 1024)} MiB.")
 
 
-def _storable(name: str) -> bool:
+RENAME_HINT = "Rename such files to UTF-8 names to have them searched."
+
+
+def unnamed_message(paths: list[str]) -> str:
+    """The sentence that names files left out for names that are not UTF-8."""
+    shown = ", ".join(visible(path) for path in paths[:3])
+    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+    return f"Not indexed, for a name that is not UTF-8: {shown}{more}."
+
+
+def storable(name: str) -> bool:
+    """Whether ``name`` can be stored: a name that is not UTF-8 (its bytes decoded as lone
+    surrogates) cannot."""
+    if name.isascii():
+        return True
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Sequence
 
 from kenning.config import Settings
@@ -29,6 +30,13 @@ def serve(settings: Settings, projects: Sequence[str] = ()) -> None:
     try:
         with usage_log.opened():  # the server's searches and index runs, for `kenning stats`
             anyio.run(serve_stdio, build_server(service))
+    except Exception as exc:
+        if not _broken_pipe(exc):
+            raise
+        # what is still buffered would fail again when the interpreter flushes at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print("kenning mcp: the client stopped reading its replies; the server stops.",
+              file=sys.stderr)
     finally:
         if service.indexing():
             # The client has gone while a worker thread embeds: end now. Tearing the
@@ -38,6 +46,15 @@ def serve(settings: Settings, projects: Sequence[str] = ()) -> None:
             logging.shutdown()
             os._exit(0)
         embedder.close()
+
+
+def _broken_pipe(exc: BaseException) -> bool:
+    """Whether ``exc`` is a BrokenPipeError, or a group of nothing else (the SDK's task group
+    wraps its writer's)."""
+    inner = getattr(exc, "exceptions", None)
+    if inner is None:
+        return isinstance(exc, BrokenPipeError)
+    return all(_broken_pipe(e) for e in inner)
 
 
 __all__ = ["serve"]

@@ -22,6 +22,7 @@ from pydantic import Field, ValidationError
 
 from kenning.errors import INTERNAL_ERROR, KenningError, UsageError
 from kenning.mcpserver import render, schemas
+from kenning.mcpserver.arguments import problem as argument_problem
 from kenning.mcpserver.schemas import absent
 from kenning.mcpserver.service import (
     Service,
@@ -143,6 +144,11 @@ class _Server(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context | None = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        wrong = tool and argument_problem(name, tool.parameters, arguments)
+        if wrong:  # before the SDK drops unknown names and coerces types
+            return _failure({"error": USAGE_ERROR, "message": wrong, "hint": "The tool's "
+                             "input schema says what each argument takes."})
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:

@@ -10,8 +10,9 @@ characters (format characters, default-ignorables, the braille blank) and combin
 dashes become ``-``, and what is left is its NFKC form with marks stripped, then its Unicode
 confusables prototype (UTS #39 data, ignoring case), so a Cyrillic ``е``, a Greek ``ν``, a
 ``˂`` or ``‹`` for ``<`` and a ``∕`` for ``/`` read as what they imitate. Characters named as
-left-pointing angle brackets (``〈``) count as ``<`` too: the confusables data sets them apart,
-a reader does not.
+left-pointing angle brackets (``〈``) count as ``<`` too, and so do the Latin small capitals
+and modifier letters (``ɴ``, ``ᴛ``, ``ᵉ``) as their letters: the confusables data sets them
+apart (or leaves them out), a reader does not.
 """
 
 from __future__ import annotations
@@ -76,6 +77,17 @@ def _prototypes() -> dict[str, str]:
     return out
 
 
+# the name of a Latin letter that is a small capital, a modifier, a subscript or a superscript
+# form of a plain one ("LATIN LETTER SMALL CAPITAL N", "MODIFIER LETTER SMALL E")
+_LETTER_FORM = re.compile(r"(?:LATIN|MODIFIER) (?:(?:LATIN|LETTER|SMALL|CAPITAL|SUBSCRIPT"
+                          r"|SUPERSCRIPT) )*(?P<letter>[A-Z])")
+
+
+def _letter_form(char: str) -> str | None:
+    found = _LETTER_FORM.fullmatch(unicodedata.name(char, ""))
+    return found["letter"].lower() if found else None
+
+
 def _left_angle(char: str) -> bool:
     name = unicodedata.name(char, "")
     return "LESS-THAN" in name or ("LEFT" in name and "ANGLE" in name)
@@ -94,7 +106,7 @@ def _plain(char: str) -> str:
     for form in (base, base.lower(), base.upper()):
         if len(form) == 1 and form in prototypes:
             return prototypes[form]
-    return "<" if _left_angle(base) else base
+    return _letter_form(base) or ("<" if _left_angle(base) else base)
 
 
 class _Fold(dict[int, str]):

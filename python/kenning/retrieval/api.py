@@ -36,7 +36,7 @@ from kenning.retrieval.projects import ProjectRef, resolve_projects
 from kenning.retrieval.query import Query, analyze, named_tokens
 from kenning.retrieval.ranking import Candidate, later_parts, named_candidates, rank
 from kenning.retrieval.reexports import lead_with_reexports
-from kenning.retrieval.snippets import SnippetReader, left_out
+from kenning.retrieval.snippets import CONTENT_HASH, HASH_HEX, SnippetReader, left_out
 from kenning.retrieval.units import declared_words, units
 from kenning.services.freshness import Freshness, failed_refresh, for_settings
 from kenning.store.ids import ChunkId
@@ -90,6 +90,8 @@ class _Context:
     calls: bool = False  # each result carries its callers and callees
     framed: list[Path] = field(default_factory=list)  # roots holding a frame of its traceback
     budget_tokens: int | None = None  # the results packed as line ranges within this many
+    # per root, the files of results whose bytes changed with size and mtime kept
+    rewritten: dict[Path, set[str]] = field(default_factory=dict)
 
 
 def _refresh(ref: ProjectRef, ctx: _Context) -> None:
@@ -216,7 +218,8 @@ def _search_snapshot(index: Index, ctx: _Context,
         framed = {cid for cid, _ in frames}
         weak = _weak(snap, ctx, vector, ranked_cands, cosine) - framed
         results = hit_records(index, snap, ranked_cands, ctx.settings, weak, calls=ctx.calls,
-                              offers=ctx.budget_tokens is not None)
+                              offers=ctx.budget_tokens is not None,
+                              rewritten=ctx.rewritten.setdefault(index.root, set()))
         _leave_evidence(snap, ctx, vector, ranked_cands, cosine, framed, results)
         return results, snap.revision
 
@@ -245,11 +248,13 @@ def _leave_evidence(snap: Snapshot, ctx: _Context, vector: np.ndarray | None,
 
 def hit_records(index: Index, snap: Snapshot, cands: list[Candidate], settings: Settings,
                 weak: Collection[int] = frozenset(), *, calls: bool = False,
-                offers: bool = False) -> list[dict[str, Any]]:
+                offers: bool = False,
+                rewritten: set[str] | None = None) -> list[dict[str, Any]]:
     """The results of ranked candidates, their snippets read from the work tree, with the
     state they come from (the work tree's commit, whether the file changed since it was
     indexed, the hash of the lines ``get_chunk`` checks); with ``calls`` each carries the
-    callers and callees of its declaration, with ``offers`` what it offers a token budget."""
+    callers and callees of its declaration, with ``offers`` what it offers a token budget.
+    ``rewritten`` gets the files whose bytes changed while their size and mtime did not."""
     reader = SnippetReader(index.root, snap.file_states({c.path for c in cands}),
                            int(settings["index.max_file_size"]))
     revision = project.head_commit(index.root)
@@ -272,6 +277,8 @@ def hit_records(index: Index, snap: Snapshot, cands: list[Candidate], settings: 
             "_read_bytes": reader.read_cost(c.path)})
         if offers:
             results[-1]["_offer"] = _offer(reader, c)
+    if rewritten is not None:
+        rewritten |= reader.rewritten
     if calls:
         links = call_links(snap, index.project_id, [(c.id, c.symbol) for c in cands])
         for c, result in zip(cands, results, strict=True):
@@ -606,6 +613,9 @@ def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings
                 ctx.warnings.append("Callers and callees come from the indexes here only: "
                                     "results from the shared index carry none.")
             result = _run(refs, ctx, refresh=refresh)
+            for root, paths in ctx.rewritten.items():  # results flagged stale: index them anew
+                if paths and refresh:
+                    ctx.freshness.reread(root, paths, settings, emb)
     except KenningError as exc:
         usage_log.record("error", command="search", error=exc.code, message=exc.message)
         raise
@@ -782,6 +792,10 @@ def get_chunk(chunk_id: str, projects: Sequence[ProjectRef] | None = None, *,
         raise UsageError(f"Unknown scope {scope!r}.", hint=f"Use one of: {', '.join(SCOPES)}.")
     if context_lines < 0:
         raise UsageError(f"context_lines must be 0 or more, got {context_lines}.")
+    if expect_hash is not None and not CONTENT_HASH.fullmatch(expect_hash.strip()):
+        raise UsageError(f"expect_hash must be a result's content_hash, {HASH_HEX} hex digits; "
+                         "what was given cannot be one.",
+                         hint="Pass the content_hash of the search result, or leave it out.")
     wanted = ChunkId.parse(chunk_id)
     project_id = wanted.project
     refs = list(projects) if projects else resolve_projects(settings)

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from kenning.chunking.languages import KIND_KEYWORDS
 from kenning.chunking.languages import LANGUAGES as GRAMMARS
+from kenning.display import visible
 from kenning.errors import UsageError
-from kenning.indexing.sources import LANGUAGES, detect_language
+from kenning.indexing.sources import LANGUAGES, detect_language, storable
 from kenning.retrieval.classes import CLASSES, chunk_class
 from kenning.store.chunk_filter import ChunkFilter
 
@@ -73,6 +74,13 @@ def normalize_path_filter(path_filter: str, root: Path) -> str:
     raw = path_filter.strip().replace("\\", "/")
     if not raw:
         raise UsageError("The path filter is empty.")
+    if "\0" in raw:
+        raise UsageError("The path filter contains a NUL character, which no path does.",
+                         hint="Give a path or glob relative to the project root.")
+    if not storable(raw):
+        raise UsageError(f"The path filter {visible(path_filter)} is not UTF-8, which every "
+                         "indexed path is.",
+                         hint="Give a path or glob relative to the project root.")
     if raw.startswith("/") or re.match(r"^[A-Za-z]:/", raw):
         absolute = Path(raw)
         try:

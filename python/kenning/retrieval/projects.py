@@ -34,6 +34,13 @@ def _ref_for_root(root: Path, configured: list[ProjectRef]) -> ProjectRef:
     return ProjectRef(project.project_id(root), root)
 
 
+def _exists(path: str | Path) -> bool:
+    try:
+        return Path(path).expanduser().exists()
+    except (OSError, RuntimeError):  # a name too long, a ~user this machine does not know
+        return False
+
+
 def resolve_projects(settings: Settings,
                      roots_or_ids: Sequence[str | Path] | None = None) -> list[ProjectRef]:
     """Project refs for roots or configured ids; de-duplicated, in the order given."""
@@ -45,7 +52,7 @@ def resolve_projects(settings: Settings,
     for item in roots_or_ids:
         if isinstance(item, str) and item in by_id:
             ref = by_id[item]
-        elif Path(item).expanduser().exists():
+        elif _exists(item):
             ref = _ref_for_root(project.find_root(item), configured)
         else:
             known = ", ".join(sorted(by_id)) or "none configured"

@@ -29,8 +29,10 @@ import numpy as np
 
 from kenning import safe_read
 from kenning.config import Settings
+from kenning.display import visible
 from kenning.embedding import Embedder, borrowed, deadline
 from kenning.errors import UsageError
+from kenning.indexing.sources import storable
 from kenning.retrieval import calls, dense
 from kenning.retrieval.api import (
     DENSE_DEPTH,
@@ -46,6 +48,7 @@ from kenning.retrieval.fusion import fuse
 from kenning.retrieval.projects import ProjectRef, resolve_projects
 from kenning.retrieval.query import Query
 from kenning.retrieval.ranking import Candidate, rank
+from kenning.retrieval.tracebacks import MAX_LINE_DIGITS, line_number
 from kenning.retrieval.units import SHORT_LINES, Unit, units
 from kenning.services.freshness import Freshness, for_settings
 from kenning.store.writer import declared_name
@@ -59,8 +62,9 @@ BRANCHES = ("similar", "same_name", "callers", "callees")
 WEIGHTS = {"similar": 1.5, "same_name": 1.0, "callers": 1.0, "callees": 1.0}
 MAX_PARTS = 4  # chunks of a long subject whose vectors are scanned
 LINK_DEPTH = 30  # callers, callees and same-name declarations each branch hands to fusion
-# PATH:LINE, the path possibly holding colons itself (a Windows drive letter)
-_LOCATION = re.compile(r"(?P<path>.+):(?P<line>\d+)")
+# PATH:LINE or PATH:LINE:COLUMN (the column is not needed), the path possibly holding colons
+# itself (a Windows drive letter)
+_LOCATION = re.compile(r"(?P<path>.+?):(?P<line>[0-9]+)(?::[0-9]+)?")
 
 
 @dataclass(frozen=True)
@@ -79,9 +83,17 @@ def parse(location: str, line: int | None = None) -> tuple[str, int]:
         if found is None:
             raise UsageError(f"{location!r} is not a location.",
                              hint="Give PATH:LINE, such as src/server.py:42.")
-        text, line = found.group("path"), int(found.group("line"))
+        text, line = found.group("path"), line_number(found.group("line"))
     if not text or "\0" in text:
         raise UsageError(f"{location!r} names no file.",
+                         hint="Give PATH:LINE, such as src/server.py:42.")
+    if not storable(text):
+        raise UsageError(f"{visible(text)} is not indexed: its name is not UTF-8, and no file "
+                         "under such a name is.",
+                         hint="Rename the file to a UTF-8 name to have it indexed.")
+    if line is None or abs(line) >= 10 ** MAX_LINE_DIGITS:  # not written out: it may be huge
+        raise UsageError(f"The line number given for {text} is no line of any file (files "
+                         f"have fewer than {10 ** MAX_LINE_DIGITS:,} lines).",
                          hint="Give PATH:LINE, such as src/server.py:42.")
     if line < 1:
         raise UsageError(f"Line {line} of {text} does not exist: lines start at 1.")
@@ -93,7 +105,11 @@ def locate(location: str, line: int | None, refs: Sequence[ProjectRef],
     """The project of a location and the relative paths its path may name: relative to
     ``cwd`` (the working directory), relative to the project's root, or absolute inside it."""
     path, number = parse(location, line)
-    given = Path(path).expanduser()
+    try:
+        given = Path(path).expanduser()
+    except RuntimeError:  # ~user of no user here
+        raise UsageError(f"{visible(path)} names the home folder of an unknown user.",
+                         hint="Give PATH:LINE, such as src/server.py:42.") from None
     here = cwd or Path.cwd()
     for ref in refs:
         bases = [None] if given.is_absolute() else [here, ref.root]

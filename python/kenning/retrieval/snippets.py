@@ -19,12 +19,17 @@ from kenning.services import usage_log
 class SnippetReader:
     """Reads each file once; ``read`` gives (content, stale) for one byte range. A file that is
     no longer a regular file inside the project (a symlink at any folder on its path, a FIFO, a
-    device) or that grew past ``limit`` is not read: its results are stale and empty."""
+    device) or that grew past ``limit`` is not read: its results are stale and empty. A file
+    whose size and mtime are the indexed ones is stale when its bytes are not (an edit that
+    kept both: ``cp -p``, ``rsync -t``, tar); ``rewritten`` names those files, which the
+    refresh's stat comparison cannot see."""
 
-    def __init__(self, root: Path, indexed: dict[str, tuple[int, int]], limit: int) -> None:
+    def __init__(self, root: Path, indexed: dict[str, tuple[int, int, bytes]],
+                 limit: int) -> None:
         self.root = root
         self.indexed = indexed
         self.limit = limit
+        self.rewritten: set[str] = set()
         self._cache: dict[str, tuple[bytes | None, bool]] = {}
 
     def _load(self, path: str) -> tuple[bytes | None, bool]:
@@ -35,7 +40,11 @@ class SnippetReader:
             except safe_read.Refused:
                 self._cache[path] = (None, True)  # gone, unreadable or unsafe since indexed
             else:
-                changed = self.indexed.get(path) != (stat.st_size, safe_read.mtime_ns(stat))
+                known = self.indexed.get(path)
+                if known is None or known[:2] != (stat.st_size, safe_read.mtime_ns(stat)):
+                    changed = True
+                elif changed := file_digest(data) != known[2]:
+                    self.rewritten.add(path)
                 self._cache[path] = (data, changed)
         return self._cache[path]
 
@@ -87,6 +96,14 @@ class SnippetReader:
 
 
 HASH_HEX = 12  # hex digits of a result's content hash: 48 bits, for lines of one file
+CONTENT_HASH = re.compile(f"[0-9a-f]{{{HASH_HEX}}}", re.IGNORECASE)
+
+
+def file_digest(data: bytes) -> bytes:
+    """The digest of a file's bytes as the index stores it (``files.digest``)."""
+    from kenning import kernels
+
+    return kernels.hash_many([data])[0]
 
 
 def content_hash(data: bytes) -> str:

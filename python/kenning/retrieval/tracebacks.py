@@ -47,21 +47,26 @@ class Trace:
 
 # -- the frame of each format -------------------------------------------------------------
 
-_PYTHON = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
-_PYTEST = re.compile(r"^(?P<path>[\w./\\-]+\.pyi?):(?P<line>\d+): (?:in (?P<func>\S+)|\w+)")
+# Line numbers are ASCII digits (``\d`` would take Arabic-Indic ones, which int() reads), at
+# most nine of them: no file has a billion lines.
+MAX_LINE_DIGITS = 9
+
+_PYTHON = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>[0-9]+)(?:, in (?P<func>\S+))?')
+_PYTEST = re.compile(r"^(?P<path>[\w./\\-]+\.pyi?):(?P<line>[0-9]+): (?:in (?P<func>\S+)|\w+)")
 _JAVA = re.compile(r"^\s*at (?:[\w.-]+(?:@[\w.-]+)?/+)?(?P<qual>[\w$.<>]+)"
-                   r"\((?P<file>[\w$.-]+\.(?:java|kt|kts|scala|groovy)):(?P<line>\d+)\)")
-_GO = re.compile(r"^\s+(?P<path>\S+\.go):(?P<line>\d+)(?:\s+\+0x[0-9a-fA-F]+)?\s*$")
-_RUST_AT = re.compile(r"(?:^|\s)at (?P<path>\S+\.rs):(?P<line>\d+)(?::\d+)?\b")
-_RUST_PANIC = re.compile(r"panicked at (?:'(?P<msg>.*)', )?(?P<path>\S+\.rs):(?P<line>\d+)"
+                   r"\((?P<file>[\w$.-]+\.(?:java|kt|kts|scala|groovy)):(?P<line>[0-9]+)\)")
+_GO = re.compile(r"^\s+(?P<path>\S+\.go):(?P<line>[0-9]+)(?:\s+\+0x[0-9a-fA-F]+)?\s*$")
+_RUST_AT = re.compile(r"(?:^|\s)at (?P<path>\S+\.rs):(?P<line>[0-9]+)(?::\d+)?\b")
+_RUST_PANIC = re.compile(r"panicked at (?:'(?P<msg>.*)', )?(?P<path>\S+\.rs):(?P<line>[0-9]+)"
                          r"(?::\d+)?:?\s*$")
 _RUST_FUNC = re.compile(r"^\s*\d+: (?P<func>\S+)")
 _JS_EXT = r"\.(?:[cm]?[jt]sx?|vue|svelte)"
 _V8 = re.compile(r"^\s*at (?:(?:async |new )?(?P<func>[^\s(]+)(?: \[as [^\]]+\])? \()?"
-                 rf"(?P<path>[^\s()]+?{_JS_EXT}):(?P<line>\d+)(?::\d+)?\)?\s*$")
-_FIREFOX = re.compile(rf"^\s*(?P<func>[^@\s]*)@(?P<path>\S+?{_JS_EXT}):(?P<line>\d+)(?::\d+)?\s*$")
+                 rf"(?P<path>[^\s()]+?{_JS_EXT}):(?P<line>[0-9]+)(?::\d+)?\)?\s*$")
+_FIREFOX = re.compile(rf"^\s*(?P<func>[^@\s]*)@(?P<path>\S+?{_JS_EXT}):(?P<line>[0-9]+)"
+                      r"(?::\d+)?\s*$")
 _SANITIZER = re.compile(r"^\s*#\d+ 0x[0-9a-fA-F]+ in (?P<func>.+?) "
-                        r"(?P<path>[^\s()]+?):(?P<line>\d+)(?::\d+)?\s*$")
+                        r"(?P<path>[^\s()]+?):(?P<line>[0-9]+)(?::\d+)?\s*$")
 
 # The lines that open a trace or join two: no words of the report.
 _HEADER = re.compile(r"^\s*(?:Traceback \(most recent call last\):|stack backtrace:"
@@ -107,10 +112,16 @@ def _normalised(path: str) -> str:
     return re.sub(r"/{2,}", "/", path)
 
 
+def line_number(digits: str) -> int | None:
+    """The line that ASCII ``digits`` name; None for a number no file reaches (more than
+    MAX_LINE_DIGITS digits, which also keeps ``int()`` from its limit of 4,300)."""
+    return int(digits) if len(digits) <= MAX_LINE_DIGITS else None
+
+
 def _frame(path: str, line: str, func: str | None, language: str,
            outside: bool = False) -> Frame | None:
-    number = int(line)
-    if number < 1:
+    number = line_number(line)
+    if number is None or number < 1:
         return None
     norm = _normalised(path)
     if not (outside or _OUTSIDE.search(norm)):

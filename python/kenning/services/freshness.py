@@ -15,15 +15,16 @@ down does not wait on connection retries each time.
 
 Within a process one refresh of a project runs at a time: a search waits at most
 ``refresh_wait`` seconds for another's, then answers from the last snapshot. Across processes
-the index's OS lock decides, and a refresh that finds it held answers at once (``busy``).
+the index's OS lock decides, and a refresh that finds it held answers at once (``busy``); the
+first search to meet another process's indexing says so, the later ones while it lasts do not.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,6 +68,7 @@ class _Project:
     last_refresh: float = float("-inf")  # time.monotonic() of the last refresh attempt
     working: bool = False  # a worker of this process is indexing it
     last: dict[str, Any] | None = None  # what its last refresh did (``RefreshResult``)
+    busy_told: bool = False  # a search was told another process indexes it, and still does
 
 
 @dataclass
@@ -162,9 +164,11 @@ class Freshness:
             result = done.result
             if result is not None:
                 state.last = result.to_dict()
-            if result is not None and result.busy:
-                done.warnings.append(f"{root} is being indexed by another process; results "
-                                     "come from its last snapshot.")
+            busy = result is not None and result.busy
+            if busy:
+                if not state.busy_told:  # once while it lasts, not on every search
+                    done.warnings.append(f"{root} is being indexed by another process; "
+                                         "results come from its last snapshot until it is done.")
             elif result is not None and result.embedding_held and result.vectors_missing:
                 done.warnings.append(
                     f"{root} is indexed by words and symbols only ({result.vectors_missing} "
@@ -174,9 +178,30 @@ class Freshness:
                 done.deferred = True
             if result is not None and result.files_pending:
                 done.warnings.append(still_to_chunk(root, result))
+            state.busy_told = busy
         finally:
             state.lock.release()
         return done
+
+    def reread(self, root: Path, paths: Collection[str], settings: Settings,
+               embedder: Embedder) -> None:
+        """Index ``paths`` of ``root`` again, whose bytes a search saw differ from the indexed
+        ones while their size and mtime are the same (a stat pass cannot see such an edit);
+        never raises: a failed or busy run leaves them to the next search that shows them."""
+        from kenning.embedding import WordsOnly
+        from kenning.indexing.indexer import refresh
+
+        state = self._project(root)
+        if state.working or not state.lock.acquire(timeout=self.policy.refresh_wait):
+            return
+        try:
+            embed = not isinstance(embedder, WordsOnly) and self.embedder_usable()
+            with suppress(IndexError_, EmbedderError):
+                state.last = refresh(root, settings, embedder=embedder, graph=False,
+                                     embed=embed, embed_limit=self.policy.sync_embed_limit,
+                                     reread=paths).to_dict()
+        finally:
+            state.lock.release()
 
     def _run(self, done: Freshened, settings: Settings, embedder: Embedder, index: Index | None,
              progress: Progress | None, *, embed: bool) -> None:

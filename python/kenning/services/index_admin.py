@@ -120,10 +120,11 @@ def _problem(message: str, hint: str | None = None, error: str | None = None) ->
     return {"error": error, "message": message, "hint": hint}
 
 
-def _changed_since(root: Path, snap: Snapshot, max_file_size: int) -> ChangedSince:
+def _changed_since(root: Path, snap: Snapshot,
+                   max_file_size: int) -> tuple[ChangedSince, list[str]]:
     """Files added, changed and removed since ``snap``, by the comparison a refresh makes
     (``sources.changes``: size and mtime against the stored stat data, one stat pass; only
-    new and changed files are opened)."""
+    new and changed files are opened), and the files no refresh takes for their names."""
     from kenning.indexing.sources import changes
 
     known = snap.file_stats()
@@ -135,7 +136,7 @@ def _changed_since(root: Path, snap: Snapshot, max_file_size: int) -> ChangedSin
     indexed = set(known.split(b"\0")[::3])  # the paths of its path, size, mtime records
     changed = sum(f.path.encode("utf-8", "surrogateescape") in indexed for f in found.files)
     return {"added": len(found.files) - changed, "changed": changed,
-            "removed": len(found.removed)}
+            "removed": len(found.removed)}, found.unnamed
 
 
 def _base(root: Path, project_id: str, settings: Settings, model: str,
@@ -185,8 +186,10 @@ def _readable_status(index: Index, settings: Settings, changes: bool) -> Project
         report["kinds"] = snap.kind_counts(chunk_class)
         if changes:
             try:
-                report["changed_since"] = _changed_since(index.root, snap,
-                                                         int(settings["index.max_file_size"]))
+                report["changed_since"], unnamed = _changed_since(
+                    index.root, snap, int(settings["index.max_file_size"]))
+                if unnamed:
+                    problems.append(_unnamed_problem(unnamed))
             except UsageError as exc:  # a tree no refresh would take (an oversized ignore file)
                 problems.append(_problem(exc.message, exc.hint, exc.code))
         published = published_status(settings, index, snap) if settings["shared.uri"] else None
@@ -196,9 +199,12 @@ def _readable_status(index: Index, settings: Settings, changes: bool) -> Project
         problems.append(_problem("Nothing has been indexed yet.",
                                  f"Run `kenning index {index.root}`."))
     elif snap.vectors + snap.words_only < snap.chunks:
+        running = report["indexer"]
+        # the indexer counts vectors, one per distinct text: fewer than the chunks lacking one
+        shared = (" (chunks of the same text share a vector, so the indexer has fewer to "
+                  "embed)" if running is not None and running["phase"] == "embedding" else "")
         problems.append(_problem(f"{snap.chunks - snap.vectors - snap.words_only} chunks have no "
-                                 "vector yet.",
-                                 None if report["indexer"] else
+                                 f"vector yet{shared}.", None if running else
                                  f"`kenning index {index.root}` computes them."))
     failure = index.last_failure()
     if failure is not None:
@@ -209,6 +215,12 @@ def _readable_status(index: Index, settings: Settings, changes: bool) -> Project
     report["healthy"] = not problems
     report["published"] = published
     return report
+
+
+def _unnamed_problem(paths: list[str]) -> Problem:
+    from kenning.indexing.sources import RENAME_HINT, unnamed_message
+
+    return _problem(unnamed_message(paths), RENAME_HINT)
 
 
 def unreadable_status(root: Path, settings: Settings, error: KenningError, *,

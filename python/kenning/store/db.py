@@ -96,12 +96,13 @@ def damaged(directory: Path, what: str) -> IndexDamaged:
 
 
 def is_damage(exc: sqlite3.Error) -> bool:
-    """Whether SQLite says its file is damaged (not busy, full or unreadable)."""
+    """Whether SQLite says its file is damaged (not busy, full or unreadable), or a text it
+    holds is not the UTF-8 that every text kenning stores is."""
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
         return code & 0xFF in (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
     text = str(exc)
-    return "malformed" in text or "not a database" in text
+    return any(sign in text for sign in ("malformed", "not a database", "decode to UTF-8"))
 
 
 def failure(directory: Path, exc: sqlite3.Error, doing: str) -> IndexError_:
@@ -128,7 +129,7 @@ def open_writer(directory: Path) -> sqlite3.Connection:
     except OSError as exc:
         raise home_error(exc) from None
     try:
-        conn = sqlite3.connect(directory / DB_NAME, isolation_level=None, timeout=30.0)
+        conn = connect(directory / DB_NAME, isolation_level=None, timeout=30.0)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
@@ -163,12 +164,28 @@ def open_reader(directory: Path) -> sqlite3.Connection:
 
 
 def _reader(path: Path, query: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"{path.as_uri()}?{query}", uri=True, isolation_level=None,
-                           timeout=30.0, check_same_thread=False)
+    conn = connect(f"{path.as_uri()}?{query}", uri=True, isolation_level=None, timeout=30.0,
+                   check_same_thread=False)
     try:
         conn.execute("PRAGMA query_only=1")
         conn.execute(f"PRAGMA mmap_size={READER_MMAP_BYTES}")
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
+
+
+def connect(database: str | Path, **options: Any) -> sqlite3.Connection:
+    """``sqlite3.connect``, with the file opened and its schema read at once. SQLite's message
+    for a damaged schema quotes the damaged text, and where that is not UTF-8 Python raises a
+    UnicodeDecodeError in place of the error: here it becomes the damage error it stands for
+    (later statements meet a schema already read, whose messages quote no stored text)."""
+    conn: sqlite3.Connection = sqlite3.connect(database, **options)
+    try:
         conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")  # opens the file (and the WAL)
+    except UnicodeDecodeError as exc:
+        conn.close()
+        raise sqlite3.DatabaseError(f"malformed database schema ({exc.reason})") from exc
     except sqlite3.Error:
         conn.close()
         raise

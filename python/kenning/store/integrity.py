@@ -6,8 +6,8 @@ its rows (``vectors`` ordered by id) and their bytes in the three vector files, 
 file, or a scrambled ``vectors`` table changes a digest. Where it costs little the last block
 is checked (a reader mapping new rows, a writer about to append); ``full_check`` checks every
 block, every row (``store.plausible``: rows taken from the shared index were made elsewhere),
-the database (``PRAGMA quick_check``) and the full-text table (used by ``kenning doctor`` and
-``kenning index --full``).
+the database (``PRAGMA quick_check``), the chunks' paths and the full-text table (used by
+``kenning doctor`` and ``kenning index --full``).
 """
 
 from __future__ import annotations
@@ -130,6 +130,14 @@ def row_problems(rows: vectors.VectorRows, *, centred: bool) -> list[str]:
             f"makes (row {bad[0]} first: a scale, norm or sign bits no embedding has)"]
 
 
+def orphan_problems(conn: sqlite3.Connection) -> list[str]:
+    """Chunks of no indexed file: a flipped byte inside a path, which SQLite's check cannot
+    see (and which may leave a text that is not UTF-8)."""
+    orphans = conn.execute("SELECT count(*) FROM chunks WHERE path NOT IN "
+                           "(SELECT path FROM files)").fetchone()[0]
+    return [f"{orphans} chunks belong to no indexed file"] if orphans else []
+
+
 def database_problems(conn: sqlite3.Connection) -> list[str]:
     """SQLite's own check of the database file, and of the full-text table's index (the
     latter needs a connection that may write; nothing is changed)."""
@@ -160,8 +168,8 @@ def full_check(directory: Path) -> list[str]:
     if not path.exists():
         return []  # no index here yet: nothing committed to check
     try:  # mode=rw: never create a database
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True, isolation_level=None,
-                               timeout=30.0)
+        conn = db.connect(f"{path.as_uri()}?mode=rw", uri=True, isolation_level=None,
+                          timeout=30.0)
     except sqlite3.DatabaseError as exc:
         return [f"the database cannot be opened ({exc})"]
     try:
@@ -176,8 +184,8 @@ def full_check(directory: Path) -> list[str]:
         if size_problem:
             return [size_problem]
         rows = vectors.read_rows(directory, dims, count, epoch)
-        return block_problems(conn, rows) or row_problems(
-            rows, centred=vectors.read_center(directory, dims) is not None)
+        return orphan_problems(conn) + (block_problems(conn, rows) or row_problems(
+            rows, centred=vectors.read_center(directory, dims) is not None))
     except sqlite3.DatabaseError as exc:
         if not is_damage(exc) and isinstance(exc, sqlite3.OperationalError):
             raise

@@ -436,13 +436,14 @@ class SnapshotReads:
         blob = db.read_file_stats(self._conn) if stored else None
         return blob if blob is not None else db.computed_file_stats(self._conn)
 
-    def file_states(self, paths: Collection[str] | None = None) -> dict[str, tuple[int, int]]:
-        """path -> (size, mtime_ns) as indexed, of ``paths`` (None: of every file)."""
+    def file_states(self, paths: Collection[str] | None = None
+                    ) -> dict[str, tuple[int, int, bytes]]:
+        """path -> (size, mtime_ns, digest) as indexed, of ``paths`` (None: of every file)."""
         if paths is None:
-            return {row[0]: (row[1], row[2]) for row in self._conn.execute(
-                "SELECT path, size, mtime_ns FROM files")}
+            return {row[0]: (row[1], row[2], row[3]) for row in self._conn.execute(
+                "SELECT path, size, mtime_ns, digest FROM files")}
         if not paths:
             return {}
-        return {row[0]: (row[1], row[2]) for row in self._conn.execute(
-            f"SELECT path, size, mtime_ns FROM files WHERE path IN ({_marks(paths)})",
+        return {row[0]: (row[1], row[2], row[3]) for row in self._conn.execute(
+            f"SELECT path, size, mtime_ns, digest FROM files WHERE path IN ({_marks(paths)})",
             sorted(paths))}

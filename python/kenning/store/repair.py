@@ -53,7 +53,7 @@ def _intact_vectors(directory: Path) -> tuple[list[bytes], vectors.VectorRows]:
     empty: tuple[list[bytes], vectors.VectorRows] = ([], vectors.VectorRows(
         np.zeros((0, 0), np.uint8), np.zeros((0, 0), np.int8), np.zeros(0, np.float32)))
     try:
-        conn = sqlite3.connect(f"{(directory / db.DB_NAME).as_uri()}?mode=ro", uri=True)
+        conn = db.connect(f"{(directory / db.DB_NAME).as_uri()}?mode=ro", uri=True)
     except sqlite3.Error:
         return empty
     try:
