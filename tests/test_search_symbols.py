@@ -5,6 +5,7 @@ A real index of a generated repository (files, chunks and the FTS table; no vect
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,8 @@ from kenning.retrieval import symbols
 from kenning.retrieval.query import analyze
 from kenning.store import Index, Snapshot
 
-# Chunks are stored in path order. Four functions whose names only start with "request" come
+# Chunks are stored in the order a first index takes files, newest first (indexing.priority): the
+# files are dated so that this is path order. Four functions whose names only start with "request" come
 # first, then the one named `request`, then four that have "request" as a part of their name
 # (matched by the whole word, graded nothing: `send_request` is not `request`).
 FILES = {
@@ -30,6 +32,9 @@ FILES = {
 @pytest.fixture
 def snap(tmp_path: Path) -> Iterator[Snapshot]:
     root = make_repo(tmp_path / "repo", FILES)
+    newest = root.joinpath("a0.py").stat().st_mtime_ns
+    for age, name in enumerate(sorted(FILES)):
+        os.utime(root / name, ns=(newest - age * 10**9, newest - age * 10**9))
     settings = config.load()
     refresh(root, settings, embed=False)
     with Index.open(root, settings).snapshot() as snapshot:
