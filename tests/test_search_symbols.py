@@ -18,10 +18,10 @@ from kenning.retrieval import symbols
 from kenning.retrieval.query import analyze
 from kenning.store import Index, Snapshot
 
-# Chunks are stored in the order a first index takes files, newest first (indexing.priority): the
-# files are dated so that this is path order. Four functions whose names only start with "request" come
-# first, then the one named `request`, then four that have "request" as a part of their name
-# (matched by the whole word, graded nothing: `send_request` is not `request`).
+# Chunks are stored in the order a first index takes files, newest first (indexing.priority):
+# the files are dated so that this is path order. Four functions whose names only start with
+# "request" come first, then the one named `request`, then four that have "request" as a part
+# of their name (matched by the whole word, graded nothing: `send_request` is not `request`).
 FILES = {
     **{f"a{i}.py": f"def requests_{i}():\n    return {i}\n" for i in range(4)},
     "b.py": "def request():\n    return 'sent'\n",
