@@ -80,3 +80,14 @@ def graph_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(ann.AnnIndex, "search", counted)
     return calls
+
+
+@pytest.fixture
+def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty HOME, with no client's folder moved elsewhere: where agents keep their files."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    return home

@@ -181,3 +181,19 @@ def settings():
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "repo")
+
+
+def use_home(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """Point kenning at ``home``'s data folder and config file."""
+    monkeypatch.setenv("KENNING_HOME", str(home / "data"))
+    monkeypatch.setenv("KENNING_CONFIG", str(home / "config.toml"))
+
+
+def indexed_in(root: Path, home: Path) -> tuple[Path, Path]:
+    """``root`` indexed under ``home`` (``use_home``), for a fixture that several tests share."""
+    from kenning.indexing.indexer import refresh
+
+    with pytest.MonkeyPatch.context() as mp:
+        use_home(mp, home)
+        refresh(root, config.load())
+    return root, home

@@ -175,16 +175,11 @@ def gemini_session(home: Path, project: str = PROJECT, started: str = "2026-11-3
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    claude_session(home)
-    codex_session(home)
-    gemini_session(home)
-    return home
+def home(user_home: Path) -> Path:
+    claude_session(user_home)
+    codex_session(user_home)
+    gemini_session(user_home)
+    return user_home
 
 
 def _files(*roots: Path) -> dict[str, tuple[int, float]]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from index_helpers import git
+from index_helpers import git, indexed_in, use_home
 from kenning import config
 from kenning.cli import cli
 from kenning.errors import UsageError
@@ -41,17 +41,12 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     git(root, "add", "-A")
     git(root, "commit", "-qm", "initial")
     git(root, "checkout", "-qb", "work")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("KENNING_HOME", str(base / "home" / "data"))
-        mp.setenv("KENNING_CONFIG", str(base / "home" / "config.toml"))
-        refresh(root, config.load())
-    return root, base / "home"
+    return indexed_in(root, base / "home")
 
 
 @pytest.fixture
 def root(project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("KENNING_HOME", str(project[1] / "data"))
-    monkeypatch.setenv("KENNING_CONFIG", str(project[1] / "config.toml"))
+    use_home(monkeypatch, project[1])
     return project[0]
 
 

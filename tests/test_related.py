@@ -11,7 +11,7 @@ from typing import Any
 
 import kenning
 import pytest
-from index_helpers import kenning_cli
+from index_helpers import indexed_in, kenning_cli, use_home
 from kenning import config
 from kenning.errors import UsageError
 from kenning.indexing.indexer import refresh
@@ -75,17 +75,12 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = write_repo(base / "repo", FILES)
     (root / "data.bin").write_bytes(b"\x00\x01\x02binary")
     (root / ".git").mkdir()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("KENNING_HOME", str(base / "home" / "data"))
-        mp.setenv("KENNING_CONFIG", str(base / "home" / "config.toml"))
-        refresh(root, config.load())
-    return root, base / "home"
+    return indexed_in(root, base / "home")
 
 
 @pytest.fixture
 def root(project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("KENNING_HOME", str(project[1] / "data"))
-    monkeypatch.setenv("KENNING_CONFIG", str(project[1] / "config.toml"))
+    use_home(monkeypatch, project[1])
     return project[0]
 
 

@@ -20,13 +20,8 @@ HOOK = [sys.executable, "-m", "kenning", "hook", "search-first"]
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    return home
+def home(user_home: Path) -> Path:
+    return user_home
 
 
 class Session:
