@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kenning import safe_read
+from kenning.chunking import languages
 from kenning.display import visible
 from kenning.errors import UsageError
 from kenning.records import SourceFile
@@ -103,45 +104,19 @@ IGNORE_FILE = ".gitignore"
 KENNING_IGNORE_FILE = ".kenningignore"
 IGNORE_FILE_LIMIT = 16 * 1024 * 1024  # bytes; a larger ignore file refuses the walk
 
-_EXTENSIONS = {
-    ".py": "python", ".pyi": "python", ".pyw": "python",
-    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
-    ".go": "go", ".rs": "rust", ".java": "java", ".kt": "kotlin", ".kts": "kotlin",
-    ".cs": "csharp", ".php": "php", ".rb": "ruby", ".rake": "ruby", ".gemspec": "ruby",
-    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp",
-    ".hh": "cpp", ".hpp": "cpp", ".hxx": "cpp", ".ipp": "cpp", ".inl": "cpp",
-    ".swift": "swift", ".scala": "scala", ".sc": "scala", ".lua": "lua",
-    ".sh": "bash", ".bash": "bash", ".zsh": "bash",
-    ".m": "objc", ".mm": "objc", ".dart": "dart", ".ex": "elixir", ".exs": "elixir",
-    ".erl": "erlang", ".hs": "haskell", ".ml": "ocaml", ".clj": "clojure", ".r": "r",
-    ".jl": "julia", ".zig": "zig", ".nim": "nim", ".pl": "perl", ".pm": "perl",
-    ".ps1": "powershell", ".groovy": "groovy", ".gradle": "groovy", ".sql": "sql",
-    ".proto": "proto", ".graphql": "graphql", ".sol": "solidity", ".tf": "hcl", ".hcl": "hcl",
-    ".vue": "vue", ".svelte": "svelte", ".html": "html", ".htm": "html", ".css": "css",
-    ".scss": "scss", ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml",
-    ".xml": "xml", ".cmake": "cmake", ".nix": "nix",
-    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown",
-    ".rst": "rst", ".txt": "text", ".adoc": "asciidoc", ".asciidoc": "asciidoc", ".org": "org",
-}  # fmt: skip
-_FILENAMES = {
-    "Dockerfile": "dockerfile", "Makefile": "make", "GNUmakefile": "make",
-    "CMakeLists.txt": "cmake", "Rakefile": "ruby", "Gemfile": "ruby", "BUILD": "starlark",
-    "BUILD.bazel": "starlark", "WORKSPACE": "starlark", "README": "text", "LICENSE": "text",
-}  # fmt: skip
 # Every language a chunk can have (the values `search --lang` accepts).
-LANGUAGES = frozenset({*_EXTENSIONS.values(), *_FILENAMES.values()})
+LANGUAGES = frozenset(languages.LANGUAGES)
 
 
 def detect_language(path: str) -> str | None:
     """The tree-sitter language name for ``path`` by file name or extension, else None."""
     name = path.rsplit("/", 1)[-1]
-    if name in _FILENAMES:
-        return _FILENAMES[name]
+    if name in languages.BY_FILENAME:
+        return languages.BY_FILENAME[name]
     dot = name.rfind(".")
     if dot <= 0:
         return None
-    return _EXTENSIONS.get(name[dot:].lower())
+    return languages.BY_EXTENSION.get(name[dot:].lower())
 
 
 @dataclass
@@ -373,16 +348,13 @@ def _default_excluded(name: str, is_dir: bool) -> bool:
     return name in DEFAULT_EXCLUDED_FILES or name.endswith(DEFAULT_EXCLUDED_SUFFIXES)
 
 
-_SHEBANG = re.compile(rb"#![^\n]*?\b(python|bash|sh|zsh|node|ruby|lua|php)[0-9.]*\b")
-_SHEBANG_LANGUAGES = {
-    b"python": "python", b"bash": "bash", b"sh": "bash", b"zsh": "bash",
-    b"node": "javascript", b"ruby": "ruby", b"lua": "lua", b"php": "php",
-}  # fmt: skip
+_SHEBANG = re.compile(rb"#![^\n]*?\b(%s)[0-9.]*\b"
+                      % "|".join(map(re.escape, languages.BY_INTERPRETER)).encode())
 
 
 def _shebang_language(head: bytes) -> str | None:
     found = _SHEBANG.match(head)
-    return _SHEBANG_LANGUAGES[found.group(1)] if found else None
+    return languages.BY_INTERPRETER[found.group(1).decode()] if found else None
 
 
 _Row = tuple[str, int, int]  # a candidate file: relative path, size, mtime_ns
