@@ -622,16 +622,22 @@ def _minified(rel: str, size: int, head: bytes) -> bool:
     return len(head) / lines > MINIFIED_LINE_BYTES
 
 
-def _source_file(root: str, rel: str, size: int, mtime_ns: int, limit: int, stats: WalkStats,
-                 kinds: Kinds | None = None) -> SourceFile | None:
+def _source_files(root: str, rows: list[tuple[str, int, int]], limit: int, stats: WalkStats,
+                  kinds: Kinds | None = None) -> Iterator[SourceFile | None]:
+    """``_source_file`` of each candidate ``(path, size, mtime_ns)``, in their order, their
+    heads read together (``safe_read.heads``)."""
+    heads = safe_read.heads(root, [row[0] for row in rows], limit, BINARY_SNIFF_BYTES)
+    for (rel, size, mtime_ns), head in zip(rows, heads, strict=True):
+        yield _source_file(root, rel, size, mtime_ns, head, stats, kinds)
+
+
+def _source_file(root: str, rel: str, size: int, mtime_ns: int, head: bytes | safe_read.Refused,
+                 stats: WalkStats, kinds: Kinds | None = None) -> SourceFile | None:
     """The record of a candidate file within the size limit, or None (counted in ``stats``)
-    when its first 8 KiB show it binary or minified, or it is no regular file in the project
-    any more (``safe_read``). ``kinds`` gives it the kind its evidence shows."""
-    abs_path = root + os.sep + rel
-    try:
-        head, _ = safe_read.read(root, rel, limit, head=BINARY_SNIFF_BYTES)
-    except safe_read.Refused as refused:
-        stats.skip(refused.reason, rel)
+    when ``head``, its first 8 KiB, shows it binary or minified, or it is no regular file in
+    the project any more (``safe_read``). ``kinds`` gives it the kind its evidence shows."""
+    if isinstance(head, safe_read.Refused):
+        stats.skip(head.reason, rel)
         return None
     if b"\0" in head:
         stats.skip("binary", rel)
@@ -641,7 +647,7 @@ def _source_file(root: str, rel: str, size: int, mtime_ns: int, limit: int, stat
         return None
     language = detect_language(rel) or _shebang_language(head)  # bin/deploy: ask #!
     kind = kinds.of(rel, size, language, head) if kinds is not None else None
-    return SourceFile(rel, Path(abs_path), size, mtime_ns, language, kind)
+    return SourceFile(rel, Path(root + os.sep + rel), size, mtime_ns, language, kind)
 
 
 def walk(
@@ -661,14 +667,15 @@ def walk(
     real = os.path.realpath(root)
     rows = list(WALKERS[backend or BACKEND](real, stats, IGNORE_FILE_LIMIT))
     _refuse_oversized_ignores(real, stats)
+    candidates = []
     for rel, size, mtime_ns in rows:
         if size > max_file_size:
             stats.skip("too_large", rel)
         elif not storable(rel):
             stats.skip("name", rel)
-        elif (found := _source_file(real, rel, size, mtime_ns, max_file_size, stats,
-                                    kinds)) is not None:
-            yield found
+        else:
+            candidates.append((rel, size, mtime_ns))
+    yield from filter(None, _source_files(real, candidates, max_file_size, stats, kinds))
 
 
 def listed(root: Path, *, max_file_size: int) -> Iterator[tuple[str, int, str | None]]:
@@ -724,12 +731,15 @@ def changes(
         found, unchanged = _with_reread(real, found, unchanged, known, reread)
     files: list[SourceFile] = []
     unnamed: list[str] = []
-    for rel, size, mtime_ns, was_known in found:
-        if not storable(rel):
-            stats.skip("name", rel)
-            unnamed.append(rel)
-            continue
-        record = _source_file(real, rel, size, mtime_ns, max_file_size, stats, kinds)
+    named: list[_Change] = []
+    for change in found:
+        if storable(change[0]):
+            named.append(change)
+        else:
+            stats.skip("name", change[0])
+            unnamed.append(change[0])
+    records = _source_files(real, [change[:3] for change in named], max_file_size, stats, kinds)
+    for (rel, *_, was_known), record in zip(named, records, strict=True):
         if record is not None:
             files.append(record)
         elif was_known:
