@@ -242,7 +242,8 @@ macro_rules! kernel_loops {
 
         /// # Safety
         ///
-        #[doc = concat!("The CPU must support ", $cpu, ".")]
+        #[doc = concat!("The CPU must support ", $cpu, ", and `q` must be no longer than `w`:")]
+        /// the kernel reads `q.len()` bytes of each `w`-byte row through raw pointers.
         #[target_feature(enable = $features)]
         pub(super) unsafe fn $distances(q: &[u8], rows: &[u8], w: usize, out: &mut [u32]) {
             // SAFETY: the caller upholds this function's contract (see `# Safety`).
@@ -252,7 +253,8 @@ macro_rules! kernel_loops {
     ($features:literal, $cpu:literal, $dist:ident, $distances_at:ident) => {
         /// # Safety
         ///
-        #[doc = concat!("The CPU must support ", $cpu, ".")]
+        #[doc = concat!("The CPU must support ", $cpu, ", and `q` must be no longer than `w`:")]
+        /// the kernel reads `q.len()` bytes of each `w`-byte row of `db` through raw pointers.
         #[target_feature(enable = $features)]
         pub(super) unsafe fn $distances_at(
             q: &[u8],

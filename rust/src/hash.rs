@@ -1,6 +1,5 @@
 //! Content hashes: BLAKE3 truncated to 16 bytes, in batches spread over the cores.
 
-use std::fs::File;
 use std::path::Path;
 use std::thread;
 
@@ -8,6 +7,7 @@ use blake3::platform::Platform;
 use blake3::IncrementCounter;
 
 use crate::parallel::{split, threads_for};
+use crate::platform::open_root;
 use crate::walk::read_in;
 
 pub const DIGEST_LEN: usize = 16;
@@ -152,7 +152,7 @@ pub fn digest_files<P: AsRef<[u8]> + Sync>(
     rels: &[P],
     limit: u64,
 ) -> Vec<Option<Digest>> {
-    let Ok(root) = File::open(root) else {
+    let Ok(root) = open_root(root) else {
         return vec![None; rels.len()];
     };
     let threads = threads_for(rels.len(), MIN_FILES_PER_THREAD);
@@ -192,6 +192,7 @@ fn map_parallel<T: Sync, R: Send + Copy + Default>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
     use std::io::Write;
 
     fn hex(d: &Digest) -> String {
@@ -238,7 +239,7 @@ mod tests {
         let content: Vec<u8> = (0..300_000u32).map(|i| (i % 253) as u8).collect();
         File::create(&path).unwrap().write_all(&content).unwrap();
         std::fs::create_dir_all(dir.join("sub")).unwrap();
-        std::os::unix::fs::symlink(&path, dir.join("link")).unwrap();
+        crate::platform::symlink(&path, &dir.join("link")).unwrap();
         let rels = ["big", "missing", "sub", "link", "../big"];
         let got = digest_files(&dir, &rels, 1 << 20);
         assert_eq!(got, vec![Some(digest(&content)), None, None, None, None]);

@@ -10,6 +10,7 @@ pub mod error;
 pub mod hamming;
 pub mod hash;
 mod parallel;
+mod platform;
 #[cfg(feature = "python")]
 mod py;
 pub mod quantize;

@@ -27,12 +27,9 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
-use std::ffi::{CStr, CString, OsStr, OsString};
+use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io::{self, Read};
-use std::os::fd::{AsRawFd, FromRawFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -42,6 +39,10 @@ use ignore::Match;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{value_error, CoreResult};
+use crate::platform::{
+    class_of, dir_key, list_dir, name_from_bytes, open_dir_at, open_file_at, open_root,
+    path_from_bytes, sorts_as_bytes, stat_at, Class, Entry, Stat,
+};
 
 const IGNORE_FILE: &str = ".gitignore";
 const KENNING_IGNORE_FILE: &str = ".kenningignore";
@@ -100,59 +101,10 @@ impl Refusal {
     }
 }
 
-/// `openat` relative to an open folder; `O_CLOEXEC` always.
-fn open_at(dir: &fs::File, name: &CStr, flags: libc::c_int) -> io::Result<fs::File> {
-    // SAFETY: a valid folder descriptor and a NUL-terminated name.
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: openat returned a new descriptor that nothing else owns.
-    Ok(unsafe { fs::File::from_raw_fd(fd) })
-}
-
-fn c_name(name: &OsStr) -> Result<CString, Refusal> {
-    CString::new(name.as_bytes()).map_err(|_| Refusal::Unreadable)
-}
-
-/// Whether opening with `O_NOFOLLOW` failed because the name is a symlink: ELOOP (Linux,
-/// macOS), EMLINK (FreeBSD), or ENOTDIR when a folder was asked for (Linux), checked by lstat.
-fn link_refused(dir: &fs::File, name: &CStr, error: &io::Error) -> Refusal {
-    let link = match error.raw_os_error() {
-        Some(libc::ELOOP | libc::EMLINK) => true,
-        Some(libc::ENOTDIR) => {
-            matches!(stat_raw(dir, name, false), Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFLNK)
-        }
-        _ => false,
-    };
-    if link {
-        Refusal::Symlink
-    } else {
-        Refusal::Unreadable
-    }
-}
-
-/// The folder `name` inside `dir`, refused if it is a symlink.
-pub fn open_dir_at(dir: &fs::File, name: &OsStr) -> Result<fs::File, Refusal> {
-    let name = c_name(name)?;
-    open_at(
-        dir,
-        &name,
-        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-    )
-    .map_err(|e| link_refused(dir, &name, &e))
-}
-
 /// The content of the regular file `name` inside `dir`, at most `limit` bytes: refused if it
 /// is a symlink, not a regular file, or longer than `limit` (even if it grew after a check).
 pub fn read_at(dir: &fs::File, name: &OsStr, limit: u64) -> Result<Vec<u8>, Refusal> {
-    let name = c_name(name)?;
-    let file = open_at(
-        dir,
-        &name,
-        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
-    )
-    .map_err(|e| link_refused(dir, &name, &e))?;
+    let file = open_file_at(dir, name)?;
     let meta = file.metadata().map_err(|_| Refusal::Unreadable)?;
     if !meta.file_type().is_file() {
         return Err(Refusal::Special);
@@ -180,14 +132,11 @@ pub fn read_in(root: &fs::File, rel: &[u8], limit: u64) -> Result<Vec<u8>, Refus
     let (name, folders) = parts.split_last().ok_or(Refusal::Unreadable)?;
     let mut held: Option<fs::File> = None;
     for folder in folders {
-        let inner = open_dir_at(held.as_ref().unwrap_or(root), OsStr::from_bytes(folder))?;
-        held = Some(inner);
+        let folder = name_from_bytes(folder).ok_or(Refusal::Unreadable)?;
+        held = Some(open_dir_at(held.as_ref().unwrap_or(root), folder)?);
     }
-    read_at(
-        held.as_ref().unwrap_or(root),
-        OsStr::from_bytes(name),
-        limit,
-    )
+    let name = name_from_bytes(name).ok_or(Refusal::Unreadable)?;
+    read_at(held.as_ref().unwrap_or(root), name, limit)
 }
 
 /// The rules of an ignore file: none when it is a symlink (git does not follow one either),
@@ -320,16 +269,28 @@ fn decide(stack: &[Arc<Rules>], rel: &Path, is_dir: bool, kind: Kind) -> Option<
     })
 }
 
+/// A listed entry with what it is.
 struct Row {
-    name: OsString,
+    entry: Entry,
     is_dir: bool,
     is_link: bool,
+}
+
+/// An open folder, its identity, its entries and the rules that apply inside it.
+struct Listing {
+    dir: Arc<fs::File>,
+    key: (u64, u64),
+    entries: Vec<Entry>,
+    rules: Vec<Arc<Rules>>,
 }
 
 /// Orders names as their sort keys (the name, with a trailing '/' for a folder): "a.txt" <
 /// "a/b", so the output is sorted by path. Byte order is code point order for UTF-8 names.
 fn by_key(a: &Row, b: &Row) -> Ordering {
-    let (x, y) = (a.name.as_bytes(), b.name.as_bytes());
+    let (x, y) = (
+        a.entry.name.as_encoded_bytes(),
+        b.entry.name.as_encoded_bytes(),
+    );
     let common = x.len().min(y.len());
     x[..common].cmp(&y[..common]).then_with(|| {
         let next = |bytes: &[u8], is_dir: bool| match bytes.get(common) {
@@ -343,8 +304,9 @@ fn by_key(a: &Row, b: &Row) -> Ordering {
 /// The sort key as Python orders the name: code points, with each byte that is not UTF-8 read
 /// as the lone surrogate U+DC00+byte (`os.fsdecode`). Only names that are not UTF-8 need it.
 fn code_points(row: &Row) -> Vec<u32> {
-    let mut out = Vec::with_capacity(row.name.len() + 1);
-    for chunk in row.name.as_bytes().utf8_chunks() {
+    let name = row.entry.name.as_encoded_bytes();
+    let mut out = Vec::with_capacity(name.len() + 1);
+    for chunk in name.utf8_chunks() {
         out.extend(chunk.valid().chars().map(u32::from));
         out.extend(chunk.invalid().iter().map(|&b| 0xDC00 + u32::from(b)));
     }
@@ -393,7 +355,7 @@ impl Excludes {
         } else {
             (&self.files, &self.suffixes)
         };
-        let name = name.as_bytes();
+        let name = name.as_encoded_bytes();
         names.contains(name)
             || name
                 .iter()
@@ -403,117 +365,11 @@ impl Excludes {
     }
 }
 
-/// What a file's stat says: (size, mtime_ns), not a regular file, or unreadable.
-enum Stat {
-    File(u64, i64),
-    Other,
-    Unreadable,
-}
-
-/// `fstatat` relative to the open folder: the kernel resolves one name, not the whole path.
-fn stat_raw(dir: &fs::File, name: &CStr, follow: bool) -> io::Result<libc::stat> {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    let flags = if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
-    // SAFETY: a valid folder descriptor, a NUL-terminated name and room for one `stat`.
-    let rc = unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), st.as_mut_ptr(), flags) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fstatat succeeded, so it filled `st`.
-    Ok(unsafe { st.assume_init() })
-}
-
 /// The modification time in ns, clamped to 64 bits as the Python walk clamps it: a file dated
 /// after 2262 or long before 1970 keeps a stable stamp instead of overflowing.
 pub fn mtime_ns(seconds: i64, nanos: i64) -> i64 {
     let exact = i128::from(seconds) * 1_000_000_000 + i128::from(nanos);
     exact.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
-}
-
-/// The file's own stat (symlinks are not followed: the walk never reads through one).
-fn stat_at(dir: &fs::File, name: &CStr) -> Stat {
-    let Ok(st) = stat_raw(dir, name, false) else {
-        return Stat::Unreadable;
-    };
-    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
-        return Stat::Other; // a fifo, socket or device: not a file to read
-    }
-    #[allow(clippy::unnecessary_cast)] // the field types differ between platforms
-    Stat::File(
-        st.st_size as u64,
-        mtime_ns(st.st_mtime as i64, st.st_mtime_nsec as i64),
-    )
-}
-
-/// The names in an open folder with their `d_type` (`DT_UNKNOWN` where the file system does
-/// not say), read from the descriptor so the listing is of the folder that was opened.
-fn list_dir(dir: &fs::File) -> io::Result<Vec<(OsString, u8)>> {
-    // SAFETY: `list_dir_with` passes an open directory stream used by this thread only.
-    list_dir_with(dir, |stream| unsafe { libc::readdir(stream) })
-}
-
-/// `list_dir` with the function that reads the next entry of the stream (`readdir`, or a
-/// test's stand-in that fails).
-fn list_dir_with(
-    dir: &fs::File,
-    mut next: impl FnMut(*mut libc::DIR) -> *mut libc::dirent,
-) -> io::Result<Vec<(OsString, u8)>> {
-    // SAFETY: dup of a valid descriptor; fdopendir takes the copy over (closedir closes it).
-    let fd = unsafe { libc::dup(dir.as_raw_fd()) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is an open folder descriptor owned by nothing else.
-    let stream = unsafe { libc::fdopendir(fd) };
-    if stream.is_null() {
-        let error = io::Error::last_os_error();
-        // SAFETY: fdopendir failed, so `fd` is still ours to close.
-        unsafe { libc::close(fd) };
-        return Err(error);
-    }
-    let mut out = Vec::new();
-    let ended = loop {
-        set_errno(0);
-        let entry = next(stream);
-        if entry.is_null() {
-            // NULL is the end of the folder, or an error that errno names (EIO, ...): a
-            // folder that failed mid-listing is unreadable, lest the rest of it look deleted
-            let error = io::Error::last_os_error();
-            break if error.raw_os_error().unwrap_or(0) == 0 {
-                Ok(())
-            } else {
-                Err(error)
-            };
-        }
-        // SAFETY: readdir returned a valid entry whose name is NUL-terminated.
-        let (name, kind) = unsafe { (CStr::from_ptr((*entry).d_name.as_ptr()), (*entry).d_type) };
-        let name = name.to_bytes();
-        if name != b"." && name != b".." {
-            out.push((OsStr::from_bytes(name).to_os_string(), kind));
-        }
-    };
-    // SAFETY: `stream` is open and not used after this.
-    unsafe { libc::closedir(stream) };
-    ended.map(|()| out)
-}
-
-/// Sets this thread's `errno`, which `readdir` leaves alone at the end of a folder and sets on
-/// an error.
-fn set_errno(value: libc::c_int) {
-    // SAFETY: each returns the address of this thread's errno, valid while the thread lives.
-    unsafe {
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        let place = libc::__errno_location();
-        #[cfg(any(
-            target_vendor = "apple",
-            target_os = "freebsd",
-            target_os = "dragonfly"
-        ))]
-        let place = libc::__error();
-        #[cfg(any(target_os = "openbsd", target_os = "netbsd"))]
-        let place = libc::__errno();
-        *place = value;
-    }
 }
 
 fn bump(counts: &mut HashMap<&'static str, u64>, reason: &'static str) {
@@ -623,48 +479,58 @@ impl Walker<'_> {
         }
     }
 
-    /// One folder: its entries, sorted; what the rules keep; the stat of every kept file.
+    /// One folder: opened, listed, its entries classified; a folder that cannot be is counted
+    /// as skipped, with the reason.
     fn read(&self, job: Job, found: &mut Found) -> (Vec<Item>, Vec<Job>) {
-        let none = (Vec::new(), Vec::new());
-        let opened = match &job.at {
-            At::Root => fs::File::open(&job.abs).map_err(|_| Refusal::Unreadable),
-            At::In(parent, name) => open_dir_at(parent, name), // a symlink swapped in: refused
-        };
-        let dir = match opened {
-            Ok(dir) => Arc::new(dir),
-            Err(refusal) => {
-                bump(&mut found.skipped_dirs, refusal.reason());
-                return none;
+        match self
+            .open(&job)
+            .and_then(|(dir, key)| self.list(&job, dir, key, found))
+        {
+            Ok(listing) => self.classify(job, listing, found),
+            Err(reason) => {
+                bump(&mut found.skipped_dirs, reason);
+                (Vec::new(), Vec::new())
             }
-        };
-        let key = match dir.metadata() {
-            Ok(st) => (st.dev(), st.ino()),
-            Err(_) => {
-                bump(&mut found.skipped_dirs, "unreadable");
-                return none;
-            }
-        };
+        }
+    }
+
+    /// The folder of a job, opened without following a link (one swapped in after the parent
+    /// was listed is refused), with its identity; refused if it is open higher up already.
+    fn open(&self, job: &Job) -> Result<(Arc<fs::File>, (u64, u64)), &'static str> {
+        let dir = match &job.at {
+            At::Root => open_root(&job.abs).map_err(|_| Refusal::Unreadable),
+            At::In(parent, name) => open_dir_at(parent, name),
+        }
+        .map_err(Refusal::reason)?;
+        let key = dir_key(&dir).map_err(|_| Refusal::Unreadable.reason())?;
         if job.ancestors.contains(&key) {
             // a bind mount of a folder above: walking it again never ends
-            bump(&mut found.skipped_dirs, "symlink");
-            return none;
+            return Err(Refusal::Symlink.reason());
         }
-        let Ok(entries) = list_dir(&dir) else {
-            bump(&mut found.skipped_dirs, "unreadable");
-            return none;
-        };
-        let has = |name: &str| entries.iter().any(|(n, _)| n == name);
+        Ok((Arc::new(dir), key))
+    }
+
+    /// The open folder's entries and the rules that apply inside it, its own ignore files
+    /// read; a virtualenv, whatever its name, is skipped whole.
+    fn list(
+        &self,
+        job: &Job,
+        dir: Arc<fs::File>,
+        key: (u64, u64),
+        found: &mut Found,
+    ) -> Result<Listing, &'static str> {
+        let entries = list_dir(&dir).map_err(|_| Refusal::Unreadable.reason())?;
+        let has = |name: &str| entries.iter().any(|e| e.name == name);
         let is_env = !job.prefix.as_os_str().is_empty()
             && self
                 .excludes
                 .env_markers
                 .iter()
-                .any(|m| entries.iter().any(|(n, _)| n == m));
+                .any(|m| has_name(&entries, m));
         if is_env && decide(&job.rules, &job.prefix, true, Kind::Kenning) != Some(false) {
-            bump(&mut found.skipped_dirs, "default"); // a virtualenv, whatever its name
-            return none;
+            return Err("default");
         }
-        let mut rules = job.rules;
+        let mut rules = job.rules.clone();
         let (has_git, has_ken) = (has(IGNORE_FILE), has(KENNING_IGNORE_FILE));
         if has_git || has_ken {
             let mut spec = |name: &str| {
@@ -688,42 +554,35 @@ impl Walker<'_> {
                 }));
             }
         }
+        Ok(Listing {
+            dir,
+            key,
+            entries,
+            rules,
+        })
+    }
+
+    /// The listed entries in path order, each skipped (by a rule, or as a link), a folder to
+    /// read next, or a file with its stat, kept if `keep` says so.
+    fn classify(&self, job: Job, listing: Listing, found: &mut Found) -> (Vec<Item>, Vec<Job>) {
+        let Listing {
+            dir,
+            key,
+            entries,
+            rules,
+        } = listing;
         let mut rows = Vec::with_capacity(entries.len());
-        for (name, kind) in entries {
-            let Ok(cname) = c_name(&name) else {
-                continue; // a name with a NUL byte cannot exist on disk
-            };
-            let kind = match kind {
-                libc::DT_UNKNOWN => match stat_raw(&dir, &cname, false) {
-                    Ok(st) => mode_kind(st.st_mode),
-                    Err(_) => {
-                        bump(&mut found.skipped, "unreadable");
-                        continue;
-                    }
-                },
-                kind => kind,
-            };
-            let is_link = kind == libc::DT_LNK;
-            let is_dir = if is_link {
-                // where the link points only decides how it is counted: it is never followed
-                match stat_raw(&dir, &cname, true) {
-                    Ok(st) => st.st_mode & libc::S_IFMT == libc::S_IFDIR,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => false,
-                    Err(_) => {
-                        bump(&mut found.skipped, "unreadable");
-                        continue;
-                    }
-                }
-            } else {
-                kind == libc::DT_DIR
-            };
-            rows.push(Row {
-                name,
-                is_dir,
-                is_link,
-            });
+        for entry in entries {
+            match class_of(&dir, &entry) {
+                Ok(Class { is_dir, is_link }) => rows.push(Row {
+                    entry,
+                    is_dir,
+                    is_link,
+                }),
+                Err(_) => bump(&mut found.skipped, Refusal::Unreadable.reason()),
+            }
         }
-        if rows.iter().all(|row| row.name.to_str().is_some()) {
+        if rows.iter().all(|row| sorts_as_bytes(&row.entry.name)) {
             rows.sort_unstable_by(by_key);
         } else {
             rows.sort_by_cached_key(code_points);
@@ -732,12 +591,12 @@ impl Walker<'_> {
         ancestors.push(key);
         let mut items = Vec::with_capacity(rows.len());
         let mut children = Vec::new();
-        let mut name = Vec::new(); // NUL-terminated, for fstatat
         for row in rows {
-            let rel = child(&job.prefix, &row.name);
-            let mut reason = self.skip_reason(&rules, &rel, &row.name, row.is_dir);
+            let name = &row.entry.name;
+            let rel = child(&job.prefix, name);
+            let mut reason = self.skip_reason(&rules, &rel, name, row.is_dir);
             if reason.is_none() && row.is_link {
-                reason = Some("symlink");
+                reason = Some(Refusal::Symlink.reason());
             }
             if let Some(reason) = reason {
                 let counts = if row.is_dir {
@@ -751,32 +610,30 @@ impl Walker<'_> {
                 items.push(Item::Folder(id));
                 children.push(Job {
                     id,
-                    at: At::In(Arc::clone(&dir), row.name.clone()),
-                    abs: job.abs.join(&row.name),
+                    at: At::In(Arc::clone(&dir), name.clone()),
+                    abs: job.abs.join(name),
                     prefix: rel,
                     rules: rules.clone(),
                     ancestors: ancestors.clone(),
                 });
             } else {
-                name.clear();
-                name.extend_from_slice(row.name.as_bytes());
-                name.push(0);
-                let Ok(cname) = CStr::from_bytes_with_nul(&name) else {
-                    continue; // a name with a NUL byte cannot exist on disk
-                };
-                match stat_at(&dir, cname) {
+                match stat_at(&dir, &row.entry) {
                     Stat::File(size, mtime_ns) => {
-                        if (self.keep)(rel.as_os_str().as_bytes(), size, mtime_ns) {
+                        if (self.keep)(rel.as_os_str().as_encoded_bytes(), size, mtime_ns) {
                             items.push(Item::File(rel.into_os_string(), size, mtime_ns))
                         }
                     }
                     Stat::Other => {}
-                    Stat::Unreadable => bump(&mut found.skipped, "unreadable"),
+                    Stat::Unreadable => bump(&mut found.skipped, Refusal::Unreadable.reason()),
                 }
             }
         }
         (items, children)
     }
+}
+
+fn has_name(entries: &[Entry], name: &OsStr) -> bool {
+    entries.iter().any(|e| e.name == name)
 }
 
 /// `prefix.join(name)` for a relative folder and a plain name, in one allocation.
@@ -794,23 +651,13 @@ fn child(prefix: &Path, name: &OsStr) -> PathBuf {
 /// The rules of `.git/info/exclude`, every folder on the way opened without following;
 /// `Err` when it is over `limit` bytes.
 fn read_exclude(root: &Path, limit: u64) -> Result<Option<Gitignore>, Refusal> {
-    let opened = fs::File::open(root)
+    let opened = open_root(root)
         .map_err(|_| Refusal::Unreadable)
         .and_then(|dir| open_dir_at(&dir, OsStr::new(".git")))
         .and_then(|git| open_dir_at(&git, OsStr::new("info")));
     match opened {
         Ok(info) => read_spec(root, &info, "exclude", limit),
         Err(_) => Ok(None),
-    }
-}
-
-/// The `d_type` a file mode stands for (for file systems whose listings do not say).
-fn mode_kind(mode: libc::mode_t) -> u8 {
-    match mode & libc::S_IFMT {
-        libc::S_IFDIR => libc::DT_DIR,
-        libc::S_IFLNK => libc::DT_LNK,
-        libc::S_IFREG => libc::DT_REG,
-        _ => libc::DT_UNKNOWN,
     }
 }
 
@@ -1033,7 +880,7 @@ pub fn changes(
         .files
         .into_iter()
         .map(|(path, size, mtime_ns)| {
-            let was_known = known.stamps.contains_key(path.as_bytes());
+            let was_known = known.stamps.contains_key(path.as_encoded_bytes());
             (path, size, mtime_ns, was_known)
         })
         .collect();
@@ -1051,10 +898,7 @@ pub fn changes(
             .map(|(&path, _)| path)
             .collect();
         removed.sort_unstable();
-        out.removed = removed
-            .into_iter()
-            .map(|p| OsStr::from_bytes(p).to_os_string())
-            .collect();
+        out.removed = removed.into_iter().map(path_from_bytes).collect();
     }
     out
 }
@@ -1078,29 +922,6 @@ mod tests {
                 env_markers: own(&["pyvenv.cfg", "conda-meta"]),
             }
         }
-    }
-
-    #[test]
-    fn a_folder_whose_listing_fails_midway_is_an_error_not_a_shorter_folder() {
-        let dir = tree(&[("a.py", "x"), ("b.py", "y"), ("c.py", "z")]);
-        // a listing reads through the folder's descriptor, so each one opens it anew
-        let open = || fs::File::open(dir.path()).unwrap();
-        assert_eq!(list_dir(&open()).unwrap().len(), 3);
-        let mut calls = 0;
-        let failed = list_dir_with(&open(), |stream| {
-            calls += 1;
-            if calls == 1 {
-                // SAFETY: the open stream list_dir_with passes, on this thread only.
-                unsafe { libc::readdir(stream) }
-            } else {
-                set_errno(libc::EIO); // as readdir reports a failed read of the folder
-                std::ptr::null_mut()
-            }
-        });
-        assert_eq!(failed.unwrap_err().raw_os_error(), Some(libc::EIO));
-        // the end of a folder is not an error, even where an earlier call left errno set
-        set_errno(libc::ENOENT);
-        assert_eq!(list_dir(&open()).unwrap().len(), 3);
     }
 
     fn tree(files: &[(&str, &str)]) -> tempdir::TempDir {
@@ -1285,13 +1106,13 @@ mod tests {
         fs::create_dir_all(&outside).unwrap();
         fs::write(root.join("src/a.py"), "a\n").unwrap();
         fs::write(outside.join("secret.py"), "s\n").unwrap();
-        use std::os::unix::fs::symlink;
-        symlink(root.join("src"), root.join("src/loop")).unwrap();
-        symlink(&root, root.join("up")).unwrap();
-        symlink(&outside, root.join("escape")).unwrap();
-        symlink(outside.join("secret.py"), root.join("escape.py")).unwrap();
-        symlink(root.join("src/a.py"), root.join("alias.py")).unwrap();
-        symlink(root.join("missing.py"), root.join("dangling.py")).unwrap();
+        let link = |target: PathBuf, at: &str| crate::platform::symlink(&target, &root.join(at));
+        link(root.join("src"), "src/loop").unwrap();
+        link(root.clone(), "up").unwrap();
+        link(outside.clone(), "escape").unwrap();
+        link(outside.join("secret.py"), "escape.py").unwrap();
+        link(root.join("src/a.py"), "alias.py").unwrap();
+        link(root.join("missing.py"), "dangling.py").unwrap();
         let out = walk(&root, &Defaults::builtin(), MIB);
         let got = names(&out);
         assert_eq!(got, ["src/a.py"]);
@@ -1299,6 +1120,7 @@ mod tests {
         assert_eq!(out.skipped_dirs.get("symlink"), Some(&3));
     }
 
+    #[cfg(unix)] // a Windows name is UTF-16: its WTF-8 bytes sort as its code points
     #[test]
     fn names_that_are_not_utf8_sort_as_python_decodes_them() {
         use std::os::unix::ffi::OsStringExt;
@@ -1351,11 +1173,8 @@ mod tests {
         ]);
         let stamp = |name: &str| {
             let st = fs::metadata(dir.path().join(name)).unwrap();
-            format!(
-                "{name}\0{}\0{}",
-                st.size(),
-                st.mtime_nsec() + st.mtime() * 1_000_000_000
-            )
+            let since = st.modified().unwrap().duration_since(std::time::UNIX_EPOCH);
+            format!("{name}\0{}\0{}", st.len(), since.unwrap().as_nanos())
         };
         let blob = [
             stamp("same.py"),
