@@ -69,7 +69,7 @@ def _edit_one_file(target: Path, settings: Any, embedder: Any) -> str:
 
 
 def _latency(settings: Any, ref: Any, fixed: Any, runs: int) -> tuple[float, float, dict]:
-    from kenning.retrieval import search
+    from kenning.services.search import search
 
     for q in QUERIES:  # warm: the page cache, and for milvus-lite loading the collection
         search(q, [ref], settings=settings, refresh=False, embedder=fixed, limit=10)
@@ -146,7 +146,8 @@ def quality(args: argparse.Namespace) -> None:
 
     from kenning import config
     from kenning.embedding import make_embedder
-    from kenning.retrieval import ProjectRef, search
+    from kenning.retrieval import ProjectRef
+    from kenning.services.search import search
     from kenning.shared import publish
     from kenning.store import Index
 

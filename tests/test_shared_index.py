@@ -277,8 +277,8 @@ def test_kind_filters_give_the_same_rows_locally_and_in_the_engine(
 @pytest.mark.skipif(bool(MILVUS_URI), reason="it drops the model's collection")
 def test_a_collection_made_before_classes_says_how_to_get_them(
         shared_uri: str, model: Any, repo: Path, monkeypatch: pytest.MonkeyPatch):
-    from kenning.retrieval import search
     from kenning.retrieval.projects import ProjectRef
+    from kenning.services.search import search
     from kenning.shared import remove
 
     monkeypatch.setattr(Engine, "create_with_classes", False)

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from kenning import kernels, project, safe_read
+from kenning import kernels, project, safe_read, usage_log
 from kenning.config import Settings
 from kenning.embedding import Embedder, borrowed, document_text
 from kenning.errors import EmbedderError, IndexBusy, IndexMissing, KenningError, UsageError
@@ -56,7 +56,6 @@ from kenning.indexing.sources import (
     walk,
 )
 from kenning.records import Chunk, SourceFile
-from kenning.services import usage_log
 from kenning.store import Index, db
 from kenning.store import graph as store_graph
 from kenning.store.repair import Repair

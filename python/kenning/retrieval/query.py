@@ -15,7 +15,6 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from kenning.errors import UsageError
 from kenning.retrieval import tracebacks
 from kenning.retrieval.tracebacks import Trace
 from kenning.tokens import code_tokens, split_identifier
@@ -125,15 +124,9 @@ def without_lone_surrogates(text: str) -> str:
 
 
 def analyze(text: str, project_names: Collection[str] = ()) -> Query:
-    """The query ``text``; the model embeds it without the words that say one of
-    ``project_names``."""
+    """The query ``text`` (a search's request has refused an empty or overlong one); the model
+    embeds it without the words that say one of ``project_names``."""
     text = without_lone_surrogates(text).strip()
-    if not text:
-        raise UsageError("The query is empty.", hint="Describe what you are looking for.")
-    if len(text) > MAX_QUERY_CHARS:
-        raise UsageError(f"The query is longer than {MAX_QUERY_CHARS:,} characters.",
-                         hint="Shorten it to the words that matter, and a traceback to its "
-                              "frames and error line.")
     trace = tracebacks.parse(text)
     full = text
     # a traceback's words, and what the model embeds, are those of the report and its error

@@ -370,9 +370,8 @@ def check(root: Path, settings: Settings) -> int:
 
 def paths() -> dict[str, Any]:
     """Where kenning keeps everything, with the size of each."""
-    from kenning import config
+    from kenning import config, usage_log
     from kenning.project import kenning_home
-    from kenning.services import usage_log
     from kenning.store import dir_bytes
 
     home = kenning_home()

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from kenning import kernels, safe_read
+from kenning import kernels, safe_read, usage_log
 from kenning.errors import SharedIndexError, UsageError
 from kenning.retrieval import confidence, pipeline
 from kenning.retrieval.classes import CLASSES, chunk_class
@@ -32,7 +32,6 @@ from kenning.retrieval.ranking import Candidate, named_candidates
 from kenning.retrieval.snippets import signature_line, windowed
 from kenning.retrieval.source import Phrases, Ranking
 from kenning.retrieval.units import Row, Unit, name_words, units
-from kenning.services import usage_log
 from kenning.shared.engine import CLASS_FIELD, PATHS_PER_QUERY, Engine
 from kenning.shared.reads import (
     META,
