@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from kenning import config, kernels
 from kenning.errors import SharedBusy
+from kenning.indexing import classes
 from kenning.indexing.indexer import refresh
 from kenning.records import FILE_KINDS
-from kenning.retrieval import classes
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.query import analyze
 from kenning.shared import Engine, publish, publishing, read_head, reads, retrieval

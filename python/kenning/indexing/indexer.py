@@ -299,7 +299,7 @@ class _Refresh:
         rekinded = self.reclassify(found)
         recounted = self.embed_kinds()  # words-only kinds are counted, embedding or not
         latest = writer.latest()
-        head, branch = git_state(self.index.root)
+        head, branch = project.git_state(self.index.root)
         result.revision, result.branch = head, branch
         if found.files or found.removed:
             self.apply(found.files, found.removed, latest, full=full)
@@ -356,7 +356,7 @@ class _Refresh:
     def embed_kinds(self) -> bool:
         """Embed the chunks of ``index.embed_kinds`` only; True when that changed since the
         latest snapshot was counted."""
-        from kenning.retrieval.classes import chunk_class
+        from kenning.indexing.classes import chunk_class
 
         return self.writer.embed_kinds(chunk_class, self.settings["index.embed_kinds"])
 
@@ -680,35 +680,6 @@ def _file_row(file: SourceFile, digest: bytes) -> FileRow:
                    file.kind)
 
 
-def git_state(root: Path) -> tuple[str | None, str | None]:
-    """(HEAD commit, branch) read from the git directory itself; (None, None) outside git."""
-    dirs = project.git_dirs(root)
-    if dirs is None:
-        return None, None
-    own, common = dirs
-    try:
-        head = (own / "HEAD").read_text(encoding="utf-8").strip()
-    except OSError:
-        return None, None
-    if not head.startswith("ref:"):
-        return head or None, None  # detached HEAD
-    ref = head.removeprefix("ref:").strip()
-    branch = ref.removeprefix("refs/heads/")
-    for base in (own, common):
-        try:
-            return (base / ref).read_text(encoding="utf-8").strip() or None, branch
-        except OSError:
-            pass
-    try:
-        for line in (common / "packed-refs").read_text(encoding="utf-8").splitlines():
-            sha, _, name = line.partition(" ")
-            if name == ref:
-                return sha, branch
-    except OSError:
-        pass
-    return None, branch  # a branch with no commits yet
-
-
 def dry_run(root: Path, settings: Settings, *, embedder: Embedder | None = None,
             progress: Progress | None = None, top: int = 10) -> dict[str, Any]:
     """What an index would hold, without writing anything: files and chunks per language and
@@ -721,7 +692,7 @@ def dry_run(root: Path, settings: Settings, *, embedder: Embedder | None = None,
     if embedder is None:
         with borrowed(settings) as made:
             return dry_run(root, settings, embedder=made, progress=progress, top=top)
-    from kenning.retrieval.classes import chunk_class
+    from kenning.indexing.classes import chunk_class
 
     emit = progress or (lambda event: None)
     skipped = WalkStats(paths={})  # the Python walker names what it skips; Rust only counts
@@ -845,4 +816,4 @@ def _leave_out(folder_kinds: dict[str, Counter[str]], chunks: int, embedded: set
     return [f"/{path}" for path, _ in picked] if chunks and held >= LEAVE_OUT_SHARE * chunks else []
 
 
-__all__ = ["RefreshResult", "chunk_budget", "dry_run", "git_state", "refresh"]
+__all__ = ["RefreshResult", "chunk_budget", "dry_run", "refresh"]

@@ -19,8 +19,8 @@ from pathlib import Path
 from kenning.chunking.languages import ALIASES, GRAMMARS, KIND_KEYWORDS
 from kenning.display import visible
 from kenning.errors import UsageError
+from kenning.indexing.classes import CLASSES, chunk_class
 from kenning.indexing.sources import LANGUAGES, detect_language, storable
-from kenning.retrieval.classes import CLASSES, chunk_class
 from kenning.store.chunk_filter import ChunkFilter
 
 __all__ = ["KINDS", "LANGUAGES", "Filters", "check_path_filter", "normalize_path_filter"]

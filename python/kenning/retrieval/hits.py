@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from kenning import project
 from kenning.config import Settings
+from kenning.indexing.classes import chunk_class
 from kenning.retrieval import budget
 from kenning.retrieval.calls import linked as call_links
-from kenning.retrieval.classes import chunk_class
 from kenning.retrieval.ranking import Candidate
 from kenning.retrieval.snippets import SnippetReader
 from kenning.retrieval.units import units

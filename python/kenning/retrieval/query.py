@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from kenning.retrieval import tracebacks
 from kenning.retrieval.tracebacks import Trace
-from kenning.tokens import code_tokens, split_identifier
+from kenning.tokens import QUALIFIER, code_tokens, split_identifier
 
 # Words that carry no meaning for code search; dropped from the lexical query only.
 STOPWORDS = frozenset(
@@ -36,9 +36,7 @@ _IDENT = re.compile(
     r"|[a-z$][a-z0-9$]*[A-Z][\w$]*"  # camelCase
     r"|[A-Z][a-z0-9]+[A-Z][\w$]*"  # PascalCase with two humps
 )
-# What separates the parts of a qualified name: `a.b`, `A::b`, `A#b`, `a->b`, `a/b`. (A query
-# word with a slash is taken for a path, so `_IDENT` leaves the slash out.)
-QUALIFIER = re.compile(r"\.|::|#|->|/")
+# (A query word with a slash is taken for a path, so `_IDENT` leaves out QUALIFIER's slash.)
 
 QUESTION_WORDS = ("how", "where", "what")
 

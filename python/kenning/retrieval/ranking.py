@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING
 
 import snowballstemmer
 
+from kenning.indexing.classes import PENALTY, categories, superseded
 from kenning.retrieval import symbols
-from kenning.retrieval.classes import categories, superseded
 from kenning.retrieval.fusion import K
-from kenning.retrieval.query import QUALIFIER, Query
+from kenning.retrieval.query import Query
 from kenning.retrieval.units import Unit
-from kenning.tokens import split_identifier
+from kenning.tokens import QUALIFIER, split_identifier
 
 if TYPE_CHECKING:
     from kenning.store import Snapshot
@@ -79,9 +79,6 @@ _STEMMER_LOCK = threading.Lock()  # a stemmer keeps the word it works on in itse
 STUB = re.compile(r"\.pyi$|\.d\.[mc]?ts$|\.(h|hh|hpp|hxx)$")
 STUB_SHARE = 0.9
 
-# the multiplier a chunk of each category (classes.py) gets unless the query asks for it
-PENALTY = {"test": 0.3, "example": 0.6, "vendored": 0.5, "generated": 0.5, "compat": 0.6,
-           "changelog": 0.4, "docs": 0.35, "completion": 0.5, "fixture": 0.3, "data": 0.35}
 
 
 @dataclass(slots=True)

@@ -31,9 +31,9 @@ from kenning import safe_read
 from kenning.config import Settings
 from kenning.display import visible
 from kenning.errors import UsageError
+from kenning.indexing.classes import categories
 from kenning.indexing.sources import storable
 from kenning.retrieval import calls, dense
-from kenning.retrieval.classes import categories
 from kenning.retrieval.fusion import fuse
 from kenning.retrieval.hits import hit_records
 from kenning.retrieval.pipeline import DENSE_DEPTH, RANK_DEPTH

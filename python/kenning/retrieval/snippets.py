@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kenning import safe_read, usage_log
-from kenning.retrieval.query import QUALIFIER
+from kenning.tokens import QUALIFIER
 
 
 class SnippetReader:

@@ -171,7 +171,7 @@ def project_status(root: Path, settings: Settings, *, index: Index | None = None
 
 def _readable_status(index: Index, settings: Settings, changes: bool) -> ProjectStatus:
     from kenning.indexing import state as indexing_state
-    from kenning.retrieval.classes import chunk_class
+    from kenning.indexing.classes import chunk_class
 
     report = _base(index.root, index.project_id, settings, str(index.descriptor["model"]),
                    int(index.descriptor["dims"]))

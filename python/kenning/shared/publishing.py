@@ -46,7 +46,7 @@ from kenning.chunking.generated import says_generated
 from kenning.config import Settings
 from kenning.embedding import document_text
 from kenning.errors import IndexError_, SharedBusy
-from kenning.retrieval.classes import chunk_class
+from kenning.indexing.classes import chunk_class
 from kenning.retrieval.lexical import COLUMN_WEIGHTS
 from kenning.shared import vector_cache
 from kenning.shared.engine import (

@@ -24,8 +24,8 @@ import numpy as np
 
 from kenning import kernels, safe_read, usage_log
 from kenning.errors import SharedIndexError, UsageError
+from kenning.indexing.classes import CLASSES, chunk_class
 from kenning.retrieval import confidence, pipeline
-from kenning.retrieval.classes import CLASSES, chunk_class
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.query import Query
 from kenning.retrieval.ranking import Candidate, named_candidates
