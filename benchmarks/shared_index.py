@@ -104,7 +104,7 @@ def _hamming(engine: Any, project: str, fixed: Any, runs: int) -> float:
 def _disk_bytes(uri: str) -> int | None:
     """The milvus-lite file's size (None for a server; the file keeps the space of dropped
     collections, so a size's rows are measured by what the file grew)."""
-    from kenning.shared.engine import SERVER_SCHEMES
+    from kenning.store.shared_engine import SERVER_SCHEMES
 
     if uri.startswith(SERVER_SCHEMES):
         return None

@@ -21,8 +21,8 @@ from kenning.services import index_admin
 from kenning.services.chunks import get_chunk
 from kenning.services.search import search
 from kenning.shared import Engine, publish, publishing, read_head, reads
-from kenning.shared.engine import release_all
 from kenning.store import Index
+from kenning.store.shared_engine import release_all
 from shared_helpers import require_engine
 
 require_engine()

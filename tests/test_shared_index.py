@@ -24,9 +24,9 @@ from kenning.records import FILE_KINDS
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.query import analyze
 from kenning.shared import Engine, publish, publishing, read_head, reads, retrieval
-from kenning.shared.engine import release_all, row_key
 from kenning.store import Index
 from kenning.store.chunk_filter import condition
+from kenning.store.shared_engine import release_all, row_key
 from shared_helpers import MILVUS_URI, require_engine
 
 require_engine()

@@ -11,7 +11,7 @@
    (``priority``: own code and recent changes first); each chunk is keyed by a hash of its
    text, and only hashes without a vector are embedded, so renames, reverts, branch switches
    and duplicates cost no embedding at all. With a shared index configured, the vectors it
-   holds for those texts are fetched first (``shared.vector_cache``), in a bounded wait, and
+   holds for those texts are fetched first (``store.shared_vectors``), in a bounded wait, and
    only the rest is embedded.
 4. Files, chunks and the lexical table commit first, in increments of a few seconds of
    chunking, each a new generation (status 'partial' while vectors are missing) that a search
@@ -164,7 +164,7 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
     started = time.perf_counter()
     root = _existing_dir(root)
     if from_shared:
-        from kenning.shared.engine import configured_uri
+        from kenning.store.shared_engine import configured_uri
 
         configured_uri(settings)  # said before any work
     with ExitStack() as stack:
@@ -603,7 +603,7 @@ class _Refresh:
         """Store the vectors the shared index holds for the texts of ``todo``; returns the
         hashes left to embed. A failing or slow engine costs one warning and at most
         ``shared.timeout`` seconds per answer."""
-        from kenning.shared import vector_cache
+        from kenning.store import shared_vectors
 
         if getattr(self.embedder, "needs_centering", False):
             if self.from_shared:  # asked for: say why nothing was fetched
@@ -612,16 +612,16 @@ class _Refresh:
                           "here.")
             return todo
         self.emit({"type": "fetching", "total": len(todo)})
-        found, warnings = vector_cache.fetch(self.settings, self.index.descriptor,
+        found, warnings = shared_vectors.fetch(self.settings, self.index.descriptor,
                                              [texts[h] for h in todo], self.embedder)
         for warning in warnings:
             self.warn(warning)
         hits = sorted(found)
         dims = int(self.index.descriptor["dims"])
-        for start in range(0, len(hits), vector_cache.GET_IDS):
-            part = hits[start:start + vector_cache.GET_IDS]
+        for start in range(0, len(hits), shared_vectors.GET_IDS):
+            part = hits[start:start + shared_vectors.GET_IDS]
             self.writer.add_rows([todo[i] for i in part],
-                                 vector_cache.rows_of([found[i] for i in part], dims))
+                                 shared_vectors.rows_of([found[i] for i in part], dims))
         self.result.vectors_fetched = len(hits)
         self.emit({"type": "fetched", "vectors": len(hits), "total": len(todo)})
         self.lap("fetch")

@@ -25,8 +25,8 @@ from kenning.indexing.classes import CLASSES
 from kenning.retrieval import symbols
 from kenning.retrieval.filters import Filters, normalize_path_filter
 from kenning.retrieval.query import Query
-from kenning.shared.engine import CLASS_FIELD, Engine, row_key
 from kenning.store.ids import LEGACY_TOKEN, ChunkId
+from kenning.store.shared_engine import CLASS_FIELD, Engine, row_key
 from kenning.tokens import QUALIFIER, code_tokens
 
 # the fields of a chunk row that search reads

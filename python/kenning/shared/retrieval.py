@@ -32,7 +32,6 @@ from kenning.retrieval.ranking import Candidate, named_candidates
 from kenning.retrieval.snippets import signature_line, windowed
 from kenning.retrieval.source import Phrases, Ranking
 from kenning.retrieval.units import Row, Unit, name_words, units
-from kenning.shared.engine import CLASS_FIELD, PATHS_PER_QUERY, Engine
 from kenning.shared.reads import (
     META,
     Published,
@@ -50,6 +49,7 @@ from kenning.shared.reads import (
     quote,
     symbol_rows,
 )
+from kenning.store.shared_engine import CLASS_FIELD, PATHS_PER_QUERY, Engine
 
 SHORTLIST = 300  # Hamming candidates rescored per query, as locally
 TOPK_MAX = 16_384  # Milvus's cap on one search's limit
