@@ -67,13 +67,13 @@ class Service:
                 language: str | None, project: str | None, calls: bool,
                 budget_tokens: int | None, budget_frame: Frame | None) -> dict[str, Any]:
         from kenning.retrieval.filters import normalize_path_filter
-        from kenning.services.search import SearchRequest, execute
+        from kenning.services.search import execute, request
 
-        request = SearchRequest(query, limit, path_filter, language, kind, budget_tokens)
+        asked = request(query, limit, path_filter, language, kind, budget_tokens)
         if project is None and path_filter and Path(path_filter).expanduser().is_absolute():
             project = path_filter  # an absolute filter names the project it lies in
         if project is not None and self._published_only(project):
-            return execute(request, [], settings=self._shared_settings(), refresh=False,
+            return execute(asked, [], settings=self._shared_settings(), refresh=False,
                            embedder=self.embedder, freshness=self.freshness,
                            shared_projects=[project], budget_frame=budget_frame)
         targets = self.registry.select(project)
@@ -89,7 +89,7 @@ class Service:
                 if served.ref is not None:
                     normalize_path_filter(path_filter, served.ref.root)
         refs = [served.ref for served in targets if served.ref is not None]
-        result = execute(request, refs, settings=self.settings, embedder=self.embedder,
+        result = execute(asked, refs, settings=self.settings, embedder=self.embedder,
                          freshness=self.freshness, calls=calls, budget_frame=budget_frame)
         for root in result["vectors_deferred"]:  # computed here, on a worker thread
             self.start_job(next(s for s in targets if s.ref and str(s.ref.root) == root),

@@ -431,7 +431,7 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     the top declarations, then their best windows, no line twice, in rank order; the result's
     ``budget`` says how many were used."""
     from kenning.services.freshness import for_settings
-    from kenning.services.search import SearchRequest, execute
+    from kenning.services.search import execute, request
 
     _check("query", query, (str,), "a string")
     _check("limit", limit, (int,), "an integer")
@@ -441,9 +441,9 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     _check("budget_tokens", budget_tokens, (int, type(None)), "an integer or None")
     _check_common(settings)
     settings = settings or load_settings()
-    request = SearchRequest(query, limit, path_filter, language, kind, budget_tokens)
+    asked = request(query, limit, path_filter, language, kind, budget_tokens)
     # no background worker here to leave a backlog of chunks or vectors to: they come first
-    found = execute(request, _roots(paths, settings), settings=settings, refresh=refresh,
+    found = execute(asked, _roots(paths, settings), settings=settings, refresh=refresh,
                     freshness=for_settings(settings, sync_embed_limit=None, chunk_seconds=None),
                     calls=calls)
     return SearchResult.from_dict(found)

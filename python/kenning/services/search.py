@@ -41,8 +41,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class SearchRequest:
-    """What a search asks, checked once, when it is made: every front end builds one, so a bad
-    limit, filter, budget or query is refused before any work, with the same sentence."""
+    """What a search asks, checked once, when it is made: every front end builds one
+    (``request``), so a bad limit, filter, budget or query is refused before any work, with
+    the same sentence."""
 
     query: str
     limit: int = 10
@@ -103,13 +104,24 @@ class _Context:
     rewritten: dict[Path, set[str]] = field(default_factory=dict)
 
 
+def request(query: str, limit: int = 10, path_filter: str | None = None,
+            language: str | None = None, kind: str | None = None,
+            budget_tokens: int | None = None) -> SearchRequest:
+    """The request these arguments make; one refused is a search's error in the usage log."""
+    try:
+        return SearchRequest(query, limit, path_filter, language, kind, budget_tokens)
+    except KenningError as exc:
+        usage_log.record("error", command="search", error=exc.code, message=exc.message)
+        raise
+
+
 def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings: Settings,
            limit: int = 10, path_filter: str | None = None, language: str | None = None,
            kind: str | None = None, budget_tokens: int | None = None,
            **options: Any) -> dict[str, Any]:
     """``execute`` of the request these arguments make; ``options`` are ``execute``'s."""
-    request = SearchRequest(query, limit, path_filter, language, kind, budget_tokens)
-    return execute(request, projects, settings=settings, **options)
+    asked = request(query, limit, path_filter, language, kind, budget_tokens)
+    return execute(asked, projects, settings=settings, **options)
 
 
 def execute(request: SearchRequest, projects: Sequence[ProjectRef] | None = None, *,
