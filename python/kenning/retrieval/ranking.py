@@ -6,7 +6,7 @@
   "upsert statement builders"): a file's name is the one-line summary its authors chose;
 - penalties for tests, docs, examples, vendored, generated and compatibility code, shell
   completions, and copies in a version folder whose current counterpart also matched, unless
-  the query asks for that kind of code (classes.py);
+  the query asks for that kind of code (``indexing.classes``);
 - for a question ("how are retries handled"), a lift for the best chunk of each file in
   proportion to the file's share of the evidence: a mechanism lives where its chunks gather;
   and one by the query's words that its path and the names it declares say;

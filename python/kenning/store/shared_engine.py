@@ -166,7 +166,7 @@ class Engine:
         self.descriptor = descriptor
         self.chunks = collection_name(descriptor, str(settings["shared.group"]))
         self.manifest = self.chunks + "_manifest"
-        self.vectors = self.chunks + "_vectors2"  # format 2: see vector_cache
+        self.vectors = self.chunks + "_vectors2"  # format 2: see shared_vectors
         # seconds: a server that does not answer is reported, not waited on
         self.timeout = float(settings["shared.timeout"])
         self.dims = int(descriptor["dims"])
