@@ -208,8 +208,9 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
                 emit(event)
 
             _Refresh(index, writer, settings, embedder, result, track, from_shared,
-                     chunk_for, chunk_at_least).run(full=full, embed=embed, embed_limit=embed_limit, graph=graph,
-                                    reread=reread)
+                     chunk_for, chunk_at_least).run(full=full, embed=embed,
+                                                    embed_limit=embed_limit, graph=graph,
+                                                    reread=reread)
             if hold and not embed:
                 writer.remember("embed_held", "1")
             elif embed and embed_limit is None:
