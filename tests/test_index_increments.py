@@ -72,13 +72,25 @@ def test_a_first_search_out_of_time_answers_from_the_committed_files(
     _edit_server(repo)
     events: list[dict[str, Any]] = []
     result = search("start_server", [ProjectRef("p", repo)], settings=settings,
-                    progress=events.append, freshness=Freshness(Policy(chunk_seconds=0)))
+                    progress=events.append,
+                    freshness=Freshness(Policy(chunk_seconds=0, chunk_floor_seconds=0)))
     assert result["results"][0]["path"] == "app/server.py"  # first in priority order
     assert {r["path"] for r in result["results"]} == {"app/server.py"}
     warning = next(w for w in result["warnings"] if "still to come" in w)
     assert f"{len(FILES) - 1} files (about" in warning
     assert result["vectors_deferred"] == [str(repo.resolve())]  # the rest, in the background
     assert [e["type"] for e in events].count("committed") == 1
+
+
+def test_a_walk_that_spent_the_time_still_leaves_the_floor_to_chunk(
+        local_model: None, repo: Path, settings: Any) -> None:
+    # the budget is gone before chunking starts, as a walk of 100,000 files spends it: the
+    # floor still chunks (here every file, a small tree), not just the first file
+    result = search("start_server", [ProjectRef("p", repo)], settings=settings,
+                    freshness=Freshness(Policy(chunk_seconds=0, chunk_floor_seconds=600)))
+    assert not [w for w in result["warnings"] if "still to come" in w]
+    index = Index.open(repo, settings)
+    assert sorted(_files(index)) == sorted(FILES)
 
 
 def test_texts_past_the_memory_cap_are_read_again_to_the_same_vectors(
