@@ -10,6 +10,8 @@
 - for a question ("how are retries handled"), a lift for the best chunk of each file in
   proportion to the file's share of the evidence: a mechanism lives where its chunks gather;
   and one by the query's words that its path and the names it declares say;
+- no module head (the imports and banner a file starts with) where the file's best other
+  candidate is a declaration: the declaration is what the file answers with;
 - one result per unit of meaning (``units``): the chunks of one declaration cut into windows
   make one result, which spans the declaration and keeps its best window for the snippet;
 - per-file saturation, so one file cannot fill the page;
@@ -223,6 +225,24 @@ def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int],
     return score
 
 
+def without_module_heads(candidates: list[Candidate]) -> list[Candidate]:
+    """``candidates`` without the head of a file (its imports, banner, module comment: the
+    declaration-less block it starts with) where the file's best other candidate is a
+    declaration: that is what the file answers with. A file in whose code the parser finds no
+    declarations (``app.init = function ...``) keeps its head, which may be its best part."""
+    best: dict[str, Candidate] = {}
+    for cand in candidates:
+        if not _module_head(cand) and (cand.path not in best
+                                       or cand.score > best[cand.path].score):
+            best[cand.path] = cand
+    return [c for c in candidates
+            if not (_module_head(c) and c.path in best and best[c.path].symbol)]
+
+
+def _module_head(candidate: Candidate) -> bool:
+    return candidate.start_byte == 0 and candidate.symbol is None
+
+
 def below_definitions(candidates: list[Candidate]) -> None:
     """Each stub (a ``.pyi`` or ``.d.ts`` file, a C or C++ header) scores below the best
     candidate of another file that declares the same name: the definition is what a search is
@@ -379,6 +399,7 @@ def rank(candidates: list[Candidate], query: Query, parts: AbstractSet[int] = fr
     for cand in candidates:
         cand.score = adjust(cand, asked, parts, old)
     candidates[:] = heads_of_parts(candidates, parts)
+    candidates[:] = without_module_heads(candidates)
     below_definitions(candidates)
     candidates.sort(key=lambda c: (-c.score, c.path, c.start_line))
     found = _units_of_head(candidates, units_of, depth) if units_of is not None else {}
