@@ -108,6 +108,20 @@ def test_a_module_head_stays_where_its_file_declares_nothing_better() -> None:
     assert rank(cands, analyze("application"))[0].id == 0
 
 
+def test_a_rare_word_in_a_declared_name_outweighs_a_common_one() -> None:
+    # "wrap" is declared in one file, "line" in three: the file declaring the rare word lifts
+    cands = [_cand(1, "src/a.py", score=0.100), _cand(2, "src/b.py", score=0.105),
+             _cand(3, "src/c.py", score=0.05), _cand(4, "src/d.py", score=0.05)]
+    declared = {"src/a.py": frozenset({"wrap", "text"}), "src/b.py": frozenset({"line"}),
+                "src/c.py": frozenset({"line", "count"}), "src/d.py": frozenset({"line"})}
+
+    def declared_of(paths: list[str]) -> dict[str, frozenset[str]]:
+        return {p: declared[p] for p in paths}
+
+    ranked = rank(cands, analyze("how are long lines wrapped"), declared_of=declared_of)
+    assert ranked[0].path == "src/a.py"
+
+
 def test_a_question_over_no_candidates_or_zero_scores_ranks_nothing_wrong() -> None:
     assert rank([], analyze("how does it work")) == []
     zeros = [_cand(1, "a.py", score=0.0), _cand(2, "b.py", score=0.0)]
