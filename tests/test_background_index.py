@@ -11,6 +11,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -126,10 +127,11 @@ def test_an_indexer_record_names_a_running_indexer_only(root: Path) -> None:
     refresh(root, settings, embed=False)
     index_dir = Index.open(root, settings).dir
     state = index_dir / indexing_state.STATE_NAME
-    me = {"pid": os.getpid(), "phase": "embedding", "done": 1, "total": 4,
+    me: dict[str, Any] = {"pid": os.getpid(), "phase": "embedding", "done": 1, "total": 4,
           "pid_started": hostos.started(os.getpid())}
     state.write_text(json.dumps(me))
-    assert indexing_state.read(index_dir)["pid"] == os.getpid()  # this process: running
+    running = indexing_state.read(index_dir)
+    assert running is not None and running["pid"] == os.getpid()  # this process: running
     for record in [{**me, "pid": 0}, {**me, "pid": -1}, {**me, "pid": 10**30},
                    {**me, "pid": "12x"}, [1, 2], {**me, "done": "many"}]:
         state.write_text(json.dumps(record))
