@@ -499,9 +499,9 @@ def test_launcher_is_the_started_executable_else_a_script_else_the_interpreter(
     assert version.returncode == 0 and "kenning" in version.stdout, version.stderr
     for argv in (fallback, (str(started),), ("kenning",)):
         assert launcher.is_kenning(argv)
-    for argv in (("/usr/bin/env", "kenning"), ("kenning", "mcp"), ("bin/kenning",),
-                 ("/usr/bin/node", "-m", "kenning"), ()):
-        assert not launcher.is_kenning(argv)
+    for other in (("/usr/bin/env", "kenning"), ("kenning", "mcp"), ("bin/kenning",),
+                  ("/usr/bin/node", "-m", "kenning"), ()):
+        assert not launcher.is_kenning(other)
 
 
 # What the previous release wrote (a bare `kenning`) over _user_content, byte for byte.

@@ -23,7 +23,7 @@ from kenning.indexing import indexer, sources
 from kenning.indexing.sources import WalkStats, changes, walk
 from kenning.services.index_admin import project_status
 from kenning.store import Index
-from test_mcp_server import serve
+from test_mcp_server import serve, text_of
 
 SECRET_WORD = "zanzibarquux"
 SECRET = f"{SECRET_WORD} credentials of the machine owner"
@@ -209,7 +209,7 @@ def test_mcp_search_and_get_chunk_never_serve_a_swapped_in_secret(tmp_path: Path
             assert SECRET_WORD not in json.dumps(chunk) and chunk["body_may_be_stale"] is True
         found = client.ok("code_search", query="the settings file of the service", limit=10)
         assert SECRET_WORD not in json.dumps(found.structured_content)
-        assert SECRET_WORD not in found.content[0].text
+        assert SECRET_WORD not in text_of(found)
         stale = {h["path"] for h in found.structured_content["results"] if h["stale"]}
         assert {"src/target.py", "lib/paths.py"} <= stale
 
@@ -218,7 +218,7 @@ def test_mcp_search_and_get_chunk_never_serve_a_swapped_in_secret(tmp_path: Path
 
 def _after_walk(monkeypatch: pytest.MonkeyPatch, then: Any) -> None:
     """Runs ``then`` right after the refresh's walk, before it reads any file."""
-    real = indexer.changes
+    real = sources.changes
 
     def walk_then(*args: Any, **kwargs: Any) -> sources.Changes:
         found = real(*args, **kwargs)

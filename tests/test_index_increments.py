@@ -29,7 +29,7 @@ def _chunks(index: Index) -> set[tuple[Any, ...]]:
 
 def _files(index: Index) -> list[str]:
     with index.snapshot() as snap:
-        return [r[0] for r in snap._conn.execute("SELECT path FROM files")]
+        return list(snap.file_states())
 
 
 def _edit_server(repo: Path) -> None:
@@ -106,6 +106,6 @@ def test_texts_past_the_memory_cap_are_read_again_to_the_same_vectors(
     kept, reread = (Index.open(r, settings, embedder=model) for r in (repo, copy))
     assert check_consistent(reread)["status"] == "complete"
     with kept.snapshot() as a, reread.snapshot() as b:
-        hashes = [h for (h,) in a._conn.execute("SELECT content_hash FROM vectors")]
+        hashes = list(a.vectors_of_hashes(None))
         ours, theirs = a.vectors_of_hashes(hashes), b.vectors_of_hashes(hashes)
         assert all(a.bits[ours[h]].tobytes() == b.bits[theirs[h]].tobytes() for h in hashes)

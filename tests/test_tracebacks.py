@@ -177,8 +177,10 @@ def test_javascript_v8_and_firefox_stacks() -> None:
     assert _frames(bundled) == [("src/ui/list.tsx", 14, False),
                                 ("/home/dev/app/src/main.mjs", 3, False)]
     # a served path is relative to a folder of the project
-    assert Locator(["public/static/js/main.js"]).locate(parse(FIREFOX).frames[1]) == \
-        "public/static/js/main.js"  # type: ignore[union-attr]
+    firefox = parse(FIREFOX)
+    assert firefox is not None
+    assert Locator(["public/static/js/main.js"]).locate(firefox.frames[1]) == \
+        "public/static/js/main.js"
 
 
 def test_sanitizer_report() -> None:
