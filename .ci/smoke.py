@@ -130,12 +130,16 @@ def kenning(*args: str, env: dict[str, str]) -> str:
 
 def check_service() -> str:
     """The CLI search and the MCP server took their query vectors from one embedding
-    service, which ends here with the folder it lives in."""
-    from kenning import config
+    service, which ends here with the folder it lives in (on a system that runs none, each
+    process loaded the model itself)."""
+    from kenning import config, hostos
     from kenning.embedding import make_embedder
     from kenning.embedding.service_client import ServiceEmbedder
 
     embedder = make_embedder(config.load(), service=True)
+    if hostos.NO_SERVICE:
+        assert not isinstance(embedder, ServiceEmbedder), "a service where none can run"
+        return f"embedding service: none. {hostos.NO_SERVICE}"
     assert isinstance(embedder, ServiceEmbedder), "embedder.service is off"
     status = embedder.status()
     assert status["served"]["query"] >= 2, f"the embedding service served {status['served']}"

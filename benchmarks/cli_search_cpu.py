@@ -7,10 +7,12 @@ repository under /tmp) is indexed once in a KENNING_HOME of its own; then each w
 the service, saves the model's optimised graph). CPU is user + system of the ``kenning search``
 process alone: the service is no child of it. The bytecode cache goes to a folder under /tmp,
 as an installed package has its own, whatever PYTHONDONTWRITEBYTECODE says. ``--python``
-runs another install (an earlier release, for a before and after). The service is ended at the
-end.
+runs another install (an earlier release, for a before and after); given more than once, the
+installs take turns too (the first one indexes). ``--way`` runs one way only. The services are
+ended at the end.
 
-    python benchmarks/cli_search_cpu.py [--runs 9] [--python PATH] [--json-output]
+    python benchmarks/cli_search_cpu.py [--runs 9] [--python PATH ...]
+        [--way "in process" | --way service] [--json-output]
 """
 
 from __future__ import annotations
@@ -42,9 +44,11 @@ def run(python: str, args: list[str], env: dict[str, str]) -> tuple[float, float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
-    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--python", action="append")
+    parser.add_argument("--way", choices=["in process", "service"])
     parser.add_argument("--json-output", action="store_true")
     args = parser.parse_args()
+    pythons = args.python or [sys.executable]
     package = Path(__file__).resolve().parent.parent / "python" / "kenning"
     with tempfile.TemporaryDirectory(prefix="kenning-cli-cpu-", dir="/tmp") as tmp:
         root, home = Path(tmp, "project"), Path(tmp, "home")
@@ -56,25 +60,29 @@ def main() -> None:
                if not k.startswith("KENNING_") and k != "PYTHONDONTWRITEBYTECODE"}
         env.update(KENNING_HOME=str(home), KENNING_CONFIG=str(home / "config.toml"),
                    PYTHONPYCACHEPREFIX=str(Path(tmp, "pycache")))
-        ways = {"in process": {**env, "KENNING_EMBEDDER_SERVICE": "false"},
-                "service": {**env, "KENNING_EMBEDDER_SERVICE": "true"}}
+        ways = {way: {**env, "KENNING_EMBEDDER_SERVICE": on}
+                for way, on in (("in process", "false"), ("service", "true"))
+                if args.way in (None, way)}
+        runs = {(f"{python} " if len(pythons) > 1 else "") + way: (python, way_env)
+                for python in pythons for way, way_env in ways.items()}
         search = ["search", QUERY, str(root), *(["--json-output"] if args.json_output else [])]
         try:
-            subprocess.run([args.python, "-m", "kenning", "index", str(root), "--quiet"],
-                           env=ways["in process"], check=True)
-            for way in ways.values():
-                run(args.python, search, way)
-            found: dict[str, list[tuple[float, float]]] = {way: [] for way in ways}
+            subprocess.run([pythons[0], "-m", "kenning", "index", str(root), "--quiet"],
+                           env={**env, "KENNING_EMBEDDER_SERVICE": "false"}, check=True)
+            for python, way_env in runs.values():
+                run(python, search, way_env)
+            found: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
             for _ in range(args.runs):
-                for way, way_env in ways.items():
-                    found[way].append(run(args.python, search, way_env))
+                for name, (python, way_env) in runs.items():
+                    found[name].append(run(python, search, way_env))
         finally:
-            subprocess.run([args.python, "-c", "from kenning.embedding.service_client import "
-                            "stop_services; stop_services()"], env=ways["service"],
-                           stderr=subprocess.DEVNULL)  # an earlier release has no service
-    for way, times in found.items():
+            for python in pythons:
+                subprocess.run([python, "-c", "from kenning.embedding.service_client import "
+                                "stop_services; stop_services()"], env=env,
+                               stderr=subprocess.DEVNULL)  # an earlier release has no service
+    for name, times in found.items():
         cpu, wall = [t[0] for t in times], [t[1] for t in times]
-        print(f"{way:>10}: CPU p50 {statistics.median(cpu):.3f} s (min {min(cpu):.3f}), "
+        print(f"{name:>10}: CPU p50 {statistics.median(cpu):.3f} s (min {min(cpu):.3f}), "
               f"wall p50 {statistics.median(wall):.3f} s (min {min(wall):.3f}), "
               f"{len(times)} runs")
 

@@ -58,9 +58,9 @@ def fresh_process_caches() -> Iterator[None]:
         freshness._shared.clear()
     if (store := sys.modules.get("kenning.store")) is not None:
         store._readers.drop_all()
-    if (api := sys.modules.get("kenning.retrieval.api")) is not None:
-        with api._scans_lock:
-            pool, api._scans = api._scans, None
+    if (scans := sys.modules.get("kenning.retrieval.snapshot_source")) is not None:
+        with scans._scans_lock:
+            pool, scans._scans = scans._scans, None
         if pool is not None:
             pool.shutdown(wait=True)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from embed_server import EmbedServer
-from kenning import config
+from kenning import config, hostos
 from kenning.cli import cli
 from kenning.cli.index_cmd import _LogLines
 from kenning.indexing import state as indexing_state
@@ -31,7 +31,7 @@ pytest_plugins = ["search_fixtures"]  # fixtures: root (the repository, never in
 def test_an_indexer_that_died_is_reported_and_the_next_search_resumes_it(root: Path) -> None:
     killed = subprocess.run([*KENNING, "index", str(root), "--quiet"], capture_output=True,
                             env={**os.environ, "KENNING_TEST_KILL_AT": "chunks-committed"})
-    assert killed.returncode == -9
+    assert killed.returncode == hostos.KILLED
     index_dir = Path(cli_status(root)["index_dir"])
     assert (index_dir / indexing_state.STATE_NAME).exists()  # left behind by the dead process
     status = cli_status(root)
@@ -127,7 +127,7 @@ def test_an_indexer_record_names_a_running_indexer_only(root: Path) -> None:
     index_dir = Index.open(root, settings).dir
     state = index_dir / indexing_state.STATE_NAME
     me = {"pid": os.getpid(), "phase": "embedding", "done": 1, "total": 4,
-          "pid_started": indexing_state._start_time(os.getpid())}
+          "pid_started": hostos.started(os.getpid())}
     state.write_text(json.dumps(me))
     assert indexing_state.read(index_dir)["pid"] == os.getpid()  # this process: running
     for record in [{**me, "pid": 0}, {**me, "pid": -1}, {**me, "pid": 10**30},

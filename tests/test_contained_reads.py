@@ -115,6 +115,30 @@ def test_the_safe_read_refuses_links_on_the_way_special_files_and_growth(tmp_pat
 
 # -- ignore files and source files that are FIFOs or /dev/zero ---------------------------------
 
+
+def test_heads_read_in_folders_at_once_refuse_what_read_refuses_in_the_order_given(
+        tmp_path: Path) -> None:
+    root, outside = make_tree(tmp_path)
+    (root / "linkdir").symlink_to(outside)
+    (root / "zero.py").symlink_to("/dev/zero")
+    os.mkfifo(root / "fifo.py")
+    many = root / "many"
+    many.mkdir()
+    for i in range(150):  # more than one thread's share of a folder
+        (many / f"m{i:03}.py").write_text(f"m{i:03}\n")
+    rels = ["fifo.py", "linkdir/keep.py", "linkdir/target.py", *sorted(
+        f"many/{p.name}" for p in many.iterdir()), "missing.py", "src/keep.py", "zero.py",
+        "src/../src/keep.py"]
+    got = list(safe_read.heads(root, rels, MiB, 5))
+    assert len(got) == len(rels)
+    for rel, head in zip(rels, got, strict=True):
+        try:
+            expected: bytes | str = safe_read.read(root, rel, MiB, head=5)[0]
+        except safe_read.Refused as refused:
+            expected = refused.reason
+        assert (head.reason if isinstance(head, safe_read.Refused) else head) == expected, rel
+    assert got[3:153] == [f"m{i:03}\n".encode() for i in range(150)] and got[-3] == b"def k"
+
 def test_fifos_and_dev_zero_as_source_and_ignore_files_neither_hang_nor_exhaust_memory(
         tmp_path: Path, backend: str) -> None:
     root, _ = make_tree(tmp_path)

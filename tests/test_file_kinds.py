@@ -6,6 +6,7 @@ dry run's cost report and the session-start hook's budget (real trees, real inde
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -232,3 +233,33 @@ def test_setup_agent_dry_run_says_what_the_hook_will_do(
                                "project", "--project", str(fixture_heavy), "--dry-run")
     assert code == 0
     assert "index.hook_budget (10 min)" in out and "chunks to embed in" in out
+
+
+def test_huge_binary_and_unreadable_files_of_every_kind_are_skipped_with_their_reason(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    huge = "x = 1\n" * 1000  # over the 4,000-byte limit set below
+    root = make_repo(tmp_path / "repo", {
+        "src/app.py": "def run():\n    return 1\n", "vendor/modules.txt": "# deps\n",
+        "vendor/lib/huge.go": huge, "testdata/huge.json": huge, "src/huge_pb2.py": huge,
+        "assets/syntaxes/Huge.sublime-syntax": huge})
+    outside = tmp_path / "outside.py"
+    outside.write_text("secret = 1\n")
+    for path in ("vendor/lib/blob.go", "testdata/blob.txt", "assets/syntaxes/B.sublime-syntax",
+                 "src/blob.py"):
+        (root / path).write_bytes(b"\x7fELF\0\0\x01" * 50)
+    (root / "src/link.py").symlink_to(outside)
+    (root / "vendor/lib/linked").symlink_to(tmp_path)
+    os.mkfifo(root / "testdata/pipe.txt")
+    config.set_value("index.max_file_size", "4000")
+    settings = config.load()
+    report = dry_run(root, settings)
+    assert report["skipped_paths"] == {
+        "binary": ["assets/syntaxes/B.sublime-syntax", "src/blob.py", "testdata/blob.txt",
+                   "vendor/lib/blob.go"], "default": [".git/"],
+        "symlink": ["src/link.py", "vendor/lib/linked/"],
+        "too_large": ["assets/syntaxes/Huge.sublime-syntax", "src/huge_pb2.py",
+                      "testdata/huge.json", "vendor/lib/huge.go"]}
+    assert report["files"] == 2  # src/app.py, vendor/modules.txt
+    code, out, _ = kenning_cli(capsys, "index", "--dry-run", str(root))
+    assert code == 0 and "vendor/lib/huge.go" in out and "src/blob.py" in out
+    assert refresh(root, settings, embed=False).files == 2

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +23,7 @@ from index_helpers import (
     kenning_on_a_full_disk,
     make_repo,
 )
-from kenning import config
+from kenning import config, hostos
 from kenning.embedding import make_embedder
 from kenning.indexing.indexer import refresh
 from kenning.store import Index
@@ -65,7 +64,7 @@ def run_index(repo: Path, *args: str, kill_at: str | None = None,
 def killed_at(repo: Path, stage: str) -> None:
     proc = run_index(repo, "--json-output", kill_at=stage)
     proc.communicate(timeout=120)
-    assert proc.returncode == -signal.SIGKILL
+    assert proc.returncode == hostos.KILLED
 
 
 def resume(repo: Path, settings, model) -> tuple[CountingEmbedder, object]:
@@ -128,7 +127,7 @@ def test_killed_while_embedding_by_progress(repo, settings, model):
     for line in proc.stdout:
         event = json.loads(line)
         if event["type"] == "embedding" and event["done"] >= BATCH:
-            proc.send_signal(signal.SIGKILL)
+            hostos.kill_now(proc.pid)
             break
     proc.communicate(timeout=60)
     index = Index.open(repo, settings, embedder=model)

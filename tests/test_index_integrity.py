@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from index_helpers import kenning_cli, kenning_on_a_full_disk
+from kenning import hostos
 from kenning.store import _readers
 
 pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo
@@ -25,7 +25,7 @@ def index_process(repo: Path, *args: str, **env: str) -> subprocess.CompletedPro
 
 def test_a_first_index_killed_before_its_commit_says_to_run_index(repo, capsys):
     killed = index_process(repo, KENNING_TEST_KILL_AT="files-written")
-    assert killed.returncode == -signal.SIGKILL
+    assert killed.returncode == hostos.KILLED
     code, out, _ = kenning_cli(capsys, "status", str(repo), "--json-output")
     status = json.loads(out)
     assert code == 0 and not status["healthy"]

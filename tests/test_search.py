@@ -13,9 +13,9 @@ from kenning import config
 from kenning.errors import UsageError
 from kenning.project import project_id
 from kenning.retrieval import ProjectRef, get_chunk, resolve_projects, search
-from kenning.retrieval.api import candidate_of
 from kenning.retrieval.query import analyze
 from kenning.retrieval.ranking import later_parts
+from kenning.retrieval.snapshot_source import candidate_of
 from kenning.store import Index
 from kenning.store.ids import ChunkId
 

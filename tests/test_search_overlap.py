@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from kenning import config
-from kenning.retrieval import api, resolve_projects, search
+from kenning.retrieval import resolve_projects, search, snapshot_source
 
 if TYPE_CHECKING:
     from search_fixtures import Indexed
@@ -33,15 +33,15 @@ def test_the_threaded_scan_gives_the_inline_results(indexed: Indexed,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     inline = [_results(indexed, q, f) for q, f in CASES]
     assert all(inline)
-    monkeypatch.setattr(api, "OVERLAP_ROWS", 0)
+    monkeypatch.setattr(snapshot_source, "OVERLAP_ROWS", 0)
     scanned_in: set[str] = set()
-    scan = api.dense.search
+    scan = snapshot_source.dense.search
 
     def spied(*args: object, **kwargs: object) -> object:
         scanned_in.add(threading.current_thread().name)
         return scan(*args, **kwargs)
 
-    monkeypatch.setattr(api.dense, "search", spied)
+    monkeypatch.setattr(snapshot_source.dense, "search", spied)
     assert [_results(indexed, q, f) for q, f in CASES] == inline
     assert scanned_in and all(name.startswith("kenning-scan") for name in scanned_in)
     with ThreadPoolExecutor(max_workers=4) as pool:  # the MCP server searches from threads

@@ -169,7 +169,7 @@ def _cart() -> str:
 def _units_of_file(root: Path, path: str) -> tuple[list[ChunkRow], dict[int, Unit]]:
     """The chunks of ``path`` in byte order, read by name, and the units of those that are not
     a unit on their own."""
-    from kenning.retrieval.api import candidate_of
+    from kenning.retrieval.snapshot_source import candidate_of
     from kenning.retrieval.units import units
     from kenning.store import Index
 

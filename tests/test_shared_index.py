@@ -180,13 +180,11 @@ def _search(settings: config.Settings, model: Any, root: Path, text: str,
     index = Index.open(root, settings, embedder=model)
     with Engine(settings, index.descriptor) as engine:
         query = analyze(text)
-        return retrieval.search(
+        found = retrieval.search(
             engine, query, np.asarray(model.embed_query(text), np.float32), Filters(**filters),
             projects=[index.project_id], branches=frozenset({"dense", "lexical", "symbol"}),
-            limit=5, floor=0.0, floor_min_terms=3,
-            depths={"dense": 100, "lexical": 100, "symbol": 50, "rank": 60,
-                    "settled": 20}, roots={},
-            max_file_size=1 << 20)
+            limit=5, floor=0.0, roots={}, max_file_size=1 << 20)
+        return [hit for part in found for hit in part]
 
 
 def test_publish_search_edit_publish_again(shared: config.Settings, model: Any, repo: Path):

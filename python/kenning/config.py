@@ -250,9 +250,9 @@ def config_path() -> Path:
     home = os.environ.get("KENNING_HOME")
     if home:
         return Path(home) / "config.toml"
-    import platformdirs
+    from kenning import hostos
 
-    return Path(platformdirs.user_config_dir("kenning")) / "config.toml"
+    return hostos.folders()[0] / "config.toml"
 
 
 def env_name(key: str) -> str:

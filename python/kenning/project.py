@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kenning import hostos
 from kenning.errors import IndexError_, UsageError
 
 SCHEMA_VERSION = 4
@@ -120,7 +121,8 @@ def project_id(root: Path) -> str:
 def _derived_id(root: Path, remote: str | None) -> str:
     base = _remote_slug(remote) if remote else root.name.lower()
     base = re.sub(r"[^a-z0-9._-]+", "-", base).strip("-") or "project"
-    digest = hashlib.blake2b(str(root).encode(), digest_size=4).hexdigest()
+    # one folder, one id: on Windows ``C:\\Proj`` and ``c:\\proj`` name the same folder
+    digest = hashlib.blake2b(hostos.path_key(str(root)).encode(), digest_size=4).hexdigest()
     return f"{base}-{digest}"
 
 
@@ -173,9 +175,7 @@ def kenning_home() -> Path:
     override = os.environ.get("KENNING_HOME")
     if override:
         return Path(override)
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("kenning"))
+    return hostos.folders()[1]
 
 
 def home_error(exc: OSError) -> IndexError_:

@@ -12,7 +12,7 @@ from typing import Any
 from kenning.chunking.calls import calls_in, declarations_in
 from kenning.chunking.cutter import Cutter
 from kenning.chunking.generated import says_generated
-from kenning.chunking.languages import LANGUAGES
+from kenning.chunking.languages import GRAMMARS, named
 from kenning.chunking.syntax import SyntaxChunker, error_fraction
 from kenning.chunking.text import markdown, windows
 from kenning.records import Chunk
@@ -23,7 +23,7 @@ __all__ = ["CHUNKER_VERSION", "DOCS_LANGUAGES", "chunk_file"]
 CHUNKER_VERSION = 3
 
 # The prose languages: search tells their chunks (kind "docs") from code.
-DOCS_LANGUAGES = frozenset({"markdown", "rst", "text", "asciidoc", "org"})
+DOCS_LANGUAGES = named("prose")
 
 # A file whose parse is this much ERROR is cut in line windows instead.
 MAX_ERROR_FRACTION = 0.2
@@ -61,7 +61,7 @@ def chunk_file(
     methods = True
     if language == "markdown":
         pieces = markdown(cutter)
-    elif language in LANGUAGES and data.strip():
+    elif language in GRAMMARS and data.strip():
         grammar = language
         root = _parse(grammar, data)
         if language == "c" and (root is None or error_fraction(root) > 0):
@@ -70,7 +70,7 @@ def chunk_file(
             if other is not None and (root is None or error_fraction(other) < error_fraction(root)):
                 grammar, root = "cpp", other
         pieces = []
-        chunker = SyntaxChunker(cutter, LANGUAGES[grammar])
+        chunker = SyntaxChunker(cutter, GRAMMARS[grammar])
         if root is not None and error_fraction(root) <= MAX_ERROR_FRACTION:
             # A pathologically deep tree (a 30,000-term expression) gets line windows too.
             with contextlib.suppress(RecursionError):
@@ -81,7 +81,7 @@ def chunk_file(
             calls = calls_in(grammar, root, data)
             with contextlib.suppress(RecursionError):
                 declared = declarations_in(grammar, root, chunker)
-            methods = LANGUAGES[grammar].methods
+            methods = GRAMMARS[grammar].methods
     else:
         pieces = windows(cutter)
     return cutter.chunks(pieces, path, language, says_generated(data), calls, declared, methods)

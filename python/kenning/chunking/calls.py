@@ -1,14 +1,14 @@
 """The names a piece of code calls and the declarations inside a chunk, read from the
 tree-sitter tree the chunker parsed.
 
-Each grammar's call nodes are listed with the field that holds the callee (``""``: its first
-named child); a tree-sitter query finds them all in one pass in C. A callee expression is
-reduced to the name it ends with: ``g(1)``, ``self.client.send()``, ``Foo::new()``,
-``new Foo<T>()`` call ``g``, ``send``, ``new`` and ``Foo``. The declarations a chunk holds
-besides its own (the methods of a class small enough to be one chunk, nested functions) are
-found the same way from the grammar's declaration nodes: a call reaches them too. Search links
-a declaration to the declarations of the names it calls, within the project, by name alone
-(``retrieval.calls``): no types are resolved.
+Each grammar's call nodes are listed in its language's entry (``languages.LANGUAGES``) with the
+field that holds the callee (``""``: its first named child); a tree-sitter query finds them all
+in one pass in C. A callee expression is reduced to the name it ends with: ``g(1)``,
+``self.client.send()``, ``Foo::new()``, ``new Foo<T>()`` call ``g``, ``send``, ``new`` and
+``Foo``. The declarations a chunk holds besides its own (the methods of a class small enough to
+be one chunk, nested functions) are found the same way from the grammar's declaration nodes: a
+call reaches them too. Search links a declaration to the declarations of the names it calls,
+within the project, by name alone (``retrieval.calls``): no types are resolved.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from kenning.chunking.languages import CONTAINER_KINDS, LANGUAGES
+from kenning.chunking.languages import CONTAINER_KINDS, GRAMMARS, LANGUAGES
 from kenning.records import Member
 
 if TYPE_CHECKING:
@@ -27,29 +27,6 @@ if TYPE_CHECKING:
 
 # (start byte, end byte, kind, name) of a declaration node
 Declared = tuple[int, int, str, str]
-
-# grammar -> call node type -> the field that holds the callee ("" for its first named child)
-CALL_NODES: dict[str, dict[str, str]] = {
-    "python": {"call": "function"},
-    "go": {"call_expression": "function"},
-    "rust": {"call_expression": "function", "macro_invocation": "macro"},
-    "java": {"method_invocation": "name", "object_creation_expression": "type"},
-    "kotlin": {"call_expression": ""},
-    "javascript": {"call_expression": "function", "new_expression": "constructor"},
-    "typescript": {"call_expression": "function", "new_expression": "constructor"},
-    "tsx": {"call_expression": "function", "new_expression": "constructor"},
-    "c": {"call_expression": "function"},
-    "cpp": {"call_expression": "function"},
-    "csharp": {"invocation_expression": "function", "object_creation_expression": "type"},
-    "ruby": {"call": "method"},
-    "php": {"function_call_expression": "function", "member_call_expression": "name",
-            "scoped_call_expression": "name", "object_creation_expression": ""},
-    "swift": {"call_expression": ""},
-    "scala": {"call_expression": "function"},
-    "lua": {"function_call": "name"},
-    "bash": {"command": "name"},
-    "elixir": {"call": "target"},
-}
 
 # Nodes that are a name: the end of the reduction.
 _NAMES = frozenset({
@@ -74,10 +51,10 @@ def _query(grammar: str, what: str) -> Any:
     language = get_language(grammar)  # type: ignore[arg-type]
     if what == "calls":
         patterns = [f"({node} {field}: (_) @found)" if field else f"({node} . (_) @found)"
-                    for node, field in CALL_NODES[grammar].items()
+                    for node, field in LANGUAGES[grammar].call_nodes.items()
                     if language.id_for_node_kind(node, True)]
     else:  # the declaration table names some types only other versions of a grammar have
-        patterns = [f"({node}) @found" for node in LANGUAGES[grammar].decls
+        patterns = [f"({node}) @found" for node in GRAMMARS[grammar].decls
                     if language.id_for_node_kind(node, True)]
     return Query(language, "\n".join(patterns)) if patterns else None
 
@@ -113,9 +90,9 @@ def callee_name(node: Any, data: bytes) -> str | None:
 def calls_in(grammar: str, root: Any, data: bytes) -> list[tuple[int, str]]:
     """``(byte offset, name)`` of each call in the tree, in file order; empty for a grammar
     whose calls are not listed."""
-    if grammar not in CALL_NODES:
+    if grammar not in GRAMMARS or not LANGUAGES[grammar].call_nodes:
         return []
-    definers = LANGUAGES[grammar].calls if grammar in LANGUAGES else {}  # Elixir's `def`...
+    definers = GRAMMARS[grammar].calls  # Elixir's `def`...
     found = []
     for node in _captured(grammar, "calls", root):
         name = callee_name(node, data)
@@ -128,7 +105,7 @@ def calls_in(grammar: str, root: Any, data: bytes) -> list[tuple[int, str]]:
 def declarations_in(grammar: str, root: Any, chunker: SyntaxChunker) -> list[Declared]:
     """Every named declaration in the tree, in file order (none for a grammar whose
     declarations are calls: Elixir)."""
-    spec = LANGUAGES[grammar]
+    spec = GRAMMARS[grammar]
     if not spec.decls:
         return []
     found = []

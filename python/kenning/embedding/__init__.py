@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypedDict
 
 import numpy as np
 
+from kenning import hostos
 from kenning.config import Settings
 from kenning.embedding.profiles import Profile, output_dims, profile_for
 from kenning.errors import ConfigError, EmbedderError
@@ -123,8 +124,9 @@ class _Common(TypedDict):
 def make_embedder(settings: Settings, *, service: bool = False) -> Embedder:
     """The configured backend; cheap: models load and servers are contacted on first use.
     ``service``: the local model's vectors come from the embedding service of this
-    ``KENNING_HOME`` where ``embedder.service`` allows it (``service_client``), for the CLI's
-    commands and the MCP server; a program using the library loads the model itself."""
+    ``KENNING_HOME`` where ``embedder.service`` allows it and the system runs one
+    (``hostos.NO_SERVICE``), for the CLI's commands and the MCP server; a program using the
+    library loads the model itself."""
     backend = settings["embedder.backend"]
     common: _Common = {
         "dims": settings["embedder.dims"],
@@ -139,7 +141,7 @@ def make_embedder(settings: Settings, *, service: bool = False) -> Embedder:
         profile = _profile(settings, MODEL_NAME)
         output_dims(profile, MODEL_NAME, common["dims"])  # MiniLM is not Matryoshka
         local = LocalEmbedder(profile, runtime=settings["embedder.runtime"])
-        if service and settings["embedder.service"]:
+        if service and settings["embedder.service"] and not hostos.NO_SERVICE:
             from kenning.embedding.service_client import ServiceEmbedder
 
             return ServiceEmbedder(local, idle=settings["embedder.service_idle"],

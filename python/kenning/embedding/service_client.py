@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from kenning import hostos
 from kenning.embedding import deadline
 from kenning.embedding import service_wire as wire
 from kenning.embedding.local import DIMS, LocalEmbedder
@@ -187,7 +188,7 @@ class ServiceEmbedder:
         if uid == os.getuid() and pid:
             _warn(f"The embedding service (pid {pid}) did not answer within "
                   f"{self.timeout:g} s; kenning ended it and loads the model in this process.")
-            os.kill(pid, signal.SIGKILL)
+            hostos.kill_now(pid)
         return _Unavailable("hung")
 
     # -- connecting and starting ---------------------------------------------------------------
@@ -287,7 +288,9 @@ def _warn(message: str) -> None:
 def stop_services(wait: float = 10.0) -> list[int]:
     """End the embedding services of this ``KENNING_HOME`` (SIGTERM: each takes its socket's
     name away and finishes the answers under way, else SIGKILL after ``wait`` seconds) and
-    return their pids."""
+    return their pids (none on a system that runs none: ``hostos.NO_SERVICE``)."""
+    if hostos.NO_SERVICE:
+        return []
     import fcntl
 
     from kenning.project import kenning_home
@@ -311,7 +314,7 @@ def stop_services(wait: float = 10.0) -> list[int]:
                     break
                 except BlockingIOError:
                     if time.monotonic() > ends:
-                        os.kill(pid, signal.SIGKILL)
+                        hostos.kill_now(pid)
                         fcntl.flock(fd, fcntl.LOCK_EX)
                         break
                     time.sleep(0.01)

@@ -1,5 +1,6 @@
-"""Chunking on every usable core: files are read, chunked and their chunks hashed in worker
-processes, streamed in the order given, with a bounded number of files in flight.
+"""Chunking on every usable core: files are read, hashed, chunked and their chunks hashed in
+worker processes, streamed in the order given, with a bounded number of files in flight. The
+file's digest comes from the bytes chunked, so a new file is read once, not hashed first.
 
 ``chunk_one`` is the reference: the serial path runs it in this process and the workers run the
 same function, so their chunks are the same (``tests/test_chunk_pool.py`` compares both on a
@@ -48,13 +49,15 @@ _LENGTH = struct.Struct("<Q")
 
 @dataclass(frozen=True, slots=True)
 class Chunked:
-    """One file's chunks and their content hashes; ``refused`` names why it was not read
+    """One file's chunks and their content hashes, and the digest of the bytes they were cut
+    from (the file's, as ``kernels.hash_files`` gives it); ``refused`` names why it was not read
     (``safe_read.Refused``: it vanished or changed kind since the walk), else None."""
 
     file: SourceFile
     chunks: list[Chunk]
     hashes: list[bytes]
     size: int  # bytes read
+    digest: bytes = b""
     refused: str | None = None
 
 
@@ -92,9 +95,10 @@ def chunk_one(chunker: Chunker, file: SourceFile) -> Chunked:
     try:
         data, _ = safe_read.read(chunker.root, file.path, chunker.max_file_size)
     except safe_read.Refused as refused:
-        return Chunked(file, [], [], 0, refused.reason)
+        return Chunked(file, [], [], 0, refused=refused.reason)
     pieces = chunker.chunk(file, data)
-    return Chunked(file, pieces, kernels.hash_many([c.text for c in pieces]), len(data))
+    digest, *hashes = kernels.hash_many([data, *(c.text for c in pieces)])
+    return Chunked(file, pieces, hashes, len(data), digest)
 
 
 def travelling(chunker: Chunker) -> Chunker | None:

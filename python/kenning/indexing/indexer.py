@@ -368,11 +368,14 @@ class _Refresh:
         # loaded and their digests rebuilt, the rest of the tree is not read
         near = None if full else {_cluster(p) for p in (*(f.path for f in candidates), *removed)}
         stored = writer.files(near)
-        hashed = kernels.hash_files(self.index.root, [f.path for f in candidates],
-                                    self.max_file_size)
-        unreadable = {f.path for f, d in zip(candidates, hashed, strict=True) if d is None}
+        # only an indexed file is hashed first, to tell an edit from a touch; a new one is
+        # chunked whatever its digest, which comes with its chunks (``chunk_pool.Chunked``)
+        known = [f for f in candidates if f.path in stored]
+        new = [f.path for f in candidates if f.path not in stored]
+        hashed = kernels.hash_files(self.index.root, [f.path for f in known], self.max_file_size)
+        unreadable = {f.path for f, d in zip(known, hashed, strict=True) if d is None}
         digests = {p: row.digest for p, row in stored.items()}
-        for f, digest in zip(candidates, hashed, strict=True):
+        for f, digest in zip(known, hashed, strict=True):
             if digest is not None:
                 digests[f.path] = digest
         for path in [*removed, *unreadable]:
@@ -387,9 +390,9 @@ class _Refresh:
         new_files = {p: d for p, d in digests.items() if _cluster(p) in dirty}
         _, changed_f, added_f, removed_f = kernels.diff(old_files, new_files)
         by_path = {f.path: f for f in candidates}
-        rekinded = {f.path for f in candidates if f.path in stored and f.path in digests
+        rekinded = {f.path for f in known if f.path in digests
                     and stored[f.path].kind != f.kind}  # chunks carry their file's kind
-        rechunk = sorted({*changed_f, *added_f, *rekinded} | (
+        rechunk = sorted({*changed_f, *added_f, *new, *rekinded} | (
             {p for p in digests if p in by_path} if full else set()))
         rechunk_set = set(rechunk)
         touched = [_file_row(f, digests[f.path]) for f in candidates
@@ -405,7 +408,7 @@ class _Refresh:
                        key=lambda f: file_priority(f.path, f.language, f.mtime_ns, f.kind))
         generation = latest["generation"] if latest else 0
         first = True
-        for replaced, chunks, gone in self.chunk_increments(order, digests):
+        for replaced, chunks, gone in self.chunk_increments(order):
             removed_now = sorted({*removed_f, *gone} if first else gone)
             for path in removed_now:
                 committed[_cluster(path)].pop(path, None)
@@ -438,7 +441,7 @@ class _Refresh:
                            "removed": result.files_removed, "chunks": result.chunks_added})
                 crash_point("chunks-committed")
 
-    def chunk_increments(self, files: Sequence[SourceFile], digests: dict[str, bytes]
+    def chunk_increments(self, files: Sequence[SourceFile]
                          ) -> Iterator[tuple[list[FileRow], list[tuple[Chunk, bytes]],
                                              list[str]]]:
         """The new chunks of ``files`` in increments to commit, each ``(file rows, chunks,
@@ -455,7 +458,7 @@ class _Refresh:
         yielded = False
         with ChunkStream(chunker, files, workers_for(files, chunker)) as stream:
             for done, item in enumerate(stream, 1):
-                self.take(item, replaced, chunks, gone, digests)
+                self.take(item, replaced, chunks, gone)
                 made, read = made + len(item.chunks), read + item.size
                 if done % 50 == 0 or done == len(files):
                     self.emit({"type": "chunking", "done": done, "total": len(files),
@@ -479,9 +482,10 @@ class _Refresh:
             yield replaced, chunks, gone
 
     def take(self, item: Chunked, replaced: list[FileRow], chunks: list[tuple[Chunk, bytes]],
-             gone: list[str], digests: dict[str, bytes]) -> None:
-        """Add one file's chunks to an increment; its embedding texts are kept for the
-        embedding that follows, up to ``TEXTS_KEPT_BYTES``."""
+             gone: list[str]) -> None:
+        """Add one file's chunks to an increment, its row with the digest of the bytes they
+        were cut from; its embedding texts are kept for the embedding that follows, up to
+        ``TEXTS_KEPT_BYTES``."""
         if item.refused is not None:
             gone.append(item.file.path)
             return
@@ -495,7 +499,7 @@ class _Refresh:
                 text = self.texts[content_hash] = document_text(piece.path, piece.text)
                 self.text_paths[content_hash] = piece.path
                 self.texts_bytes += len(text)
-        replaced.append(_file_row(item.file, digests[item.file.path]))
+        replaced.append(_file_row(item.file, item.digest))
 
     def embed_missing(self, limit: int | None = None) -> None:
         """Embed the chunks without a vector, the files in ``file_priority`` order and their

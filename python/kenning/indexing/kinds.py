@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from kenning import safe_read
 from kenning.chunking.generated import says_generated
+from kenning.chunking.languages import named
 from kenning.errors import UsageError
 from kenning.records import FILE_KINDS
 
@@ -77,7 +78,7 @@ _LOCALE = re.compile(r"\.(po|pot|xliff|xlf|strings|arb)$"
                      re.IGNORECASE)
 _PATCH = re.compile(r"\.(patch|diff)$", re.IGNORECASE)  # changes to other files, not code
 _TABLE = re.compile(r"\.(csv|tsv|psv)$", re.IGNORECASE)
-DATA_LANGUAGES = frozenset({"json", "yaml", "xml", "toml"})
+DATA_LANGUAGES = named("data")
 LARGE_DATA_BYTES = 32 * 1024
 # A source file this large whose head is literals alone is a generated table.
 TABLE_BYTES = 64 * 1024

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kenning import safe_read
+from kenning.chunking import languages
 from kenning.display import visible
 from kenning.errors import UsageError
 from kenning.records import SourceFile
@@ -103,45 +104,19 @@ IGNORE_FILE = ".gitignore"
 KENNING_IGNORE_FILE = ".kenningignore"
 IGNORE_FILE_LIMIT = 16 * 1024 * 1024  # bytes; a larger ignore file refuses the walk
 
-_EXTENSIONS = {
-    ".py": "python", ".pyi": "python", ".pyw": "python",
-    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
-    ".go": "go", ".rs": "rust", ".java": "java", ".kt": "kotlin", ".kts": "kotlin",
-    ".cs": "csharp", ".php": "php", ".rb": "ruby", ".rake": "ruby", ".gemspec": "ruby",
-    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp",
-    ".hh": "cpp", ".hpp": "cpp", ".hxx": "cpp", ".ipp": "cpp", ".inl": "cpp",
-    ".swift": "swift", ".scala": "scala", ".sc": "scala", ".lua": "lua",
-    ".sh": "bash", ".bash": "bash", ".zsh": "bash",
-    ".m": "objc", ".mm": "objc", ".dart": "dart", ".ex": "elixir", ".exs": "elixir",
-    ".erl": "erlang", ".hs": "haskell", ".ml": "ocaml", ".clj": "clojure", ".r": "r",
-    ".jl": "julia", ".zig": "zig", ".nim": "nim", ".pl": "perl", ".pm": "perl",
-    ".ps1": "powershell", ".groovy": "groovy", ".gradle": "groovy", ".sql": "sql",
-    ".proto": "proto", ".graphql": "graphql", ".sol": "solidity", ".tf": "hcl", ".hcl": "hcl",
-    ".vue": "vue", ".svelte": "svelte", ".html": "html", ".htm": "html", ".css": "css",
-    ".scss": "scss", ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml",
-    ".xml": "xml", ".cmake": "cmake", ".nix": "nix",
-    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown",
-    ".rst": "rst", ".txt": "text", ".adoc": "asciidoc", ".asciidoc": "asciidoc", ".org": "org",
-}  # fmt: skip
-_FILENAMES = {
-    "Dockerfile": "dockerfile", "Makefile": "make", "GNUmakefile": "make",
-    "CMakeLists.txt": "cmake", "Rakefile": "ruby", "Gemfile": "ruby", "BUILD": "starlark",
-    "BUILD.bazel": "starlark", "WORKSPACE": "starlark", "README": "text", "LICENSE": "text",
-}  # fmt: skip
 # Every language a chunk can have (the values `search --lang` accepts).
-LANGUAGES = frozenset({*_EXTENSIONS.values(), *_FILENAMES.values()})
+LANGUAGES = frozenset(languages.LANGUAGES)
 
 
 def detect_language(path: str) -> str | None:
     """The tree-sitter language name for ``path`` by file name or extension, else None."""
     name = path.rsplit("/", 1)[-1]
-    if name in _FILENAMES:
-        return _FILENAMES[name]
+    if name in languages.BY_FILENAME:
+        return languages.BY_FILENAME[name]
     dot = name.rfind(".")
     if dot <= 0:
         return None
-    return _EXTENSIONS.get(name[dot:].lower())
+    return languages.BY_EXTENSION.get(name[dot:].lower())
 
 
 @dataclass
@@ -373,16 +348,13 @@ def _default_excluded(name: str, is_dir: bool) -> bool:
     return name in DEFAULT_EXCLUDED_FILES or name.endswith(DEFAULT_EXCLUDED_SUFFIXES)
 
 
-_SHEBANG = re.compile(rb"#![^\n]*?\b(python|bash|sh|zsh|node|ruby|lua|php)[0-9.]*\b")
-_SHEBANG_LANGUAGES = {
-    b"python": "python", b"bash": "bash", b"sh": "bash", b"zsh": "bash",
-    b"node": "javascript", b"ruby": "ruby", b"lua": "lua", b"php": "php",
-}  # fmt: skip
+_SHEBANG = re.compile(rb"#![^\n]*?\b(%s)[0-9.]*\b"
+                      % "|".join(map(re.escape, languages.BY_INTERPRETER)).encode())
 
 
 def _shebang_language(head: bytes) -> str | None:
     found = _SHEBANG.match(head)
-    return _SHEBANG_LANGUAGES[found.group(1)] if found else None
+    return languages.BY_INTERPRETER[found.group(1).decode()] if found else None
 
 
 _Row = tuple[str, int, int]  # a candidate file: relative path, size, mtime_ns
@@ -650,16 +622,22 @@ def _minified(rel: str, size: int, head: bytes) -> bool:
     return len(head) / lines > MINIFIED_LINE_BYTES
 
 
-def _source_file(root: str, rel: str, size: int, mtime_ns: int, limit: int, stats: WalkStats,
-                 kinds: Kinds | None = None) -> SourceFile | None:
+def _source_files(root: str, rows: list[tuple[str, int, int]], limit: int, stats: WalkStats,
+                  kinds: Kinds | None = None) -> Iterator[SourceFile | None]:
+    """``_source_file`` of each candidate ``(path, size, mtime_ns)``, in their order, their
+    heads read together (``safe_read.heads``)."""
+    heads = safe_read.heads(root, [row[0] for row in rows], limit, BINARY_SNIFF_BYTES)
+    for (rel, size, mtime_ns), head in zip(rows, heads, strict=True):
+        yield _source_file(root, rel, size, mtime_ns, head, stats, kinds)
+
+
+def _source_file(root: str, rel: str, size: int, mtime_ns: int, head: bytes | safe_read.Refused,
+                 stats: WalkStats, kinds: Kinds | None = None) -> SourceFile | None:
     """The record of a candidate file within the size limit, or None (counted in ``stats``)
-    when its first 8 KiB show it binary or minified, or it is no regular file in the project
-    any more (``safe_read``). ``kinds`` gives it the kind its evidence shows."""
-    abs_path = root + os.sep + rel
-    try:
-        head, _ = safe_read.read(root, rel, limit, head=BINARY_SNIFF_BYTES)
-    except safe_read.Refused as refused:
-        stats.skip(refused.reason, rel)
+    when ``head``, its first 8 KiB, shows it binary or minified, or it is no regular file in
+    the project any more (``safe_read``). ``kinds`` gives it the kind its evidence shows."""
+    if isinstance(head, safe_read.Refused):
+        stats.skip(head.reason, rel)
         return None
     if b"\0" in head:
         stats.skip("binary", rel)
@@ -669,7 +647,7 @@ def _source_file(root: str, rel: str, size: int, mtime_ns: int, limit: int, stat
         return None
     language = detect_language(rel) or _shebang_language(head)  # bin/deploy: ask #!
     kind = kinds.of(rel, size, language, head) if kinds is not None else None
-    return SourceFile(rel, Path(abs_path), size, mtime_ns, language, kind)
+    return SourceFile(rel, Path(root + os.sep + rel), size, mtime_ns, language, kind)
 
 
 def walk(
@@ -689,14 +667,15 @@ def walk(
     real = os.path.realpath(root)
     rows = list(WALKERS[backend or BACKEND](real, stats, IGNORE_FILE_LIMIT))
     _refuse_oversized_ignores(real, stats)
+    candidates = []
     for rel, size, mtime_ns in rows:
         if size > max_file_size:
             stats.skip("too_large", rel)
         elif not storable(rel):
             stats.skip("name", rel)
-        elif (found := _source_file(real, rel, size, mtime_ns, max_file_size, stats,
-                                    kinds)) is not None:
-            yield found
+        else:
+            candidates.append((rel, size, mtime_ns))
+    yield from filter(None, _source_files(real, candidates, max_file_size, stats, kinds))
 
 
 def listed(root: Path, *, max_file_size: int) -> Iterator[tuple[str, int, str | None]]:
@@ -752,12 +731,15 @@ def changes(
         found, unchanged = _with_reread(real, found, unchanged, known, reread)
     files: list[SourceFile] = []
     unnamed: list[str] = []
-    for rel, size, mtime_ns, was_known in found:
-        if not storable(rel):
-            stats.skip("name", rel)
-            unnamed.append(rel)
-            continue
-        record = _source_file(real, rel, size, mtime_ns, max_file_size, stats, kinds)
+    named: list[_Change] = []
+    for change in found:
+        if storable(change[0]):
+            named.append(change)
+        else:
+            stats.skip("name", change[0])
+            unnamed.append(change[0])
+    records = _source_files(real, [change[:3] for change in named], max_file_size, stats, kinds)
+    for (rel, *_, was_known), record in zip(named, records, strict=True):
         if record is not None:
             files.append(record)
         elif was_known:

@@ -17,38 +17,17 @@ import time
 from pathlib import Path
 from typing import Any, TypedDict
 
+from kenning import hostos
+
 STATE_NAME = "indexer.json"
 WRITE_EVERY = 1.0  # seconds between rewrites of the state file
 
 
-PID_MAX = 1 << 22  # the largest pid Linux hands out; macOS and the BSDs stay below it
-
-
-def _start_time(pid: int) -> int | None:
-    """When process ``pid`` started, in clock ticks since boot (Linux), or None where the
-    system does not say."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(b")") + 2:].split()  # after the command name, which may hold ")"
-    try:
-        return int(fields[19])  # field 22 of proc(5); the name and the pid come before
-    except (IndexError, ValueError):
-        return None
-
-
 def _alive(pid: int, started: object) -> bool:
     """Whether ``pid`` runs and is the process recorded (``started``: its start time)."""
-    if not 0 < pid < PID_MAX:  # 0 and -1 name process groups; a huge pid is no process
+    if not hostos.alive(pid):
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # it exists, owned by someone else
-        pass
-    now = _start_time(pid)
+    now = hostos.started(pid)
     return started is None or now is None or now == started
 
 
@@ -59,7 +38,7 @@ class Tracker:
     def __init__(self, index_dir: Path) -> None:
         self.path = index_dir / STATE_NAME
         self.state: dict[str, Any] = {"pid": os.getpid(), "started": time.time(),
-                                      "pid_started": _start_time(os.getpid()),
+                                      "pid_started": hostos.started(os.getpid()),
                                       "phase": "scanning", "done": 0, "total": 0}
         self.written = 0.0
         with contextlib.suppress(OSError):  # made under the lock: any file there is stale

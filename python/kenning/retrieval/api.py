@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import heapq
-import threading
 import time
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,35 +24,23 @@ from kenning.errors import (
     StaleContent,
     UsageError,
 )
-from kenning.retrieval import budget, confidence, dense, lexical, symbols, tracebacks
-from kenning.retrieval.calls import LINKS
-from kenning.retrieval.calls import around as call_links_around
+from kenning.retrieval import budget, confidence, dense, pipeline
 from kenning.retrieval.calls import linked as call_links
 from kenning.retrieval.classes import chunk_class
 from kenning.retrieval.filters import Filters
-from kenning.retrieval.fusion import fuse
+from kenning.retrieval.pipeline import BRANCHES
 from kenning.retrieval.projects import ProjectRef, resolve_projects
-from kenning.retrieval.query import Query, analyze, named_tokens
-from kenning.retrieval.ranking import Candidate, later_parts, named_candidates, rank
-from kenning.retrieval.reexports import lead_with_reexports
+from kenning.retrieval.query import Query, analyze
+from kenning.retrieval.ranking import Candidate
+from kenning.retrieval.snapshot_source import SnapshotSource, candidate_of
 from kenning.retrieval.snippets import CONTENT_HASH, HASH_HEX, SnippetReader, left_out
-from kenning.retrieval.units import declared_words, units
+from kenning.retrieval.units import units
 from kenning.services.freshness import Freshness, failed_refresh, for_settings
 from kenning.store.ids import ChunkId
 
 if TYPE_CHECKING:
     from kenning.store import ChunkFilter, Index, Snapshot
-    from kenning.store.reads import ChunkRow
 
-BRANCHES = ("dense", "lexical", "symbol")
-LEXICAL_DEPTH = 100  # ranked chunks each branch hands to fusion
-DENSE_DEPTH = 100
-SYMBOL_DEPTH = 50
-RANK_DEPTH = 60  # fused candidates the ranking signals consider
-FRAMES_WIDENED = 3  # a traceback's innermost frames whose callers and callees join the fusion
-# The first results of a search come from the same candidates whatever its limit, ranked as
-# this many results need; a larger limit appends the rest.
-STABLE_RESULTS = 20
 # Results one search returns at most. A larger limit gets this many and a warning. Each branch
 # and the ranking look at least twice the limit deep, as results merge (the windows of one
 # declaration, overlapping chunks) and the relevance floor drops some.
@@ -125,17 +112,6 @@ def _open(ref: ProjectRef, ctx: _Context) -> Index | None:
     return index
 
 
-def _candidates(snap: Snapshot, ids: list[int]) -> dict[int, Candidate]:
-    return {r.id: candidate_of(r) for r in snap.chunk_rows(ids)}
-
-
-def candidate_of(row: ChunkRow) -> Candidate:
-    """The candidate of a chunk's row, before it is scored."""
-    return Candidate(row.id, row.path, row.start_line, row.end_line, row.start_byte,
-                     row.end_byte, row.language, row.kind, row.symbol, 0.0,
-                     generated=bool(row.generated), file_kind=row.file_kind)
-
-
 def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]], str | None]:
     """Ranked results of one project and the revision of the snapshot they come from."""
     from kenning.store import Index
@@ -159,6 +135,8 @@ def _search_project(ref: ProjectRef, ctx: _Context) -> tuple[list[dict[str, Any]
 
 def _search_snapshot(index: Index, ctx: _Context,
                      keep: ChunkFilter | None) -> tuple[list[dict[str, Any]], str | None]:
+    from kenning.store import graph
+
     with index.snapshot() as snap:
         if snap.generation == 0:  # a first index stopped before its first commit, or no files
             if index.root in ctx.refresh_failures:
@@ -172,78 +150,27 @@ def _search_snapshot(index: Index, ctx: _Context,
         if snap.status == "partial" and snap.chunks and not isinstance(ctx.embedder, WordsOnly):
             ctx.warnings.append(_partial_warning(index, snap, ctx))
         vector = _fitting(ctx, index)
-        scan = (_start_vector_scan(index, snap, vector, ctx.settings, keep)
-                if vector is not None and "dense" in ctx.branches else None)
-        cosine: dict[int, float] = {}
-        readers = _chunk_readers(index, snap, ctx)
-        frames = _frame_ranking(index, snap, ctx, keep)
-        frame_calls = call_links_around(snap, [cid for cid, _ in frames[:FRAMES_WIDENED]],
-                                        LINKS, keep) if frames else []
-        hits = scan.result() if scan is not None else None
-
-        def retrieved(depth: int) -> dict[str, list[tuple[int, float]]]:
-            """Each branch's ranking, at least ``depth`` deep (and its default depth)."""
-            rankings: dict[str, list[tuple[int, float]]] = {}
-            if "lexical" in ctx.branches:
-                rankings["lexical"] = lexical.search(snap, ctx.query,
-                                                     limit=max(LEXICAL_DEPTH, depth), keep=keep)
-            if "symbol" in ctx.branches:
-                rankings["symbol"] = symbols.search(snap, ctx.query,
-                                                    limit=max(SYMBOL_DEPTH, depth), keep=keep)
-            lead_with_reexports(ctx.query, rankings, *readers)
-            if frames:
-                rankings["traceback"] = frames
-            if frame_calls:
-                rankings["frame_calls"] = frame_calls
-            if ctx.query.message_phrases and "lexical" in ctx.branches:
-                rankings["message"] = lexical.message_search(
-                    snap, ctx.query, limit=max(LEXICAL_DEPTH, depth), keep=keep)
-            if hits is not None:
-                rankings["dense"] = dense_ranking(snap, hits, max(DENSE_DEPTH, depth), keep,
-                                                   cosine)
-            return rankings
-
-        # The head comes from the same candidates whatever the limit: an agent that asks for
-        # 50 results sees the best answer one that asks for 10 sees. A larger limit only adds
-        # results after it, from deeper candidates.
-        ranked_cands = _folder_first(_ranked(snap, ctx, vector, retrieved(0), cosine, RANK_DEPTH,
-                                             STABLE_RESULTS),
-                                     ctx.prefer, index.root)[: min(ctx.limit, STABLE_RESULTS)]
-        if ctx.limit > STABLE_RESULTS:
-            wide = 2 * ctx.limit
-            deeper = _ranked(snap, ctx, vector, retrieved(wide), cosine, max(RANK_DEPTH, wide),
-                             ctx.limit)
-            ranked_cands += _after(ranked_cands, _folder_first(deeper, ctx.prefer, index.root),
-                                   ctx.limit)
-        framed = {cid for cid, _ in frames}
-        weak = _weak(snap, ctx, vector, ranked_cands, cosine) - framed
-        results = hit_records(index, snap, ranked_cands, ctx.settings, weak, calls=ctx.calls,
-                              offers=ctx.budget_tokens is not None,
+        source = SnapshotSource(index, snap, vector, keep,
+                                max_file_size=int(ctx.settings["index.max_file_size"]),
+                                scan="dense" in ctx.branches,
+                                ann=graph.wanted(ctx.settings, snap.vector_rows))
+        found = pipeline.search(source, ctx.query, limit=ctx.limit, branches=ctx.branches,
+                                floor=ctx.floor, prefer=_folder_prefix(ctx.prefer, index.root))
+        if source.framed:
+            ctx.framed.append(index.root)
+        results = hit_records(index, snap, found.cands, ctx.settings, found.weak,
+                              calls=ctx.calls, offers=ctx.budget_tokens is not None,
                               rewritten=ctx.rewritten.setdefault(index.root, set()))
-        _leave_evidence(snap, ctx, vector, ranked_cands, cosine, framed, results)
+        for result, evidence in zip(results, found.evidence, strict=True):
+            result["_evidence"] = evidence
         return results, snap.revision
 
 
-def _leave_evidence(snap: Snapshot, ctx: _Context, vector: np.ndarray | None,
-                    cands: list[Candidate], cosine: dict[int, float], framed: set[int],
-                    results: list[dict[str, Any]]) -> None:
-    """What ``confidence.assess`` needs of each result that only this snapshot knows: its
-    cosine against the index's background, whether it declares a name the query asks for, the
-    share of the query's terms the index says, whether it is ``sure`` (it holds a frame of the
-    query's stack trace, or says the phrases the query quotes)."""
-    spread = None
-    if vector is not None:
-        spread = confidence.background(snap, vector)
-        cosine.update(dense.cosines(snap, vector, [c.id for c in cands if c.id not in cosine]))
-    named = {c.id for c in named_candidates(cands, ctx.query)}
-    terms = ctx.query.terms
-    known = sum(snap.says([[t]]) for t in terms) / len(terms) if terms else 1.0
-    # a quoted phrase that is said keeps only the results that say it: each is what was asked
-    quoted = bool(ctx.query.phrases) and snap.says(ctx.query.phrases)
-    for cand, result in zip(cands, results, strict=True):
-        result["_evidence"] = {"cos_z": confidence.cos_z(cosine.get(cand.id), spread),
-                               "named": cand.id in named, "known": known,
-                               "sure": quoted or cand.id in framed}
+def _folder_prefix(folder: Path | None, root: Path) -> str | None:
+    """The path prefix of ``folder``, a folder inside ``root`` whose results come first."""
+    if folder is None or folder == root or not folder.is_relative_to(root):
+        return None
+    return folder.relative_to(root).as_posix() + "/"
 
 
 def hit_records(index: Index, snap: Snapshot, cands: list[Candidate], settings: Settings,
@@ -328,24 +255,6 @@ def _hashed_spans(snap: Snapshot, cands: list[Candidate]) -> dict[int, tuple[int
     return {c.id: whole[c.id].span[:2] if c.id in whole else own[c.id] for c in cands}
 
 
-def _frame_ranking(index: Index, snap: Snapshot, ctx: _Context,
-                   keep: ChunkFilter | None) -> list[tuple[int, float]]:
-    """The traceback branch: the chunks holding the lines of the query's stack trace frames
-    that are in this project, innermost first (the project's root noted in ``ctx.framed``
-    when there are some)."""
-    trace = ctx.query.trace
-    if trace is None:
-        return []
-    found = tracebacks.located(trace, snap.file_states().keys())
-    ids = tracebacks.frame_chunks(found, snap.file_chunks(sorted({path for _, path in found})))
-    if keep is not None:
-        kept = snap.kept_chunks(ids, keep)
-        ids = [cid for cid in ids if cid in kept]
-    if ids:
-        ctx.framed.append(index.root)
-    return [(cid, float(len(ids) - rank)) for rank, cid in enumerate(ids)]
-
-
 def _no_frame_warning(refs: list[ProjectRef], ctx: _Context) -> None:
     """The warning of a traceback none of whose frames is in a project searched."""
     trace = ctx.query.trace
@@ -359,118 +268,6 @@ def _no_frame_warning(refs: list[ProjectRef], ctx: _Context) -> None:
         f"No frame of the stack trace in the query is in {where} ({count} frame"
         f"{'' if count == 1 else 's'} read, none at an indexed file and line{filtered}); "
         "results come from its message and words.")
-
-
-def dense_ranking(snap: Snapshot, hits: list[tuple[int, float]], depth: int,
-                   keep: ChunkFilter | None, cosine: dict[int, float]) -> list[tuple[int, float]]:
-    """The vector branch's ``depth`` best chunks, from the scan's ``(vector id, cosine)``
-    list (a vector may be shared by several chunks, or by none that ``keep`` keeps); their
-    cosines go into ``cosine``."""
-    shortlist = hits[: depth + depth // 2]  # room for unused vectors
-    owners = snap.chunks_of_vectors([v for v, _ in shortlist], keep)
-    ranked: list[tuple[int, float]] = []
-    for vector_id, score in shortlist:
-        for chunk_id in owners.get(vector_id, ()):
-            ranked.append((chunk_id, score))
-            cosine[chunk_id] = score
-    return ranked[:depth]
-
-
-def _ranked(snap: Snapshot, ctx: _Context, vector: np.ndarray | None,
-            rankings: dict[str, list[tuple[int, float]]], cosine: dict[int, float], pool: int,
-            depth: int) -> list[Candidate]:
-    """The branches' rankings fused, held to the relevance floor and re-ranked by the signals:
-    ``pool`` fused candidates, ranked as the first ``depth`` results need."""
-    fused = fuse(rankings, ctx.query)
-    if (ctx.floor is not None and vector is not None
-            and len(ctx.query.terms) >= dense.FLOOR_MIN_TERMS):
-        floor = ctx.floor
-        missing = [cid for cid in fused if cid not in cosine]
-        cosine.update(dense.cosines(snap, vector, missing))
-        named = {cid for branch in ("symbol", "traceback", "frame_calls", "message")
-                 for cid, _ in rankings.get(branch, ())}
-        # chunks with no vector yet (a partial index) are judged by the other branches
-        fused = {cid: s for cid, s in fused.items()
-                 if cid in named or cosine.get(cid, floor) >= floor}
-    if ctx.query.phrases:  # a quoted phrase is said by every result, where any chunk says it
-        saying = snap.saying(ctx.query.phrases, list(fused))
-        if saying:
-            fused = {cid: s for cid, s in fused.items() if cid in saying}
-    # signals re-order the head of the fused list; deeper candidates cannot reach the page
-    head = sorted(fused, key=lambda cid: -fused[cid])[:pool]
-    cands = list(_candidates(snap, head).values())
-    for cand in cands:
-        cand.score = fused[cand.id]
-    return rank(cands, ctx.query, later_parts(snap, cands, ctx.query),
-                lambda head: units(snap, head, (snap.token, snap.generation)), depth=depth,
-                declared_of=lambda paths: declared_words(snap, paths,
-                                                         (snap.token, snap.generation)))
-
-
-def _weak(snap: Snapshot, ctx: _Context, vector: np.ndarray | None, cands: list[Candidate],
-          cosine: dict[int, float]) -> set[int]:
-    """The candidates that match the query poorly: all of them when it names an identifier no
-    chunk contains (a function deleted since, a name misspelt) or quotes a phrase none says;
-    else those under the relevance floor of the model, except where a name the query asks for
-    is declared."""
-    if not cands:
-        return set()
-    if any(not snap.says([[token]]) for token in named_tokens(ctx.query)) or not snap.says(
-            ctx.query.phrases):
-        return {c.id for c in cands}
-    if ctx.floor is None or vector is None:
-        return set()
-    floor = ctx.floor
-    cosine.update(dense.cosines(snap, vector, [c.id for c in cands if c.id not in cosine]))
-    declared = {c.id for c in named_candidates(cands, ctx.query)}
-    return {c.id for c in cands if c.id not in declared and cosine.get(c.id, floor) < floor}
-
-
-def _folder_first(cands: list[Candidate], folder: Path | None, root: Path) -> list[Candidate]:
-    """``cands`` with those under ``folder`` (a folder inside ``root``) first, each part in its
-    order: searched from a subfolder, its own code is what is meant first."""
-    if folder is None or folder == root or not folder.is_relative_to(root):
-        return cands
-    rel = folder.relative_to(root).as_posix() + "/"
-    inside = [c for c in cands if c.path.startswith(rel)]
-    return inside + [c for c in cands if not c.path.startswith(rel)]
-
-
-def _after(head: list[Candidate], deeper: list[Candidate], limit: int) -> list[Candidate]:
-    """The results of ``deeper`` that overlap none of ``head``, as many as fill ``limit``."""
-    taken: dict[str, list[Candidate]] = {}
-    for cand in head:
-        taken.setdefault(cand.path, []).append(cand)
-    more: list[Candidate] = []
-    for cand in deeper:
-        if len(head) + len(more) >= limit:
-            break
-        if not any(cand.start_byte < other.end_byte and other.start_byte < cand.end_byte
-                   for other in taken.get(cand.path, ())):
-            more.append(cand)
-    return more
-
-
-def _chunk_readers(index: Index, snap: Snapshot, ctx: _Context) -> tuple[
-        Callable[[list[int]], list[tuple[int, str, str | None]]],
-        Callable[[list[int]], dict[int, str]]]:
-    """What ``lead_with_reexports`` reads, from this snapshot: the chunks among some ids that
-    declare nothing (id, path, language), then the texts of some of them from their files in
-    the work tree; each row is read once."""
-    rows: dict[int, ChunkRow] = {}
-
-    def symbol_less(ids: list[int]) -> list[tuple[int, str, str | None]]:
-        found = [row for row in snap.chunk_rows(ids) if row.symbol is None]
-        rows.update((row.id, row) for row in found)
-        return [(row.id, row.path, row.language) for row in found]
-
-    def texts(ids: list[int]) -> dict[int, str]:
-        reader = SnippetReader(index.root, snap.file_states({rows[cid].path for cid in ids}),
-                               int(ctx.settings["index.max_file_size"]))
-        return {cid: reader.read(rows[cid].path, rows[cid].start_byte, rows[cid].end_byte)[0]
-                for cid in ids}
-
-    return symbol_less, texts
 
 
 def _partial_warning(index: Index, snap: Snapshot, ctx: _Context) -> str:
@@ -493,16 +290,6 @@ def _partial_warning(index: Index, snap: Snapshot, ctx: _Context) -> str:
             f"`kenning index {index.root}` computes the rest.")
 
 
-# Vectors from which the scan runs on a worker thread, overlapping the lexical and symbol
-# branches: the Hamming scan and the rescoring run in the Rust core without the GIL, and SQLite's
-# steps release it too. Below it the hand-over costs more than the scan it hides
-# (benchmarks/README.md). The other branches stay inline: their SQL shares one connection, and
-# the symbol and ranking code keeps the GIL.
-OVERLAP_ROWS = 200_000
-_scans: ThreadPoolExecutor | None = None
-_scans_lock = threading.Lock()
-
-
 def _fitting(ctx: _Context, index: Index) -> np.ndarray | None:
     """The query's vector, unless its width is not the index's (a server whose model changed
     under the same name): then None, with the warning that says so."""
@@ -515,26 +302,6 @@ def _fitting(ctx: _Context, index: Index) -> np.ndarray | None:
         f"vectors; the index of {index.root} holds {dims}-dim ones: the model behind this "
         "name changed); results are word and symbol matches from the last snapshot.")
     return None
-
-
-def _start_vector_scan(index: Index, snap: Snapshot, query_vector: np.ndarray,
-                       settings: Settings,
-                       keep: ChunkFilter | None) -> Future[list[tuple[int, float]]]:
-    """The vector branch's ``(vector id, cosine)`` list, on a worker thread when it is large."""
-    from kenning.store import graph
-
-    global _scans
-    # reads stay on this thread: the snapshot's connection is not shared
-    allowed = snap.allowed_vectors(keep) if keep is not None else None
-    ann_dir = index.dir if graph.wanted(settings, snap.vector_rows) else None
-    if snap.vector_rows < OVERLAP_ROWS:
-        done: Future[list[tuple[int, float]]] = Future()
-        done.set_result(dense.search(snap, query_vector, allowed=allowed, ann_dir=ann_dir))
-        return done
-    with _scans_lock:
-        if _scans is None:
-            _scans = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kenning-scan")
-    return _scans.submit(dense.search, snap, query_vector, allowed=allowed, ann_dir=ann_dir)
 
 
 def search(query: str, projects: Sequence[ProjectRef] | None = None, *, settings: Settings,
@@ -712,14 +479,14 @@ def _search_each(refs: list[ProjectRef],
 
 def _run(refs: list[ProjectRef], ctx: _Context, *, refresh: bool) -> dict[str, Any]:
     backend = ctx.settings["search.backend"]
-    shared: list[dict[str, Any]] | None = None
+    shared: list[list[dict[str, Any]]] | None = None
     if backend == "shared":
         # the published snapshots only; the local indexes answer if the engine cannot
         if "dense" in ctx.branches:
             _embed_query(ctx)
         shared = _search_shared(refs, ctx, exclude=())
         if shared is not None:
-            return _merged([(shared, None)], ctx, several=True)
+            return _merged([(part, None) for part in shared], ctx, several=True)
     dense_wanted = "dense" in ctx.branches
     ctx.refreshed = refresh
     if refresh and dense_wanted and ctx.query_vector is None:
@@ -735,8 +502,7 @@ def _run(refs: list[ProjectRef], ctx: _Context, *, refresh: bool) -> dict[str, A
     parts = _search_each(refs, ctx)
     if backend == "both":  # the checkouts here, fresh; every other project as published
         shared = _search_shared(refs, ctx, exclude=[ref.id for ref in refs])
-        if shared:
-            parts.append((shared, None))
+        parts += [(part, None) for part in shared or ()]
     return _merged(parts, ctx, several=len(parts) > 1)
 
 
@@ -751,9 +517,9 @@ def _merged(parts: list[tuple[list[dict[str, Any]], str | None]], ctx: _Context,
 
 
 def _search_shared(refs: list[ProjectRef], ctx: _Context,
-                   exclude: Collection[str]) -> list[dict[str, Any]] | None:
-    """Ranked results from the shared index (None, with a warning, when it cannot be reached;
-    a refused token is an error)."""
+                   exclude: Collection[str]) -> list[list[dict[str, Any]]] | None:
+    """Ranked results from the shared index, one list per project (None, with a warning, when
+    it cannot be reached; a refused token is an error)."""
     from kenning.errors import SharedAuthError, SharedIndexError
     from kenning.shared import Engine, retrieval
     from kenning.store import make_descriptor
@@ -763,9 +529,6 @@ def _search_shared(refs: list[ProjectRef], ctx: _Context,
             return retrieval.search(
                 engine, ctx.query, ctx.query_vector, ctx.filters, projects=ctx.shared_projects,
                 exclude=exclude, branches=ctx.branches, limit=ctx.limit, floor=ctx.floor,
-                floor_min_terms=dense.FLOOR_MIN_TERMS,
-                depths={"dense": DENSE_DEPTH, "lexical": LEXICAL_DEPTH, "symbol": SYMBOL_DEPTH,
-                        "rank": RANK_DEPTH, "settled": STABLE_RESULTS},
                 roots={ref.id: ref.root for ref in refs},
                 max_file_size=int(ctx.settings["index.max_file_size"]))
     except SharedAuthError:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from kenning.chunking.languages import family
 from kenning.retrieval.classes import categories
 from kenning.store.writer import declared_name
 
@@ -39,8 +40,6 @@ LINKS = 3  # callers and callees listed with each search result
 # Declarations or calls read per look-up: a name that more chunks call or declare than this
 # (``get``, ``new``) links little anyway.
 MAX_ROWS = 2000
-# Languages whose code calls each other's declarations by name.
-_FAMILIES = {"cpp": "c", "typescript": "javascript", "tsx": "javascript", "kotlin": "java"}
 SAME_FILE, SAME_FOLDER, SAME_TOP, ELSEWHERE = 4.0, 2.0, 1.5, 1.0
 OTHER_CLASS = 0.5  # a test or example linked to code, or code to one
 OTHER_FAMILY = 0.5  # a declaration of the same name in another language
@@ -72,10 +71,6 @@ class Subject:
     language: str | None
     symbol: str | None
     lines: tuple[int, int] | None = None
-
-
-def family(language: str | None) -> str | None:
-    return _FAMILIES.get(language or "", language)
 
 
 @lru_cache(maxsize=65536)

@@ -16,8 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kenning.chunking.languages import KIND_KEYWORDS
-from kenning.chunking.languages import LANGUAGES as GRAMMARS
+from kenning.chunking.languages import ALIASES, GRAMMARS, KIND_KEYWORDS
 from kenning.display import visible
 from kenning.errors import UsageError
 from kenning.indexing.sources import LANGUAGES, detect_language, storable
@@ -34,10 +33,6 @@ CHUNK_KINDS = frozenset({*(kind for spec in GRAMMARS.values()
                          "window"})
 # code, docs, test ...: classes of files and regions (classes.py), see ``bind``
 KINDS = CHUNK_KINDS | {"code", *CLASSES}
-# Names people use beyond a file extension (``detect_language`` maps those: py, rs, c++ ...).
-_LANGUAGE_ALIASES = {"golang": "go", "c#": "csharp", "python3": "python", "shell": "bash",
-                     "terraform": "hcl", "objective-c": "objc", "docker": "dockerfile",
-                     "makefile": "make", "bazel": "starlark", "plaintext": "text"}
 _KIND_ALIASES = {"fn": "function", "func": "function", "def": "function", "cls": "class",
                  "doc": "docs", "documentation": "docs", "heading": "section"}
 _GLOB_CHARS = re.compile(r"[*?\[]")
@@ -46,7 +41,7 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 def canonical_language(value: str) -> str:
     """``value`` as a chunk's language (``py`` -> ``python``); UsageError with the valid ones."""
     name = value.strip().lower()
-    found = name if name in LANGUAGES else _LANGUAGE_ALIASES.get(name) or (
+    found = name if name in LANGUAGES else ALIASES.get(name) or (
         detect_language(f"file.{name.lstrip('.')}") if name else None)
     if found is None:
         raise UsageError(f"Unknown language {value!r}.",

@@ -12,30 +12,22 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
+from kenning.chunking.languages import LANGUAGES
 from kenning.retrieval.query import QUALIFIER, Query
 from kenning.retrieval.symbols import LAST_PART
 
-# what a re-export of `{name}` (escaped) looks like, by the language family of the chunk
-_PATTERNS = {
-    "rust": r"\bpub(?:\([^)]*\))?\s+use\s+[^;]*\b{name}\b[^;]*;",
-    "script": r"\bexport\s+(?:type\s+)?(?:\{{[^}}]*\b{name}\b[^}}]*\}}|\*\s+as\s+{name}\b)"
-              r"\s*from\b",
-    "python": r"^\s*from\s+[\w.]+\s+import\s+(?:\([^)]*\b{name}\b[^)]*\)|[^\n]*\b{name}\b)",
-}
-_FAMILY = {"rust": "rust", "typescript": "script", "tsx": "script", "javascript": "script",
-           "python": "python"}
-
 
 @lru_cache(maxsize=1024)
-def _pattern(family: str, name: str) -> re.Pattern[str]:
-    return re.compile(_PATTERNS[family].format(name=re.escape(name)), re.MULTILINE)
+def _pattern(shape: str, name: str) -> re.Pattern[str]:
+    return re.compile(shape.format(name=re.escape(name)), re.MULTILINE)
 
 
-def _family(path: str, language: str | None) -> str | None:
-    family = _FAMILY.get(language or "")
-    if family == "python" and not path.endswith("__init__.py"):
+def _shape(path: str, language: str | None) -> str | None:
+    """What a re-export looks like in a chunk of ``path`` (its language's ``reexport``)."""
+    known = LANGUAGES.get(language or "")
+    if known is None or (language == "python" and not path.endswith("__init__.py")):
         return None  # a module's imports are what it uses; a package's are what it offers
-    return family
+    return known.reexport
 
 
 def lead_with_reexports(query: Query, rankings: dict[str, list[tuple[int, float]]],
@@ -50,12 +42,12 @@ def lead_with_reexports(query: Query, rankings: dict[str, list[tuple[int, float]
         return
     names = [QUALIFIER.split(name)[-1] for name in query.identifiers]
     order = {cid: rank for rank, (cid, _) in enumerate(rankings["lexical"])}
-    families = {cid: family for cid, path, language in chunks(list(order))
-                if (family := _family(path, language)) is not None}
-    if not families:
+    shapes = {cid: shape for cid, path, language in chunks(list(order))
+              if (shape := _shape(path, language)) is not None}
+    if not shapes:
         return
-    text_of = texts(sorted(families))
-    found = sorted((cid for cid, family in families.items()
-                    if any(_pattern(family, name).search(text_of.get(cid, "")) for name in names)),
+    text_of = texts(sorted(shapes))
+    found = sorted((cid for cid, shape in shapes.items()
+                    if any(_pattern(shape, name).search(text_of.get(cid, "")) for name in names)),
                    key=order.__getitem__)
     rankings["symbol"] = [(cid, LAST_PART) for cid in found] + rankings["symbol"]

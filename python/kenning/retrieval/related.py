@@ -34,20 +34,15 @@ from kenning.embedding import Embedder, borrowed, deadline
 from kenning.errors import UsageError
 from kenning.indexing.sources import storable
 from kenning.retrieval import calls, dense
-from kenning.retrieval.api import (
-    DENSE_DEPTH,
-    MAX_LIMIT,
-    RANK_DEPTH,
-    candidate_of,
-    dense_ranking,
-    hit_records,
-)
+from kenning.retrieval.api import MAX_LIMIT, hit_records
 from kenning.retrieval.classes import categories
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
+from kenning.retrieval.pipeline import DENSE_DEPTH, RANK_DEPTH
 from kenning.retrieval.projects import ProjectRef, resolve_projects
 from kenning.retrieval.query import Query
 from kenning.retrieval.ranking import Candidate, rank
+from kenning.retrieval.snapshot_source import candidate_of, dense_ranking
 from kenning.retrieval.tracebacks import MAX_LINE_DIGITS, line_number
 from kenning.retrieval.units import SHORT_LINES, Unit, units
 from kenning.services.freshness import Freshness, for_settings
@@ -310,4 +305,4 @@ def _similar(index: Index, snap: Snapshot, subject: calls.Subject, keep: ChunkFi
             if cosine > best.get(found, -2.0):
                 best[found] = cosine
     hits = sorted(best.items(), key=lambda item: (-item[1], item[0]))
-    return dense_ranking(snap, hits, DENSE_DEPTH + len(subject.parts), keep, {})
+    return dense_ranking(snap, hits, DENSE_DEPTH + len(subject.parts), keep)

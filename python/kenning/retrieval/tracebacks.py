@@ -22,6 +22,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kenning.chunking.languages import frame_extensions
+
 if TYPE_CHECKING:
     from kenning.store.reads import FileChunk
 
@@ -51,16 +53,24 @@ class Trace:
 # most nine of them: no file has a billion lines.
 MAX_LINE_DIGITS = 9
 
+
+def _ending(frames: str) -> str:
+    """A pattern of the extensions of the files that ``frames`` traces name (the languages'
+    ``frames`` part)."""
+    return r"\.(?:" + "|".join(map(re.escape, frame_extensions(frames))) + ")"
+
+
 _PYTHON = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>[0-9]+)(?:, in (?P<func>\S+))?')
-_PYTEST = re.compile(r"^(?P<path>[\w./\\-]+\.pyi?):(?P<line>[0-9]+): (?:in (?P<func>\S+)|\w+)")
+_PYTEST = re.compile(rf"^(?P<path>[\w./\\-]+{_ending('python')}):(?P<line>[0-9]+): "
+                     r"(?:in (?P<func>\S+)|\w+)")
 _JAVA = re.compile(r"^\s*at (?:[\w.-]+(?:@[\w.-]+)?/+)?(?P<qual>[\w$.<>]+)"
-                   r"\((?P<file>[\w$.-]+\.(?:java|kt|kts|scala|groovy)):(?P<line>[0-9]+)\)")
-_GO = re.compile(r"^\s+(?P<path>\S+\.go):(?P<line>[0-9]+)(?:\s+\+0x[0-9a-fA-F]+)?\s*$")
-_RUST_AT = re.compile(r"(?:^|\s)at (?P<path>\S+\.rs):(?P<line>[0-9]+)(?::\d+)?\b")
-_RUST_PANIC = re.compile(r"panicked at (?:'(?P<msg>.*)', )?(?P<path>\S+\.rs):(?P<line>[0-9]+)"
-                         r"(?::\d+)?:?\s*$")
+                   rf"\((?P<file>[\w$.-]+{_ending('java')}):(?P<line>[0-9]+)\)")
+_GO = re.compile(rf"^\s+(?P<path>\S+{_ending('go')}):(?P<line>[0-9]+)(?:\s+\+0x[0-9a-fA-F]+)?\s*$")
+_RUST_AT = re.compile(rf"(?:^|\s)at (?P<path>\S+{_ending('rust')}):(?P<line>[0-9]+)(?::\d+)?\b")
+_RUST_PANIC = re.compile(rf"panicked at (?:'(?P<msg>.*)', )?(?P<path>\S+{_ending('rust')})"
+                         r":(?P<line>[0-9]+)(?::\d+)?:?\s*$")
 _RUST_FUNC = re.compile(r"^\s*\d+: (?P<func>\S+)")
-_JS_EXT = r"\.(?:[cm]?[jt]sx?|vue|svelte)"
+_JS_EXT = _ending("javascript")
 _V8 = re.compile(r"^\s*at (?:(?:async |new )?(?P<func>[^\s(]+)(?: \[as [^\]]+\])? \()?"
                  rf"(?P<path>[^\s()]+?{_JS_EXT}):(?P<line>[0-9]+)(?::\d+)?\)?\s*$")
 _FIREFOX = re.compile(rf"^\s*(?P<func>[^@\s]*)@(?P<path>\S+?{_JS_EXT}):(?P<line>[0-9]+)"

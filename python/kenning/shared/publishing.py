@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kenning import kernels, safe_read
+from kenning import hostos, kernels, safe_read
 from kenning.chunking.generated import says_generated
 from kenning.config import Settings
 from kenning.embedding import document_text
@@ -241,21 +241,12 @@ def _write_head(engine: Engine, project: str, head: dict[str, Any]) -> None:
                   "writing the published head")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _claim_lapsed(head: dict[str, Any], now: float) -> bool:
     owner = head.get("owner") or {}
     if now - float(head.get("claimed_at") or 0) > LEASE:
         return True
-    return owner.get("host") == socket.gethostname() and not _alive(int(owner.get("pid", 0)))
+    return owner.get("host") == socket.gethostname() \
+        and not hostos.alive(int(owner.get("pid", 0)))
 
 
 class _Claim:

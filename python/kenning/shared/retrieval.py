@@ -7,7 +7,9 @@ fusion and ranking run on top, per project, as they do for local indexes.
   whitespace by the engine), so identifiers split as they do locally;
 - symbol: rows whose symbol name has a queried component, graded by ``symbols.best_grade``.
 
-Filters become one engine filter expression, applied inside each branch.
+Filters become one engine filter expression, applied inside each branch. Each published
+project is a ``Source`` (``EngineSource``) of the rank pipeline local indexes are ranked by
+(``retrieval.pipeline``): the same fusion, floor, head, signals, weak rule and evidence.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from __future__ import annotations
 import base64
 from collections import defaultdict
 from collections.abc import Collection, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,20 +24,21 @@ import numpy as np
 
 from kenning import kernels, safe_read
 from kenning.errors import SharedIndexError, UsageError
+from kenning.retrieval import confidence, pipeline
 from kenning.retrieval.classes import CLASSES, chunk_class
 from kenning.retrieval.filters import Filters
-from kenning.retrieval.fusion import fuse
 from kenning.retrieval.query import Query
-from kenning.retrieval.ranking import Candidate, named_candidates, rank
-from kenning.retrieval.reexports import lead_with_reexports
+from kenning.retrieval.ranking import Candidate, named_candidates
 from kenning.retrieval.snippets import signature_line, windowed
-from kenning.retrieval.units import Row, name_words, units
+from kenning.retrieval.source import Phrases, Ranking
+from kenning.retrieval.units import Row, Unit, name_words, units
 from kenning.services import usage_log
 from kenning.shared.engine import CLASS_FIELD, PATHS_PER_QUERY, Engine
 from kenning.shared.reads import (
     META,
     Published,
     all_of,
+    at_project,
     bm25,
     chunks_by_id,
     chunks_of_paths,
@@ -46,6 +48,7 @@ from kenning.shared.reads import (
     one_of,
     path_test,
     published,
+    quote,
     symbol_rows,
 )
 
@@ -210,11 +213,10 @@ class _Snippets:
 def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filters: Filters, *,
            projects: Sequence[str] | None, exclude: Collection[str] = (),
            branches: frozenset[str], limit: int, floor: float | None,
-           floor_min_terms: int, depths: dict[str, int],
-           roots: dict[str, Path], max_file_size: int) -> list[dict[str, Any]]:
-    """Ranked results of the published projects (``projects``, or all), fused and ranked per
-    project as local results are; each project's best ``limit``, merged by score. Projects in
-    ``exclude`` are left out (searched locally instead)."""
+           roots: dict[str, Path], max_file_size: int) -> list[list[dict[str, Any]]]:
+    """Each published project's (``projects``, or all) best ``limit`` results, ranked by the
+    pipeline local results are ranked by (``retrieval.pipeline``). Projects in ``exclude``
+    are left out (searched locally instead)."""
     every = published(engine, projects)
     unknown = [p for p in projects or () if p not in every and p not in exclude]
     if unknown:  # asked for by id: say so rather than find nothing
@@ -231,77 +233,193 @@ def search(engine: Engine, query: Query, query_vector: np.ndarray | None, filter
             f"--kind {filters.kind} cannot filter them.",
             hint="Publish its projects again into a new collection: `kenning remove-index "
             "--shared PROJECT` each (the emptied collection is dropped), then `kenning publish`.")
-    expr = expression(filters, sorted(heads))
-    exact = path_test(filters)
-    pk_of: dict[str, int] = {}  # engine primary key -> a small int id for fusion and ranking
-    rows: dict[int, dict[str, Any]] = {}
+    reads = EngineReads(engine, query, query_vector, heads, filters)
+    parts: list[list[dict[str, Any]]] = []
+    snippets = _Snippets(engine, roots, max_file_size)
+    for project in heads:
+        source = EngineSource(reads, project)
+        found = pipeline.search(source, query, limit=limit, branches=branches, floor=floor)
+        results = [_record(heads[project], reads.rows[c.id], c, c.id in found.weak, evidence)
+                   for c, evidence in zip(found.cands, found.evidence, strict=True)]
+        snippets.fill(results, {r["_pk"]: reads.rows[reads.pk_of[r["_pk"]]] for r in results})
+        for r in results:
+            del r["_pk"], r["_window"]
+        if results:
+            parts.append(results)
+    return parts
 
-    def kept(hits: list[tuple[dict[str, Any], float]]) -> list[tuple[dict[str, Any], float]]:
-        return hits if exact is None else [(r, v) for r, v in hits if exact(r["path"])]
 
-    def key(row: dict[str, Any]) -> int:
-        if row["id"] not in pk_of:
-            pk_of[row["id"]] = len(pk_of)
-            rows[pk_of[row["id"]]] = row
-        return pk_of[row["id"]]
+def _record(head: Published, row: dict[str, Any], c: Candidate, weak: bool,
+            evidence: dict[str, Any]) -> dict[str, Any]:
+    """The result record of a ranked candidate, its snippet still to be filled."""
+    return {"id": head.chunk_id(row["ordinal"]), "project": head.project,
+            "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
+            "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
+            "chunk_class": row.get(CLASS_FIELD) or chunk_class(c.path, c.language, c.symbol),
+            "symbol": c.symbol, "score": round(c.score, 6), "content": "", "stale": False,
+            "weak": weak, "_pk": row["id"], "_window": c.window,
+            "_evidence": evidence}  # for confidence.assess
 
-    per_project: dict[str, dict[str, list[tuple[int, float]]]] = defaultdict(
-        lambda: defaultdict(list))
-    cosine: dict[int, float] = {}
-    if "lexical" in branches:
-        for row, score in kept(bm25(engine, query,
-                                    min(TOPK_MAX, depths["lexical"] * len(heads)), expr)):
-            per_project[row["project"]]["lexical"].append((key(row), score))
-    if "symbol" in branches:
-        for row, grade in kept(symbol_rows(engine, query, depths["symbol"] * len(heads), expr)):
-            per_project[row["project"]]["symbol"].append((key(row), grade))
-    if query_vector is not None and "dense" in branches:
-        for row, score in kept(dense(engine, query_vector, heads, expr)):
-            cid = key(row)
-            cosine[cid] = score
-            per_project[row["project"]]["dense"].append((cid, score))
-    results: list[dict[str, Any]] = []
-    for project, rankings in per_project.items():
-        if "symbol" in branches:
-            rankings.setdefault("symbol", [])
-        lead_with_reexports(
-            query, rankings,
-            lambda ids: [(cid, rows[cid]["path"], rows[cid]["language"] or None) for cid in ids
-                         if not rows[cid]["symbol"]],
-            lambda ids: {pk_of[row["id"]]: row["text"] for row in chunks_by_id(
-                engine, [rows[cid]["id"] for cid in ids], ["id", "text"], "reading re-exports")})
-        ranked_lists = {b: r[:depths[b]] for b, r in rankings.items()}
-        fused = fuse(ranked_lists, query)
-        if floor is not None and query_vector is not None and len(query.terms) >= floor_min_terms:
-            symbol_hits = {cid for cid, _ in ranked_lists.get("symbol", ())}
-            fused = {cid: s for cid, s in fused.items()
-                     if cid in symbol_hits or cosine.get(cid, floor) >= floor}
-        head = sorted(fused, key=lambda cid: -fused[cid])[:depths["rank"]]
-        cands = [_candidate(cid, rows[cid], fused[cid]) for cid in head]
-        ranked = rank(cands, query, _later_parts(engine, project, cands, rows, query),
-                      partial(units, _EngineFiles(engine, project, pk_of)),
-                      depth=max(limit, depths["settled"]),
-                      declared_of=partial(declared, engine, project))[:limit]
-        # under the floor, unless it declares a name the query asks for (as a local result)
-        declares = {c.id for c in named_candidates(ranked, query)}
-        for c in ranked:
-            row = rows[c.id]
-            results.append({
-                "id": heads[project].chunk_id(row["ordinal"]), "project": project,
-                "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
-                "start_byte": c.start_byte, "end_byte": c.end_byte, "kind": c.kind,
-                "chunk_class": row.get(CLASS_FIELD) or chunk_class(c.path, c.language,
-                                                                   c.symbol),
-                "symbol": c.symbol, "score": round(c.score, 6), "content": "", "stale": False,
-                "weak": (floor is not None and c.id not in declares
-                         and cosine.get(c.id, floor) < floor),
-                "_pk": row["id"], "_window": c.window,
-                "_evidence": {"named": c.id in declares}})  # for confidence.assess
-    _Snippets(engine, roots, max_file_size).fill(
-        results, {r["_pk"]: rows[pk_of[r["_pk"]]] for r in results})
-    for r in results:
-        del r["_pk"], r["_window"]
-    return results
+
+class EngineReads:
+    """The engine's reads of one search over every project it searches: each branch is one
+    engine query over all of them (per depth asked), whose rows each project's source takes
+    its share of; rows get small int ids (``pk_of``) for fusion and ranking."""
+
+    def __init__(self, engine: Engine, query: Query, vector: np.ndarray | None,
+                 heads: dict[str, Published], filters: Filters) -> None:
+        self.engine, self.query, self.vector, self.heads = engine, query, vector, heads
+        self.expr = expression(filters, sorted(heads))
+        self.exact = path_test(filters)
+        self.pk_of: dict[str, int] = {}  # engine primary key -> id
+        self.rows: dict[int, dict[str, Any]] = {}
+        self.cosine: dict[int, float] = {}  # of the rows the vector branch found
+        self._branches: dict[tuple[str, int], dict[str, Ranking]] = {}
+
+    def key(self, row: dict[str, Any]) -> int:
+        if row["id"] not in self.pk_of:
+            self.pk_of[row["id"]] = len(self.pk_of)
+            self.rows[self.pk_of[row["id"]]] = row
+        return self.pk_of[row["id"]]
+
+    def branch(self, name: str, project: str, depth: int) -> Ranking:
+        """``project``'s best ``depth`` of branch ``name``, from one engine query over every
+        project (the same depth for each)."""
+        if (name, depth) not in self._branches:
+            per: dict[str, Ranking] = defaultdict(list)
+            for row, score in self._hits(name, depth):
+                if self.exact is None or self.exact(row["path"]):
+                    per[row["project"]].append((self.key(row), score))
+            self._branches[name, depth] = per
+        return self._branches[name, depth].get(project, [])[:depth]
+
+    def _hits(self, name: str, depth: int) -> list[tuple[dict[str, Any], float]]:
+        if name == "lexical":
+            return bm25(self.engine, self.query, min(TOPK_MAX, depth * len(self.heads)),
+                        self.expr)
+        if name == "symbol":
+            return symbol_rows(self.engine, self.query, depth * len(self.heads), self.expr)
+        assert self.vector is not None
+        found = dense(self.engine, self.vector, self.heads, self.expr,
+                      max(SHORTLIST, depth + depth // 2))
+        for row, score in found:
+            self.cosine[self.key(row)] = score
+        return found
+
+
+class EngineSource:
+    """One published project as a ``Source`` of the rank pipeline, read through the search's
+    ``EngineReads``."""
+
+    def __init__(self, reads: EngineReads, project: str) -> None:
+        self.reads, self.project, self.engine = reads, project, reads.engine
+        self.files = _EngineFiles(reads.engine, project, reads.pk_of)
+
+    @property
+    def has_vector(self) -> bool:
+        return self.reads.vector is not None
+
+    def lexical(self, query: Query, limit: int) -> Ranking:
+        return self.reads.branch("lexical", self.project, limit)
+
+    def symbols(self, query: Query, limit: int) -> Ranking:
+        return self.reads.branch("symbol", self.project, limit)
+
+    def dense(self, limit: int) -> Ranking:
+        return self.reads.branch("dense", self.project, limit)
+
+    def message(self, query: Query, limit: int) -> Ranking:
+        return []  # the traceback branches read the work tree's files, which are not here
+
+    def frames(self, query: Query) -> Ranking:
+        return []
+
+    def frame_calls(self, ids: list[int]) -> Ranking:
+        return []
+
+    def cosines(self, ids: list[int]) -> dict[int, float]:
+        known = {cid: self.reads.cosine[cid] for cid in ids if cid in self.reads.cosine}
+        missing = [self.reads.rows[cid]["id"] for cid in ids if cid not in known]
+        if missing:
+            rows = chunks_by_id(self.engine, missing, ["id", "rescore"], "reading vectors")
+            found = self._rescored([row["rescore"] for row in rows])
+            known.update((self.reads.pk_of[row["id"]], c)
+                         for row, c in zip(rows, found, strict=True))
+        return known
+
+    def background(self) -> tuple[float, float] | None:
+        """As ``confidence.background``, over the project's distinct vectors (the first
+        ``BACKGROUND_ROWS`` the engine gives)."""
+        rows = self.engine.query(self.engine.chunks, at_project(self.project), ["rescore"],
+                                 "reading the vectors' background", limit=TOPK_MAX)
+        distinct = list(dict.fromkeys(row["rescore"] for row in rows))
+        if len(distinct) < 2:
+            return None
+        step = max(1, len(distinct) // confidence.BACKGROUND_ROWS)
+        cos = self._rescored(distinct[::step][:confidence.BACKGROUND_ROWS])
+        spread = float(np.std(cos))
+        return (float(np.mean(cos)), spread) if spread > 0 else None
+
+    def _rescored(self, packed: list[str]) -> list[float]:
+        """The cosines of the query's vector against rows' ``rescore`` fields."""
+        vector = self.reads.vector
+        assert vector is not None
+        if not packed:
+            return []
+        dims = len(vector)
+        raw = [base64.b64decode(p) for p in packed]
+        int8 = np.frombuffer(b"".join(r[:dims] for r in raw), np.int8).reshape(len(raw), dims)
+        scales = np.frombuffer(b"".join(r[dims:] for r in raw), np.float32)
+        return [float(c) for c in kernels.rescore(vector, np.ascontiguousarray(int8),
+                                                  np.ascontiguousarray(scales))]
+
+    def candidates(self, ids: list[int]) -> list[Candidate]:
+        return [_candidate(cid, self.reads.rows[cid], 0.0) for cid in ids]
+
+    def symbol_less(self, ids: list[int]) -> list[tuple[int, str, str | None]]:
+        rows = self.reads.rows
+        return [(cid, rows[cid]["path"], rows[cid]["language"] or None) for cid in ids
+                if not rows[cid]["symbol"]]
+
+    def texts(self, ids: list[int]) -> dict[int, str]:
+        return {self.reads.pk_of[row["id"]]: row["text"] for row in chunks_by_id(
+            self.engine, [self.reads.rows[cid]["id"] for cid in ids], ["id", "text"],
+            "reading re-exports")}
+
+    def units(self, cands: list[Candidate]) -> dict[int, Unit]:
+        return units(self.files, cands)
+
+    def later_parts(self, cands: list[Candidate], query: Query) -> set[int]:
+        return _later_parts(self.engine, self.project, cands, self.reads.rows, query)
+
+    def declared(self, paths: list[str]) -> dict[str, frozenset[str]]:
+        return declared(self.engine, self.project, paths)
+
+    def says(self, phrases: Phrases) -> bool:
+        return all(self._saying(phrase, at_project(self.project), 1) for phrase in phrases)
+
+    def saying(self, phrases: Phrases, ids: list[int]) -> set[int]:
+        found = set(ids)
+        for phrase in phrases:
+            if not found:
+                break
+            pks = [self.reads.rows[cid]["id"] for cid in found]
+            found = {self.reads.pk_of[pk] for pk in
+                     self._saying(phrase, one_of("id", pks), len(pks))}
+        return found
+
+    def _saying(self, phrase: Sequence[str], scope: str, limit: int) -> list[str]:
+        """Up to ``limit`` primary keys of rows in ``scope`` whose words say ``phrase`` as the
+        local index's FTS5 phrase does (its tokenizer splits at ``_`` too)."""
+        said = " ".join(phrase).replace("_", " ")
+        # LIKE's ``_`` is any one character: a space or a ``_`` between the tokens
+        like = said.replace(" ", "_")
+        whole = " or ".join(f"words like {quote(p)}" for p in
+                            (like, f"{like} %", f"% {like} %", f"% {like}"))
+        rows = self.engine.query(self.engine.chunks, all_of(scope, whole), ["id", "words"],
+                                 "finding a phrase", limit=TOPK_MAX if limit > 1 else 64)
+        return [row["id"] for row in rows
+                if f" {said} " in f" {row['words'].replace('_', ' ')} "][:limit]
 
 
 def _candidate(cid: int, row: dict[str, Any], score: float) -> Candidate:

@@ -470,7 +470,7 @@ _CRASH_COUNTS: dict[str, int] = {}
 
 
 def crash_point(stage: str) -> None:
-    """Crash-safety tests only: ``KENNING_TEST_KILL_AT=<stage>[:<n>]`` SIGKILLs this process the
+    """Crash-safety tests only: ``KENNING_TEST_KILL_AT=<stage>[:<n>]`` kills this process the
     n-th time (default 1st) it reaches ``stage``. Stages, in order: files-written (files and
     chunks written, their transaction not committed), chunks-committed, vectors-written (rows
     fsynced, their transaction not committed), batch-committed, compaction-written; and those
@@ -487,7 +487,7 @@ def crash_point(stage: str) -> None:
         return
     _CRASH_COUNTS[stage] = _CRASH_COUNTS.get(stage, 0) + 1
     if _CRASH_COUNTS[stage] == int(nth or 1):
-        import signal
+        from kenning import hostos
 
-        os.kill(os.getpid(), signal.SIGKILL)
+        hostos.kill_now(os.getpid())
 
