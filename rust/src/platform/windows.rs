@@ -186,11 +186,23 @@ pub fn stat_at(_dir: &fs::File, entry: &Entry) -> Stat {
     if entry.attributes & special != 0 {
         return Stat::Other;
     }
+    Stat::File(entry.size, unix_ns(entry.write_time))
+}
+
+/// A time in 100 ns ticks since 1601 (a FILETIME) in ns since 1970, as the walk gives it.
+fn unix_ns(ticks: i64) -> i64 {
     const TICKS: i64 = 10_000_000; // per second
     const FROM_1601: i64 = 11_644_473_600; // seconds to 1970
-    let seconds = entry.write_time.div_euclid(TICKS) - FROM_1601;
-    let nanos = entry.write_time.rem_euclid(TICKS) * 100;
-    Stat::File(entry.size, mtime_ns(seconds, nanos))
+    mtime_ns(
+        ticks.div_euclid(TICKS) - FROM_1601,
+        ticks.rem_euclid(TICKS) * 100,
+    )
+}
+
+/// The modification time of an opened file's stat, in ns as the walk gives it.
+pub fn mtime_of(meta: &fs::Metadata) -> i64 {
+    use std::os::windows::fs::MetadataExt;
+    unix_ns(meta.last_write_time() as i64)
 }
 
 /// What a listed name is, by its record's attributes: a reparse point is a link, a folder
