@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Release wheels: build the abi3 wheels and try each on its own architecture.
 #
-#   bash .ci/wheels.sh              build the manylinux wheels for x86_64 and aarch64 into dist/,
-#                                   install the x86_64 one into a fresh virtual environment and the
-#                                   aarch64 one into an arm64 Debian root (debootstrap, run under
-#                                   qemu-user-static), and run .ci/smoke.py in each
+#   bash .ci/wheels.sh              build the manylinux wheels for x86_64 and aarch64 and the
+#                                   win_amd64 one (with mingw) into dist/, install the x86_64 one
+#                                   into a fresh virtual environment and the aarch64 one into an
+#                                   arm64 Debian root (debootstrap, run under qemu-user-static),
+#                                   and run .ci/smoke.py in each; the Windows wheel is checked for
+#                                   its contents here and smoke-tested by the wheels workflow
 #   bash .ci/wheels.sh build TARGET build one wheel (a Rust target triple) into dist/: what the
 #                                   release workflow runs on every platform, macOS included
 #
@@ -57,16 +59,27 @@ timed() {  # timed NAME COMMAND...: runs it and keeps its wall time for the summ
 tools() {
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends debootstrap qemu-user-static binfmt-support \
-        >/dev/null
+        gcc-mingw-w64-x86-64 >/dev/null
     [[ -x $tools/bin/maturin ]] || python3 -m venv "$tools"
     "$tools/bin/pip" install -q "maturin>=1.7,<2" ziglang
 }
 
 wheels() {
-    rm -f "$OUT"/kenning-*-linux_*.whl "$OUT"/kenning-*-manylinux*.whl
+    rm -f "$OUT"/kenning-*-linux_*.whl "$OUT"/kenning-*-manylinux*.whl "$OUT"/kenning-*-win_*.whl
     PATH="$tools/bin:$PATH" build x86_64-unknown-linux-gnu
     PATH="$tools/bin:$PATH" build aarch64-unknown-linux-gnu
+    PATH="$tools/bin:$PATH" build x86_64-pc-windows-gnu
     ls -l "$OUT"
+    windows_contents "$OUT"/kenning-*-win_amd64.whl
+}
+
+windows_contents() {  # the Windows wheel holds the core's module and the embedded model
+    local listing
+    listing="$(python3 -m zipfile -l "$1")"
+    for member in kenning/_core.pyd kenning/data/minilm-l6-int8.onnx \
+        kenning/data/minilm-tokenizer.json; do
+        grep -q "$member" <<<"$listing" || { echo "$1 lacks $member"; exit 1; }
+    done
 }
 
 smoke_x86_64() {

@@ -6,6 +6,7 @@ memory, and an index of that size, on a tree built from real source.
     python benchmarks/scale.py --files 20000 --chunking-only   # MB/s per core, serial and workers
     python benchmarks/scale.py --files 20000 --first-answer-only   # the first search alone
     python benchmarks/scale.py --files 100000 --first-answer-only --watch-seconds 180
+    python benchmarks/scale.py --files 100000 --largest-kb 4   # 100,000 small files, to the end
 
 The tree (``<tree>-<files>``, built once, a git repository) is real source copied into the
 layout of a project that vendors its dependencies, as grafana/loki does: its own code under
@@ -67,7 +68,8 @@ QUERIES = ["parse a configuration file", "retry a failed network request", "thre
            "serialize to json"]
 
 
-def _sources(top: Path, suffixes: tuple[str, ...], skip: tuple[str, ...] = ()) -> list[Path]:
+def _sources(top: Path, suffixes: tuple[str, ...], skip: tuple[str, ...] = (),
+             largest: int = MAX_BYTES) -> list[Path]:
     if not top.is_dir():
         return []
     found = []
@@ -80,38 +82,41 @@ def _sources(top: Path, suffixes: tuple[str, ...], skip: tuple[str, ...] = ()) -
                     size = path.stat().st_size
                 except OSError:
                     continue
-                if 0 < size <= MAX_BYTES:
+                if 0 < size <= largest:
                     found.append(path)
     return found
 
 
-def _groups() -> list[tuple[str, float, Path, list[Path]]]:
-    """(folder in the tree, share of the files, source top, source files) per group."""
+def _groups(largest: int) -> list[tuple[str, float, Path, list[Path]]]:
+    """(folder in the tree, share of the files, source top, source files of at most
+    ``largest`` bytes) per group."""
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     # the site-packages that holds kenning's dependencies
     packages = Path(importlib.util.find_spec("numpy").origin or "").parents[1]  # type: ignore[union-attr]
     cargo = Path.home() / ".cargo" / "registry" / "src"
     skip = ("site-packages", "test", "tests", "__pycache__", "idlelib", "turtledemo")
     return [
-        ("src", 0.15, stdlib, _sources(stdlib, (".py",), skip)),
-        ("tests", 0.05, stdlib / "test", _sources(stdlib / "test", (".py",), ("__pycache__",))),
+        ("src", 0.15, stdlib, _sources(stdlib, (".py",), skip, largest)),
+        ("tests", 0.05, stdlib / "test",
+         _sources(stdlib / "test", (".py",), ("__pycache__",), largest)),
         ("vendor", 0.45, packages, _sources(packages, (".py", ".pyi", ".c", ".h", ".hpp"),
-                                            ("__pycache__",))),
+                                            ("__pycache__",), largest)),
         ("third_party/include", 0.25, Path("/usr/include"),
-         _sources(Path("/usr/include"), (".h", ".hpp"))),
-        ("third_party/rust", 0.10, cargo, _sources(cargo, (".rs",))),
+         _sources(Path("/usr/include"), (".h", ".hpp"), (), largest)),
+        ("third_party/rust", 0.10, cargo, _sources(cargo, (".rs",), (), largest)),
     ]
 
 
-def build(tree: Path, files: int) -> None:
-    """The tree of ``files`` files, made once (a ``.built`` marker says it is complete)."""
+def build(tree: Path, files: int, largest: int = MAX_BYTES) -> None:
+    """The tree of ``files`` files of at most ``largest`` bytes, made once (a ``.built`` marker
+    says it is complete)."""
     if (tree / ".built").exists():
         return
     if tree.exists():
         shutil.rmtree(tree)
     tree.mkdir(parents=True)
     now = time.time()
-    for folder, share, top, sources in _groups():
+    for folder, share, top, sources in _groups(largest):
         if not sources:
             raise SystemExit(f"no source files under {top}")
         want = round(files * share)
@@ -324,10 +329,15 @@ def main() -> None:
     parser.add_argument("--first-answer-only", action="store_true")
     parser.add_argument("--watch-seconds", type=float, default=None,
                         help="stop watching the background index after this long")
+    parser.add_argument("--largest-kb", type=int, default=None,
+                        help="only source files up to this size: the file count's cost (the "
+                        "walk, the per-file records, memory) without a day of chunking")
     args = parser.parse_args()
-    tree = Path(f"{args.tree}-{args.files}")
+    largest = MAX_BYTES if args.largest_kb is None else args.largest_kb << 10
+    tree = Path(f"{args.tree}-{args.files}"
+                + ("" if args.largest_kb is None else f"-{args.largest_kb}k"))
     t = time.perf_counter()
-    build(tree, args.files)
+    build(tree, args.files, largest)
     total = sum(p.stat().st_size for p in tree.rglob("*") if p.is_file() and ".git" not in p.parts)
     print(json.dumps({"tree": str(tree), "build_s": round(time.perf_counter() - t, 1),
                       "source_mb": round(total / 1e6)}), flush=True)

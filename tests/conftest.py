@@ -58,7 +58,9 @@ def fresh_process_caches() -> Iterator[None]:
         freshness._shared.clear()
     if (store := sys.modules.get("kenning.store")) is not None:
         store._readers.drop_all()
-    if (scans := sys.modules.get("kenning.retrieval.snapshot_source")) is not None:
+    if "kenning.retrieval.snapshot_source" in sys.modules:
+        from kenning.retrieval import snapshot_source as scans
+
         with scans._scans_lock:
             pool, scans._scans = scans._scans, None
         if pool is not None:

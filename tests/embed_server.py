@@ -274,7 +274,7 @@ class _Handler(BaseHTTPRequestHandler):
         openai = path == "/v1/embeddings"
         owner._enter()
         if owner.drip and not isinstance(self.wfile, _Drip):
-            self.wfile = _Drip(self.wfile, owner.drip)
+            self.wfile = _Drip(self.wfile, owner.drip)  # type: ignore[assignment]  # its writer
         try:
             if owner.delay:
                 time.sleep(owner.delay)

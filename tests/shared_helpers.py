@@ -11,8 +11,12 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from kenning.shared import Engine
 
 MILVUS_URI = os.environ.get("KENNING_TEST_MILVUS_URI")  # read before the fixtures clear it
 
@@ -67,3 +71,12 @@ def module_shared_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
     # the module's tests publish projects of their own, each under its test's folder
     with engine_at(tmp_path_factory.mktemp("shared"), tmp_path_factory.getbasetemp()) as uri:
         yield uri
+
+
+def head_of(engine: Engine, project: str) -> dict[str, Any]:
+    """The head row of ``project``, which must have been published."""
+    from kenning.shared import read_head
+
+    head = read_head(engine, project)
+    assert head is not None, f"{project} was never published"
+    return head

@@ -499,9 +499,9 @@ def test_launcher_is_the_started_executable_else_a_script_else_the_interpreter(
     assert version.returncode == 0 and "kenning" in version.stdout, version.stderr
     for argv in (fallback, (str(started),), ("kenning",)):
         assert launcher.is_kenning(argv)
-    for argv in (("/usr/bin/env", "kenning"), ("kenning", "mcp"), ("bin/kenning",),
-                 ("/usr/bin/node", "-m", "kenning"), ()):
-        assert not launcher.is_kenning(argv)
+    for other in (("/usr/bin/env", "kenning"), ("kenning", "mcp"), ("bin/kenning",),
+                  ("/usr/bin/node", "-m", "kenning"), ()):
+        assert not launcher.is_kenning(other)
 
 
 # What the previous release wrote (a bare `kenning`) over _user_content, byte for byte.
@@ -649,3 +649,21 @@ def test_review_skill_is_set_up_by_default_and_removed(home: Path) -> None:
     assert "kenning impact" in path.read_text()
     assert run("remove-agent", "--agent", "claude", "--review").exit_code == 0
     assert not path.parent.exists()
+
+
+def test_every_clients_user_files_lie_in_the_users_home_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # each client keeps its user files under the user's home folder on every system (on
+    # Windows %USERPROFILE%\.claude, \.codex, ..., which Path.home() names there), so no
+    # system's folder for settings (%APPDATA%, ~/Library) may appear in a place
+    from kenning.agents.locations import PLACES
+
+    profile = tmp_path / "profile"
+    monkeypatch.setattr(Path, "home", classmethod(lambda cls: profile))
+    for variable in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "JUNIE_HOME"):
+        monkeypatch.delenv(variable, raising=False)
+    for name, place_of in PLACES.items():
+        place = place_of("user", tmp_path / "project")
+        assert place.base == profile and place.label == "~", name
+        for component, path in place.files.items():
+            assert path.is_relative_to(profile), (name, component, path)

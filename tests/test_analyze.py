@@ -50,7 +50,7 @@ def _result(tool_id: str, text: str) -> dict[str, Any]:
 
 def claude_session(home: Path) -> Path:
     hit = "src/payments/retry.py:12-40  function RetryPolicy.backoff\n" + "x" * 300
-    records = [
+    records: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         ("user", {"role": "user", "content": "Where are failed payments retried?"}, {}),
         # one API message written as two lines (thinking, then the call): usage counted once
         ("assistant", _assistant("msg_1", {"type": "thinking", "thinking": "t" * 90,

@@ -11,6 +11,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -58,7 +59,7 @@ def test_status_and_search_show_a_running_indexer(root: Path) -> None:
     index = Index.open(root, settings)
     tracker = indexing_state.Tracker(index.dir)  # this process is the indexer
     tracker({"type": "embedding", "done": 0, "total": 40})
-    time.sleep(0.2)
+    tracker.state["phase_started"] -= 2.0  # the phase began two seconds ago: it has a rate
     tracker.written = 0.0  # write the next event at once
     tracker({"type": "embedding", "done": 10, "total": 40})
     try:
@@ -127,10 +128,11 @@ def test_an_indexer_record_names_a_running_indexer_only(root: Path) -> None:
     refresh(root, settings, embed=False)
     index_dir = Index.open(root, settings).dir
     state = index_dir / indexing_state.STATE_NAME
-    me = {"pid": os.getpid(), "phase": "embedding", "done": 1, "total": 4,
+    me: dict[str, Any] = {"pid": os.getpid(), "phase": "embedding", "done": 1, "total": 4,
           "pid_started": hostos.started(os.getpid())}
     state.write_text(json.dumps(me))
-    assert indexing_state.read(index_dir)["pid"] == os.getpid()  # this process: running
+    running = indexing_state.read(index_dir)
+    assert running is not None and running["pid"] == os.getpid()  # this process: running
     for record in [{**me, "pid": 0}, {**me, "pid": -1}, {**me, "pid": 10**30},
                    {**me, "pid": "12x"}, [1, 2], {**me, "done": "many"}]:
         state.write_text(json.dumps(record))

@@ -702,7 +702,7 @@ def test_empty_blank_and_invalid_utf8_files() -> None:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     text=st.text(
-        st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=1500
+        st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=1500
     )
     | st.lists(
         st.sampled_from(

@@ -23,7 +23,7 @@ from kenning.indexing import indexer, sources
 from kenning.indexing.sources import WalkStats, changes, walk
 from kenning.services.index_admin import project_status
 from kenning.store import Index
-from test_mcp_server import serve
+from test_mcp_server import serve, text_of
 
 SECRET_WORD = "zanzibarquux"
 SECRET = f"{SECRET_WORD} credentials of the machine owner"
@@ -45,6 +45,14 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     """The walk in this process, and the kernels of the processes the test starts."""
     monkeypatch.setattr(sources, "BACKEND", request.param)
     monkeypatch.setenv("KENNING_KERNELS", "numpy" if request.param == "python" else "rust")
+    return str(request.param)
+
+
+@pytest.fixture(params=["descriptors", "handles"])
+def reads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The safe read on POSIX descriptors, or through the Rust core as on Windows (its
+    platform seam opens each component on this system's own calls)."""
+    monkeypatch.setattr(safe_read, "BY_HANDLES", request.param == "handles")
     return str(request.param)
 
 
@@ -95,9 +103,13 @@ def swap_for_link(path: Path, target: Path | str) -> None:
 
 # -- the safe read itself ---------------------------------------------------------------------
 
-def test_the_safe_read_refuses_links_on_the_way_special_files_and_growth(tmp_path: Path) -> None:
+def test_the_safe_read_refuses_links_on_the_way_special_files_and_growth(
+        tmp_path: Path, reads: str) -> None:
     root, outside = make_tree(tmp_path)
-    assert safe_read.read(root, "src/keep.py", MiB)[0] == FILES["src/keep.py"].encode()
+    data, stamp = safe_read.read(root, "src/keep.py", MiB)
+    assert data == FILES["src/keep.py"].encode()
+    st = (root / "src/keep.py").stat()
+    assert stamp == (st.st_size, st.st_mtime_ns)
     (root / "link.py").symlink_to(outside / "keep.py")
     (root / "linkdir").symlink_to(outside)
     (root / "zero.py").symlink_to("/dev/zero")
@@ -113,11 +125,55 @@ def test_the_safe_read_refuses_links_on_the_way_special_files_and_growth(tmp_pat
     assert safe_read.read(root, "src/keep.py", MiB, head=5)[0] == b"def k"
 
 
+def test_names_list_a_folder_without_following_a_link_on_the_way(tmp_path: Path,
+                                                                  reads: str) -> None:
+    root, outside = make_tree(tmp_path)
+    (root / "linkdir").symlink_to(outside)
+    assert safe_read.names(root, "") == {".git", "lib", "linkdir", "src"}
+    assert safe_read.names(root, "src") == {"keep.py", "target.py"}
+    for refused in ("linkdir", "src/keep.py", "missing", "src/..", "../outside"):
+        assert safe_read.names(root, refused) == frozenset(), refused
+
+
+def test_the_safe_read_imports_and_reads_on_handles_where_os_has_no_posix_flags(
+        tmp_path: Path) -> None:
+    """What Windows' ``os`` lacks is taken away before the import, as there: the module then
+    reads through the Rust core, and the descriptor functions say they cannot run."""
+    root, outside = make_tree(tmp_path)
+    (root / "linkdir").symlink_to(outside)
+    program = f"""
+import os
+from kenning import hostos
+hostos.WINDOWS = True
+for flag in ("O_DIRECTORY", "O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC"):
+    delattr(os, flag)
+from kenning import safe_read
+from kenning.errors import ConfigError
+root = {str(root)!r}
+print(safe_read.BY_HANDLES, safe_read.read(root, "src/keep.py", 1 << 20)[0][:8])
+try:
+    safe_read.read(root, "linkdir/keep.py", 1 << 20)
+except safe_read.Refused as refused:
+    print(refused.reason)
+try:
+    with safe_read.root_dir(root):
+        pass
+except ConfigError as error:
+    print(error)
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.splitlines() == [
+        "True b'def keep'", "symlink",
+        "The NumPy twin of the walk reads through POSIX descriptors, which this system does "
+        "not have."]
+
+
 # -- ignore files and source files that are FIFOs or /dev/zero ---------------------------------
 
 
 def test_heads_read_in_folders_at_once_refuse_what_read_refuses_in_the_order_given(
-        tmp_path: Path) -> None:
+        tmp_path: Path, reads: str) -> None:
     root, outside = make_tree(tmp_path)
     (root / "linkdir").symlink_to(outside)
     (root / "zero.py").symlink_to("/dev/zero")
@@ -209,7 +265,7 @@ def test_mcp_search_and_get_chunk_never_serve_a_swapped_in_secret(tmp_path: Path
             assert SECRET_WORD not in json.dumps(chunk) and chunk["body_may_be_stale"] is True
         found = client.ok("code_search", query="the settings file of the service", limit=10)
         assert SECRET_WORD not in json.dumps(found.structured_content)
-        assert SECRET_WORD not in found.content[0].text
+        assert SECRET_WORD not in text_of(found)
         stale = {h["path"] for h in found.structured_content["results"] if h["stale"]}
         assert {"src/target.py", "lib/paths.py"} <= stale
 
@@ -218,7 +274,7 @@ def test_mcp_search_and_get_chunk_never_serve_a_swapped_in_secret(tmp_path: Path
 
 def _after_walk(monkeypatch: pytest.MonkeyPatch, then: Any) -> None:
     """Runs ``then`` right after the refresh's walk, before it reads any file."""
-    real = indexer.changes
+    real = sources.changes
 
     def walk_then(*args: Any, **kwargs: Any) -> sources.Changes:
         found = real(*args, **kwargs)

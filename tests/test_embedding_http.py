@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import numpy as np
@@ -57,7 +57,8 @@ def openai(server: EmbedServer, model: str = "all-minilm", **kw: Any) -> OpenAIE
     return track(OpenAIEmbedder(model=model, url=server.url, profile=profile_for(model), **args))
 
 
-BACKENDS = {"ollama": (ollama, "/api/embed"), "openai": (openai, "/v1/embeddings")}
+BACKENDS: dict[str, tuple[Callable[..., OllamaEmbedder | OpenAIEmbedder], str]] = {
+    "ollama": (ollama, "/api/embed"), "openai": (openai, "/v1/embeddings")}
 
 
 @pytest.fixture(params=sorted(BACKENDS))

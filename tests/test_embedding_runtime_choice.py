@@ -30,7 +30,8 @@ def test_the_setting_picks_the_runtime_and_is_checked_like_every_key(
     assert config.load()["embedder.runtime"] == "auto"
     config.set_value("embedder.runtime", "ONNXRuntime")
     settings = config.load()
-    assert make_embedder(settings).runtime == "onnxruntime"
+    made = make_embedder(settings)
+    assert isinstance(made, local.LocalEmbedder) and made.runtime == "onnxruntime"
     assert runtime_status(settings, load=True) == {
         "name": "onnxruntime", "version": ORT,
         "reason": 'embedder.runtime = "onnxruntime" (config file)'}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
 
 import httpx
 import numpy as np
@@ -12,7 +13,7 @@ from kenning.embedding import local
 
 
 @pytest.fixture
-def http(embed_server: EmbedServer) -> httpx.Client:
+def http(embed_server: EmbedServer) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=embed_server.url, timeout=10) as client:
         yield client
 

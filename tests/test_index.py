@@ -14,7 +14,7 @@ from kenning.embedding import document_text, make_embedder
 from kenning.errors import EmbedderUnavailable
 from kenning.indexing.indexer import chunk_budget, refresh
 from kenning.project import git_state
-from kenning.store import Index
+from kenning.store import Index, Snapshot
 
 pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo
 
@@ -71,25 +71,29 @@ def test_unchanged_tree_does_no_work(repo, settings, model):
 def test_touched_file_is_rehashed_once_and_not_rechunked(repo, settings, model):
     refresh(repo, settings, embedder=model)
     index = Index.open(repo, settings, embedder=model)
-    query = "SELECT id FROM chunks WHERE path = 'app/db.py'"
     with index.snapshot() as snap:
-        ids = snap._conn.execute(query).fetchall()
+        ids = snap.file_chunks(["app/db.py"])
     target = repo / "app" / "db.py"
     os.utime(target, ns=(time.time_ns(), time.time_ns() + 10**9))
     emb = CountingEmbedder(model)
     result = refresh(repo, settings, embedder=emb)
     assert result.nothing_changed and emb.texts == [] and result.generation == 1
     with index.snapshot() as snap:
-        assert snap._conn.execute(query).fetchall() == ids  # not re-chunked
+        assert snap.file_chunks(["app/db.py"]) == ids  # not re-chunked
     assert refresh(repo, settings, embedder=emb).timings.get("hash") is None  # stat data stored
+
+
+def _chunk_ids(snap: Snapshot, *, but: str) -> set[int]:
+    """The ids of the chunks of every file but ``but``."""
+    others = [path for path in snap.file_states() if path != but]
+    return {chunk.id for chunks in snap.file_chunks(others).values() for chunk in chunks}
 
 
 def test_edit_reembeds_only_new_chunk_texts(repo, settings, model):
     refresh(repo, settings, embedder=model)
     index = Index.open(repo, settings, embedder=model)
     with index.snapshot() as snap:
-        old_ids = {r[0] for r in snap._conn.execute("SELECT id FROM chunks WHERE path != ?",
-                                                   ("app/db.py",))}
+        old_ids = _chunk_ids(snap, but="app/db.py")
     path = repo / "app" / "db.py"
     path.write_text(path.read_text() + "\n\ndef vacuum(conn):\n    conn.execute('VACUUM')\n")
     emb = CountingEmbedder(model)
@@ -101,11 +105,8 @@ def test_edit_reembeds_only_new_chunk_texts(repo, settings, model):
     state = check_consistent(index)
     assert state["status"] == "complete"
     with index.snapshot() as snap:
-        kept = {r[0] for r in snap._conn.execute("SELECT id FROM chunks WHERE path != ?",
-                                                ("app/db.py",))}
-        assert kept == old_ids  # other files' chunks keep their ids
-        assert snap._conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH "
-                                 "'vacuum'").fetchone()[0] == 1
+        assert _chunk_ids(snap, but="app/db.py") == old_ids  # other files' chunks keep their ids
+        assert snap.fts_count("vacuum", 10) == 1
 
 
 def test_add_and_delete(repo, settings, model):
@@ -119,10 +120,10 @@ def test_add_and_delete(repo, settings, model):
     index = Index.open(repo, settings, embedder=model)
     check_consistent(index)
     with index.snapshot() as snap:
-        paths = {r[0] for r in snap._conn.execute("SELECT DISTINCT path FROM chunks")}
+        paths = set(snap.file_chunks(list(snap.file_states())))  # the files that have chunks
         assert "lib/util.js" not in paths and "app/cache.py" in paths
-        clusters = {r[0] for r in snap._conn.execute("SELECT cluster FROM clusters")}
-        assert clusters == {"", "app", "docs"}  # the emptied directory's cluster is gone
+        # the emptied directory's cluster is gone
+        assert set(snap.cluster_digests()) == {"", "app", "docs"}
 
 
 def test_rename_costs_no_embedding(repo, settings, model):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from filelock import FileLock
 from kenning import config
+from kenning.embedding import Embedder
 from kenning.errors import IndexBusy, IndexDamaged, IndexMissing
 from kenning.indexing.indexer import refresh
 from kenning.services import index_admin
@@ -17,7 +19,7 @@ pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo
 
 
 @pytest.fixture
-def built(repo: Path, settings: config.Settings, model: object) -> Index:
+def built(repo: Path, settings: config.Settings, model: Embedder) -> Index:
     refresh(repo, settings, embedder=model)
     return Index.open(repo, settings)
 
@@ -51,7 +53,7 @@ def test_the_full_check_names_the_damage_and_its_repair(built: Index, repo: Path
         "unreadable", str(built.dir), False)
 
 
-def _cli_status(capsys: pytest.CaptureFixture[str], root: Path) -> tuple[int, dict[str, object]]:
+def _cli_status(capsys: pytest.CaptureFixture[str], root: Path) -> tuple[int, dict[str, Any]]:
     import json
 
     from index_helpers import kenning_cli
@@ -61,7 +63,7 @@ def _cli_status(capsys: pytest.CaptureFixture[str], root: Path) -> tuple[int, di
 
 
 def test_one_status_record_in_every_state_from_the_cli_and_the_library(
-        repo: Path, settings: config.Settings, model: object,
+        repo: Path, settings: config.Settings, model: Embedder,
         capsys: pytest.CaptureFixture[str]) -> None:
     import kenning
 
@@ -114,7 +116,7 @@ def test_status_counts_changes_as_the_refresh_does_by_stat_data(
 
 
 def test_an_index_of_an_earlier_model_file_is_rebuilt_never_searched(
-        repo: Path, settings: config.Settings, model: object,
+        repo: Path, settings: config.Settings, model: Embedder,
         monkeypatch: pytest.MonkeyPatch) -> None:
     import kenning
     from kenning.embedding import local

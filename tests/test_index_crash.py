@@ -24,8 +24,8 @@ from index_helpers import (
     make_repo,
 )
 from kenning import config, hostos
-from kenning.embedding import make_embedder
-from kenning.indexing.indexer import refresh
+from kenning.embedding import Embedder, make_embedder
+from kenning.indexing.indexer import RefreshResult, refresh
 from kenning.store import Index
 from kenning.store.vectors import INT8
 
@@ -67,7 +67,8 @@ def killed_at(repo: Path, stage: str) -> None:
     assert proc.returncode == hostos.KILLED
 
 
-def resume(repo: Path, settings, model) -> tuple[CountingEmbedder, object]:
+def resume(repo: Path, settings: config.Settings, model: Embedder
+           ) -> tuple[CountingEmbedder, RefreshResult]:
     emb = CountingEmbedder(model)
     result = refresh(repo, settings, embedder=emb)
     assert not result.busy  # the dead process's lock is gone with it

@@ -30,7 +30,7 @@ def _chunks(index: Index) -> set[tuple[Any, ...]]:
 
 def _files(index: Index) -> list[str]:
     with index.snapshot() as snap:
-        return [r[0] for r in snap._conn.execute("SELECT path FROM files")]
+        return list(snap.file_states())
 
 
 def _edit_server(repo: Path) -> None:
@@ -73,13 +73,25 @@ def test_a_first_search_out_of_time_answers_from_the_committed_files(
     _edit_server(repo)
     events: list[dict[str, Any]] = []
     result = search("start_server", [ProjectRef("p", repo)], settings=settings,
-                    progress=events.append, freshness=Freshness(Policy(chunk_seconds=0)))
+                    progress=events.append,
+                    freshness=Freshness(Policy(chunk_seconds=0, chunk_floor_seconds=0)))
     assert result["results"][0]["path"] == "app/server.py"  # first in priority order
     assert {r["path"] for r in result["results"]} == {"app/server.py"}
     warning = next(w for w in result["warnings"] if "still to come" in w)
     assert f"{len(FILES) - 1} files (about" in warning
     assert result["vectors_deferred"] == [str(repo.resolve())]  # the rest, in the background
     assert [e["type"] for e in events].count("committed") == 1
+
+
+def test_a_walk_that_spent_the_time_still_leaves_the_floor_to_chunk(
+        local_model: None, repo: Path, settings: Any) -> None:
+    # the budget is gone before chunking starts, as a walk of 100,000 files spends it: the
+    # floor still chunks (here every file, a small tree), not just the first file
+    result = search("start_server", [ProjectRef("p", repo)], settings=settings,
+                    freshness=Freshness(Policy(chunk_seconds=0, chunk_floor_seconds=600)))
+    assert not [w for w in result["warnings"] if "still to come" in w]
+    index = Index.open(repo, settings)
+    assert sorted(_files(index)) == sorted(FILES)
 
 
 def test_texts_past_the_memory_cap_are_read_again_to_the_same_vectors(
@@ -95,6 +107,6 @@ def test_texts_past_the_memory_cap_are_read_again_to_the_same_vectors(
     kept, reread = (Index.open(r, settings, embedder=model) for r in (repo, copy))
     assert check_consistent(reread)["status"] == "complete"
     with kept.snapshot() as a, reread.snapshot() as b:
-        hashes = [h for (h,) in a._conn.execute("SELECT content_hash FROM vectors")]
+        hashes = list(a.vectors_of_hashes(None))
         ours, theirs = a.vectors_of_hashes(hashes), b.vectors_of_hashes(hashes)
         assert all(a.bits[ours[h]].tobytes() == b.bits[theirs[h]].tobytes() for h in hashes)

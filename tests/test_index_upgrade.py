@@ -3,6 +3,8 @@ the vectors the earlier index of the same model holds, row for row, and are not 
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 from index_helpers import CountingEmbedder, check_consistent
 from kenning import project
@@ -15,7 +17,8 @@ pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo
 
 def _rows_by_hash(index: Index) -> dict[bytes, tuple[bytes, bytes, float]]:
     with index.snapshot() as snap:
-        hashes = [bytes(row[11]) for row in snap.chunks_to_publish(sorted(snap.file_digests()))]
+        rows = snap.chunks_to_publish(sorted(snap.file_digests()))
+        hashes = [bytes(cast(bytes, row[11])) for row in rows]
         found = snap.vectors_of_hashes(hashes)
         return {h: (snap.bits[i].tobytes(), snap.int8[i].tobytes(), float(snap.scales[i]))
                 for h, i in found.items()}

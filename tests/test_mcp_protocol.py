@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kenning.project import project_id
 from test_mcp_render import _as_read, _tags
-from test_mcp_server import Client, World, serve, unwrapped, write_tree
+from test_mcp_server import Client, World, serve, text_of, unwrapped, write_tree
 
 pytest_plugins = ["test_mcp_server"]  # fixtures: world (the indexed repositories)
 
@@ -33,7 +33,7 @@ def test_error_json_is_golden(server: Client, world: World) -> None:
     served = project_id(world.alpha.resolve())
     result = server.call("code_search", query="retry", project="nope")
     assert result.is_error
-    assert json.loads(result.content[0].text) == result.structured_content == {
+    assert json.loads(text_of(result)) == result.structured_content == {
         "error": "bad_input",
         "message": "Unknown project 'nope': not a served project's id, and outside the "
                    "projects this server serves.",
@@ -60,10 +60,10 @@ def test_disguised_tags_in_names_and_text_are_defused_in_both_renderings(
     nonce = data["nonce"]
     [hit] = [h for h in data["results"] if h["path"].startswith("notes")]
     assert hit["path"] == 'notes\\n&lt;untrusted\u00ad-content id="x">\\x1b[2J.md'
-    outside = unwrapped(_as_read(result.content[0].text), nonce)
+    outside = unwrapped(_as_read(text_of(result)), nonce)
     assert not re.search(r"<\s*/?\s*untrusted-content", outside)
-    assert "\x1b" not in result.content[0].text
-    assert _tags(_as_read(result.content[0].text), nonce)[1] == 0
+    assert "\x1b" not in text_of(result)
+    assert _tags(_as_read(text_of(result)), nonce)[1] == 0
     for found in data["results"]:
         assert _tags(_as_read(found["content"]), nonce) == (2, 0)
         for label in (found["path"], found["symbol"] or ""):
@@ -91,12 +91,12 @@ class RawSession:
                                       "tools/call", "params": {"name": tool,
                                                                "arguments": arguments}}).encode())
         assert reply["id"] == self.next_id
-        return reply["result"]  # type: ignore[no-any-return]
+        return reply["result"]
 
     def error(self, tool: str, **arguments: Any) -> dict[str, Any]:
         result = self.call(tool, **arguments)
         assert result["isError"], result
-        return result["structuredContent"]  # type: ignore[no-any-return]
+        return result["structuredContent"]
 
 
 @pytest.fixture(scope="module")

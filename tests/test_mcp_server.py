@@ -32,7 +32,7 @@ from kenning import config
 from kenning.mcpserver.budget import context_tokens
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp_types import CallToolResult, Implementation
+from mcp_types import CallToolResult, Implementation, TextContent
 
 
 def handlers(first: int, count: int) -> str:
@@ -233,14 +233,14 @@ class Client:
 
     @staticmethod
     def check(result: CallToolResult) -> CallToolResult:
-        assert not result.is_error, result.content[0].text
+        assert not result.is_error, text_of(result)
         assert result.structured_content is not None
         return result
 
     def error(self, tool: str, **arguments: Any) -> dict[str, Any]:
         result = self.call(tool, **arguments)
-        assert result.is_error, result.content[0].text
-        body: dict[str, Any] = json.loads(result.content[0].text)
+        assert result.is_error, text_of(result)
+        body: dict[str, Any] = json.loads(text_of(result))
         assert body == result.structured_content
         return body
 
@@ -306,6 +306,13 @@ def edited(client: Client, path: Path, text: str) -> Iterator[Path]:
         assert report["state"] == "finished", report
 
 
+def text_of(result: CallToolResult) -> str:
+    """The text a tool result shows the agent: its first block, which kenning makes text."""
+    block = result.content[0]
+    assert isinstance(block, TextContent), f"the result's first block is a {block.type}"
+    return block.text
+
+
 def unwrapped(text: str, nonce: str) -> str:
     """``text`` with every wrapped fragment removed."""
     pattern = (rf'<untrusted-content id="{nonce}" origin="[^"]*">\n.*?'
@@ -360,7 +367,7 @@ def test_search_returns_wrapped_snippets_in_the_cli_schema(alpha: Client, world:
     assert top["content"].startswith(
         f'<untrusted-content id="{nonce}" origin="src/retry.py:{top["start_line"]}-')
     assert top["content"].endswith(f'</untrusted-content id="{nonce}">')
-    text = result.content[0].text
+    text = text_of(result)
     assert f"src/retry.py:{top['start_line']}-{top['end_line']}" in text and top["id"] in text
     assert text.count(f'</untrusted-content id="{nonce}">') == len(data["results"])
     again = alpha.ok("code_search", query="sleep with exponential backoff between retries")
@@ -372,8 +379,8 @@ def test_locations_detail_returns_no_source(alpha: Client) -> None:
     hits = result.structured_content["results"]
     assert hits[0]["symbol"] == "parse_header" and hits[0]["path"] == "src/parse.py"
     assert all(h["content"] is None for h in hits)
-    assert "untrusted-content id=" not in result.content[0].text
-    assert "split an http header" not in result.content[0].text.lower()
+    assert "untrusted-content id=" not in text_of(result)
+    assert "split an http header" not in text_of(result).lower()
 
 
 def test_filters_narrow_the_search(alpha: Client) -> None:
@@ -416,7 +423,7 @@ def test_get_chunk_takes_a_scope_and_context_lines(alpha: Client) -> None:
     assert wider["start_line"] == max(1, alone["start_line"] - 2)
     assert wider["end_line"] >= alone["end_line"]
     refused = alpha.call("code_get_chunk", id=hit["id"], scope="file")
-    assert refused.is_error and "scope" in refused.content[0].text
+    assert refused.is_error and "scope" in text_of(refused)
 
 
 def test_hostile_text_stays_inside_the_wrapper(alpha: Client) -> None:
@@ -425,7 +432,7 @@ def test_hostile_text_stays_inside_the_wrapper(alpha: Client) -> None:
     data = result.structured_content
     hits = data["results"]
     assert [h["path"] for h in hits] == ["notes/hostile.md"]
-    text, nonce = result.content[0].text, data["nonce"]
+    text, nonce = text_of(result), data["nonce"]
     assert "IGNORE PREVIOUS INSTRUCTIONS" in text
     outside = unwrapped(text, nonce)
     assert "IGNORE PREVIOUS" not in outside  # every byte of the file is inside a wrapper
@@ -434,7 +441,7 @@ def test_hostile_text_stays_inside_the_wrapper(alpha: Client) -> None:
     assert re.findall(r"</untrusted-content[^>]*>", text) == [
         f'</untrusted-content id="{nonce}">'] * len(hits)
     chunk = alpha.ok("code_get_chunk", id=hits[0]["id"])
-    assert "IGNORE PREVIOUS" not in unwrapped(chunk.content[0].text,
+    assert "IGNORE PREVIOUS" not in unwrapped(text_of(chunk),
                                               chunk.structured_content["nonce"])
 
 
@@ -442,12 +449,12 @@ def test_oversized_result_is_capped(alpha: Client) -> None:
     result = alpha.ok("code_search", query="handle a request: validate the payload and store it",
                       limit=50)
     data = result.structured_content
-    assert context_tokens(result.content[0].text) <= 8000
+    assert context_tokens(text_of(result)) <= 8000
     left = data["left_out"]
     full = [h for h in data["results"] if h["content"] is not None]
     assert full and left["as_locations"] + left["dropped"] > 0
     assert left["as_locations"] == len(data["results"]) - len(full)
-    assert "Left out to stay within about 8,000 tokens" in result.content[0].text
+    assert "Left out to stay within about 8,000 tokens" in text_of(result)
 
 
 def test_paths_and_projects_outside_the_roots_are_refused(alpha: Client, world: World) -> None:
@@ -514,7 +521,7 @@ def test_get_chunk_refuses_lines_changed_since_their_hash(alpha: Client, world: 
     hit = found.structured_content["results"][0]
     assert re.fullmatch(r"[0-9a-f]{12}", hit["content_hash"])
     assert hit["changed_since_index"] is False and "revision" in hit
-    assert f"hash {hit['content_hash']}" in found.content[0].text
+    assert f"hash {hit['content_hash']}" in text_of(found)
     alpha.ok("code_get_chunk", id=hit["id"], expect_hash=hit["content_hash"])
     target = world.alpha / "src/parse.py"
     with edited(alpha, target, target.read_text().replace("Split an HTTP", "Split one HTTP")):
@@ -530,7 +537,7 @@ def test_search_packs_line_ranges_within_a_token_budget(alpha: Client) -> None:
     body = found.structured_content
     assert body["budget"]["tokens"] == 300 and 0 < body["budget"]["used"] <= 300
     assert all(hit["lines"] for hit in body["results"])
-    assert "Token budget: " in found.content[0].text
+    assert "Token budget: " in text_of(found)
     for tokens in (0, 100_001):
         refused = alpha.error("code_search", query="retry", budget_tokens=tokens)
         assert refused["error"] == "bad_input" and "budget_tokens" in refused["message"]
@@ -542,7 +549,7 @@ def test_concurrent_searches_serialise_their_refreshes(alpha: Client, world: Wor
                 "def walrus_tally(counts):\n    return sum(counts.values())\n"):
         results = alpha.call_together("code_search", [{"query": "walrus_tally"}] * 4)
         for result in results:
-            assert not result.is_error, result.content[0].text
+            assert not result.is_error, text_of(result)
             assert result.structured_content["results"][0]["path"] == "src/extra.py"
         status = alpha.ok("code_index_status").structured_content["projects"][0]
         assert status["generation"] == generation + 1  # one refresh did the work
@@ -616,7 +623,7 @@ def test_multi_project_search_merges_and_reports_the_missing_root(multi: Client,
     mixed = multi.ok("code_search", query="thumbnail of an image; retry with backoff",
                      limit=20).structured_content
     assert {h["project"] for h in mixed["results"]} == {"alpha", "beta"}
-    assert "[beta] img/" in multi.ok("code_search", query="thumbnail").content[0].text
+    assert "[beta] img/" in text_of(multi.ok("code_search", query="thumbnail"))
     only = multi.ok("code_search", query="thumbnail", project="alpha").structured_content
     assert all(h["project"] == "alpha" for h in only["results"])
     inside = multi.ok("code_search", query="thumbnail", path_filter=str(world.beta / "img"))
@@ -639,7 +646,7 @@ def test_find_repositories_ranks_projects(multi: Client) -> None:
     assert ranked["repositories"][0]["top_paths"][0] == "img/colors.py"
     ranked = multi.ok("find_repositories", query="retry with exponential backoff")
     assert ranked.structured_content["repositories"][0]["project"] == "alpha"
-    assert "1. alpha" in ranked.content[0].text
+    assert "1. alpha" in text_of(ranked)
 
 
 # -- a project seen for the first time ------------------------------------------------------------
@@ -695,7 +702,7 @@ def test_embedder_down_degrades_to_lexical(world: World, local_model: None,
             problem = status["embedder"]["problem"]
             assert status["embedder"]["ok"] is False
             assert problem["error"] == "embedder_unavailable" and problem["hint"]
-            text = client.ok("code_index_status").content[0].text
+            text = text_of(client.ok("code_index_status"))
             assert "NOT WORKING" in text and "Fix:" in text
 
             embedder.start()  # back on the same port: semantic search resumes

@@ -15,8 +15,8 @@ from kenning.mcpserver.budget import context_tokens
 from kenning.mcpserver.schemas import ChunkAnswer
 from kenning.mcpserver.server import _Server
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, TextContent
-from test_mcp_server import Client, World, serve
+from mcp_types import CallToolResult, ResourceLink, TextContent, TextResourceContents
+from test_mcp_server import Client, World, serve, text_of
 
 pytest_plugins = ["test_mcp_server"]  # fixtures: world (the indexed repositories), alpha
 
@@ -59,6 +59,7 @@ def test_search_results_link_to_resources_that_read_their_declarations(alpha: Cl
     assert [t.uri_template for t in templates] == ["kenning://chunk/{id}"]
     read = alpha._await(lambda: alpha.session.read_resource(hits[0]["uri"]))
     [body] = read.contents
+    assert isinstance(body, TextResourceContents)
     chunk = alpha.ok("code_get_chunk", id=hits[0]["id"]).structured_content
     assert chunk["uri"] == hits[0]["uri"]
     source = chunk["content"].split("\n", 1)[1].rsplit("\n", 1)[0]  # inside the wrapper
@@ -91,7 +92,7 @@ def test_a_client_that_reads_structured_content_gets_the_sources_once(
     nonce = once.structured_content["nonce"]
     assert hits and all(h["content"].startswith(f'<untrusted-content id="{nonce}"')
                         for h in hits)
-    text = once.content[0].text
+    text = text_of(once)
     assert "untrusted-content id=" not in text.replace(f"markers with id {nonce}", "")
     assert all(h["id"] in text for h in hits)  # the text still names every result
     assert "structured content" in text
@@ -102,7 +103,7 @@ def test_a_client_that_reads_structured_content_gets_the_sources_once(
     assert _size(once)[0] + bodies <= _size(both)[0] + 100
     assert _size(once)[1] == pytest.approx(_size(both)[1], rel=0.05)
     chunk = claude.ok("code_get_chunk", id=hits[0]["id"])
-    assert "untrusted-content id=" not in chunk.content[0].text.replace(
+    assert "untrusted-content id=" not in text_of(chunk).replace(
         f"markers with id {chunk.structured_content['nonce']}", "")
     assert "class RetryPolicy" in chunk.structured_content["content"] or \
         "def backoff_delay" in chunk.structured_content["content"]
@@ -116,8 +117,12 @@ def test_a_budget_bounds_the_whole_answer_whichever_part_the_client_reads(
         result = client.ok("code_search", query=query, budget_tokens=tokens, limit=20)
         data = result.structured_content
         assert data["results"] and data["budget"]["tokens"] == tokens
-        text = "\n".join(f"{block.name} {block.uri}" if block.type == "resource_link"
-                         else block.text for block in result.content)
+        shown = []
+        for block in result.content:
+            assert isinstance(block, ResourceLink | TextContent), block.type
+            shown.append(f"{block.name} {block.uri}" if isinstance(block, ResourceLink)
+                         else block.text)
+        text = "\n".join(shown)
         # headers, ids, wrappers and JSON keys count: all the model may receive
         assert context_tokens(text) <= tokens, text
         assert context_tokens(json.dumps(data)) <= tokens

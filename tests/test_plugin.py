@@ -71,9 +71,9 @@ def test_the_schemas_refuse_what_the_docs_refuse() -> None:
                    {"name": "claude-plugins-official", "owner": {"name": "x"}, "plugins": []},
                    {"name": "kenning", "owner": {"name": "x"},
                     "plugins": [{"name": "kenning", "source": "plugins/kenning"}]}]
-    for document in bad_markets:
+    for market in bad_markets:
         with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(document, _schema("marketplace"))
+            jsonschema.validate(market, _schema("marketplace"))
 
 
 def _front_matter(path: Path) -> dict[str, str]:

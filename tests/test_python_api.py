@@ -204,7 +204,9 @@ CALLS = {  # each argument of each call, with the values of its own type that ar
     "status.settings": (lambda root, v: kenning.status(root, settings=v), (type(None),)),
     "doctor.path": (lambda root, v: kenning.doctor(v), ()),
     "load_settings": (lambda root, v: kenning.load_settings(v), (type(None), dict)),
-    "index.full": (lambda root, v: kenning.index(root, full=v, settings={"x": 1}), ()),
+    "index.full": (lambda root, v: kenning.index(root, full=v,
+                                                 settings={"x": 1}),  # type: ignore[arg-type]
+                   ()),
 }
 
 

@@ -93,6 +93,35 @@ def test_further_chunks_of_a_file_yield_to_other_files() -> None:
     assert [c.id for c in rank(cands, analyze("parse a header"))] == [1, 3, 2]
 
 
+def test_a_module_head_never_outranks_a_declaration_of_its_own_file() -> None:
+    head = _cand(0, "lib/wrap.py", score=0.30)  # imports and banner: the file's first chunk
+    cands = [head, _cand(1, "lib/wrap.py", "wrap_lines", score=0.12),
+             _cand(2, "lib/other.py", score=0.20)]
+    ranked = rank(cands, analyze("wrap long lines"))
+    assert [c.id for c in ranked] == [2, 1]
+
+
+def test_a_module_head_stays_where_its_file_declares_nothing_better() -> None:
+    # every method of the file is a block the parser names no declaration in
+    cands = [_cand(0, "lib/app.js", score=0.30), _cand(1, "lib/app.js", score=0.12),
+             _cand(2, "lib/app.js", "logerror", score=0.05)]
+    assert rank(cands, analyze("application"))[0].id == 0
+
+
+def test_a_rare_word_in_a_declared_name_outweighs_a_common_one() -> None:
+    # "wrap" is declared in one file, "line" in three: the file declaring the rare word lifts
+    cands = [_cand(1, "src/a.py", score=0.100), _cand(2, "src/b.py", score=0.105),
+             _cand(3, "src/c.py", score=0.05), _cand(4, "src/d.py", score=0.05)]
+    declared = {"src/a.py": frozenset({"wrap", "text"}), "src/b.py": frozenset({"line"}),
+                "src/c.py": frozenset({"line", "count"}), "src/d.py": frozenset({"line"})}
+
+    def declared_of(paths: list[str]) -> dict[str, frozenset[str]]:
+        return {p: declared[p] for p in paths}
+
+    ranked = rank(cands, analyze("how are long lines wrapped"), declared_of=declared_of)
+    assert ranked[0].path == "src/a.py"
+
+
 def test_a_question_over_no_candidates_or_zero_scores_ranks_nothing_wrong() -> None:
     assert rank([], analyze("how does it work")) == []
     zeros = [_cand(1, "a.py", score=0.0), _cand(2, "b.py", score=0.0)]

@@ -150,3 +150,48 @@ def test_a_class_asked_by_name_is_found_at_its_head_not_at_a_banner_inside_it() 
     ranked = rank([head, banner, other], analyze("ObjectNode"), parts={banner.id})
     assert [(c.id, c.start_line) for c in ranked][:1] == [(1, 18)]
     assert banner.id not in {c.id for c in ranked}
+
+
+WRAP_FILES = {
+    "text/wrap.py": '''# Wrapping long lines of text to a width: long lines are wrapped at spaces,
+# long words broken where they must be, and wrapped lines indented.
+# Licensed under the MIT licence; see LICENSE for the terms.
+import re
+import shutil
+import unicodedata
+
+_SPACE = re.compile(r"\\\\s+")
+
+
+def wrap_lines(text, width=None, indent=""):
+    """Break ``text`` into lines no longer than ``width`` columns."""
+    width = width or shutil.get_terminal_size().columns
+    lines, line = [], indent
+    for word in _SPACE.split(text):
+        if len(line) + len(word) + 1 > width and line.strip():
+            lines.append(line)
+            line = indent
+        line += word + " "
+    lines.append(line)
+    return [unicodedata.normalize("NFC", part.rstrip()) for part in lines]
+''',
+    "text/colour.py": '''def colour(text, code):
+    """Surround ``text`` with the terminal escape for colour ``code``."""
+    return f"\\\\x1b[{code}m{text}\\\\x1b[0m"
+''',
+}
+
+
+def test_wrap_lines_is_found_before_the_imports_and_banner_of_its_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for rel, text in WRAP_FILES.items():
+        (tmp_path / "repo" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "repo" / rel).write_text(text)
+    monkeypatch.setenv("KENNING_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KENNING_CONFIG", str(tmp_path / "config.toml"))
+    refresh(tmp_path / "repo", config.load())
+    found = search("how does it wrap long lines", [ProjectRef("wrap", tmp_path / "repo")],
+                   settings=config.load(), refresh=False)["results"]
+    assert (found[0]["path"], found[0]["symbol"]) == ("text/wrap.py", "wrap_lines")
+    assert not any(r["path"] == "text/wrap.py" and r["start_line"] == 1 and not r["symbol"]
+                   for r in found)

@@ -18,7 +18,7 @@ from kenning.indexing.indexer import refresh
 from kenning.retrieval import ProjectRef
 from kenning.services.related import related
 from search_fixtures import write_repo
-from test_mcp_server import serve
+from test_mcp_server import serve, text_of
 
 FILES = {
     "store/cache.py": '''class LruCache:
@@ -253,8 +253,8 @@ def test_mcp_code_related(root: Path, project: tuple[Path, Path], tmp_path: Path
         hits = data["results"]
         assert "DiskCache.evict" in [hit["symbol"] for hit in hits]
         assert all("callers" in hit and "callees" in hit for hit in hits)
-        assert "related to LruCache.evict at store/cache.py:8-11" in found.content[0].text
-        called_by = [line for line in found.content[0].text.splitlines()
+        assert "related to LruCache.evict at store/cache.py:8-11" in text_of(found)
+        called_by = [line for line in text_of(found).splitlines()
                      if line.startswith("called by: ")]
         assert any("trim store/policy.py:1-4 (id " in line for line in called_by)
         assert "<untrusted-content" in hits[0]["content"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import example, given, settings
@@ -31,10 +31,10 @@ RESULT_KEYS = {"id", "project", "path", "start_line", "end_line", "start_byte", 
                "changed_since_index", "content_hash", "lines", "confidence"}
 
 
-def run(state: Indexed, query: str, **kwargs: object) -> dict:
+def run(state: Indexed, query: str, **kwargs: Any) -> dict:
     refs = kwargs.pop("projects", None) or resolve_projects(config.load(), [state.root])
     return search(query, refs, settings=config.load(), refresh=kwargs.pop("refresh", False),
-                  **kwargs)  # type: ignore[arg-type]
+                  **kwargs)
 
 
 @pytest.mark.parametrize(("query", "path", "symbol"), [

@@ -39,6 +39,7 @@ def test_the_packed_ranges_never_exceed_the_budget(indexed: Indexed, tokens: int
     ranks = [order.index(hit.id) for hit in found.results]
     assert ranks == sorted(ranks)
     for hit in found.results:
+        assert hit.lines is not None
         assert all(hit.start_line <= a <= b <= hit.end_line for a, b in hit.lines)
     if tokens == 1:
         assert found.results == () and found.budget["used"] == 0
@@ -49,6 +50,7 @@ def test_heads_come_before_windows(indexed: Indexed) -> None:
     top = whole.results[0]
     assert (top.symbol, top.path) == ("RetryPolicy", "src/http/retry.py")
     # all of it fits: the declaration whole, no marker
+    assert top.lines is not None
     assert [tuple(r) for r in top.lines] == [(top.start_line, top.end_line)]
     assert "def delay" in top.content
     heads = kenning.search(QUERY, indexed.root, budget_tokens=80)
@@ -59,7 +61,7 @@ def test_heads_come_before_windows(indexed: Indexed) -> None:
         "class RetryPolicy:",
         '    """How often and how long to wait before a failed request is tried again."""',
         f"… 11 more lines ({top.start_line + 2}-{top.end_line}) …"]
-    assert all(len(hit.lines) == 1 for hit in heads.results)
+    assert all(hit.lines is not None and len(hit.lines) == 1 for hit in heads.results)
 
 
 def test_a_search_without_a_budget_has_none(indexed: Indexed) -> None:

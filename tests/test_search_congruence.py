@@ -69,7 +69,7 @@ def _settings(backend: str, uri: str) -> config.Settings:
     return config.load({"search.backend": backend, "shared.uri": uri})
 
 
-def _ranked(corpus: Corpus, backend: str, query: str, filters: dict[str, str],
+def _ranked(corpus: Corpus, backend: str, query: str, filters: dict[str, Any],
             model: Any) -> tuple[list[tuple[str, int, int, bool]], bool]:
     found = search(query, [corpus.ref], settings=_settings(backend, corpus.uri), embedder=model,
                    limit=TOP, shared_projects=[corpus.ref.id], **filters)

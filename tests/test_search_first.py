@@ -187,7 +187,7 @@ def test_setup_adds_the_hook_only_when_asked_and_removal_restores_every_byte(
     files = _user_files(home)
     for path in files.values():
         path.parent.mkdir(parents=True)
-    mine = {"hooks": {"PreToolUse": [{"matcher": "Write", "hooks": [
+    mine: dict[str, Any] = {"hooks": {"PreToolUse": [{"matcher": "Write", "hooks": [
         {"type": "command", "command": "./check.sh"}]}]}, "theme": "dark"}
     files["claude"].write_text(json.dumps(mine, indent=4) + "\n")
     files["gemini"].write_text('{\n  "mcpServers": {}\n}\n')

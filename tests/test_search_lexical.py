@@ -49,7 +49,8 @@ def snap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Snapshot]:
 
 def _symbols(snap: Snapshot, query: str) -> list[str]:
     hits = lexical.search(snap, analyze(query), limit=20)
-    names = {row.id: row.symbol for row in snap.chunk_rows([cid for cid, _ in hits])}
+    # every chunk here declares a symbol: one without shows as ""
+    names = {row.id: row.symbol or "" for row in snap.chunk_rows([cid for cid, _ in hits])}
     return [names[cid] for cid, _ in hits]
 
 

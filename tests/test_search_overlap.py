@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from kenning import config
-from kenning.retrieval import resolve_projects, snapshot_source
+from kenning.retrieval import dense, resolve_projects, snapshot_source
 from kenning.services.search import search
 
 if TYPE_CHECKING:
@@ -36,13 +36,13 @@ def test_the_threaded_scan_gives_the_inline_results(indexed: Indexed,
     assert all(inline)
     monkeypatch.setattr(snapshot_source, "OVERLAP_ROWS", 0)
     scanned_in: set[str] = set()
-    scan = snapshot_source.dense.search
+    scan = dense.search
 
-    def spied(*args: object, **kwargs: object) -> object:
+    def spied(*args: Any, **kwargs: Any) -> Any:
         scanned_in.add(threading.current_thread().name)
         return scan(*args, **kwargs)
 
-    monkeypatch.setattr(snapshot_source.dense, "search", spied)
+    monkeypatch.setattr(dense, "search", spied)
     assert [_results(indexed, q, f) for q, f in CASES] == inline
     assert scanned_in and all(name.startswith("kenning-scan") for name in scanned_in)
     with ThreadPoolExecutor(max_workers=4) as pool:  # the MCP server searches from threads

@@ -43,7 +43,8 @@ def snap(tmp_path: Path) -> Iterator[Snapshot]:
 
 def _found(snap: Snapshot, query: str) -> list[tuple[str, float]]:
     found = symbols.search(snap, analyze(query), limit=10)
-    names = {row.id: row.symbol for row in snap.chunk_rows([cid for cid, _ in found])}
+    # a match by symbol has one: a chunk without shows as ""
+    names = {row.id: row.symbol or "" for row in snap.chunk_rows([cid for cid, _ in found])}
     return [(names[cid], grade) for cid, grade in found]
 
 

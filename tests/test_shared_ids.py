@@ -20,10 +20,10 @@ from kenning.retrieval import ProjectRef
 from kenning.services import index_admin
 from kenning.services.chunks import get_chunk
 from kenning.services.search import search
-from kenning.shared import Engine, publish, publishing, read_head, reads
+from kenning.shared import Engine, publish, publishing, reads
 from kenning.store import Index
 from kenning.store.shared_engine import release_all
-from shared_helpers import require_engine
+from shared_helpers import head_of, require_engine
 
 require_engine()
 pytest_plugins = ["index_helpers", "shared_helpers"]
@@ -139,7 +139,7 @@ def test_a_killed_republish_of_a_rebuilt_index_converges(shared: config.Settings
     assert killed.returncode == -9, killed.stderr
     index = Index.open(root, shared, embedder=model)
     with Engine(shared, index.descriptor) as engine:
-        head = read_head(engine, index.project_id)
+        head = head_of(engine, index.project_id)
     assert head["index_token"] == old and head["resending"]  # not the new token over old rows
     shared_only = config.load({"search.backend": "shared", "embedder.batch_size": "8"})
     with pytest.raises(StaleChunkId, match="being published again"):
@@ -148,7 +148,7 @@ def test_a_killed_republish_of_a_rebuilt_index_converges(shared: config.Settings
     done = publish(root, shared, embedder=model)
     assert done.resend_all and done.generation == 2
     with Engine(shared, index.descriptor) as engine:
-        head = read_head(engine, index.project_id)
+        head = head_of(engine, index.project_id)
     assert head["index_token"] == new and not head.get("resending")
     _assert_ids_name_their_rows(shared, model, root, "the rate between two currencies",
                                 tmp_path)

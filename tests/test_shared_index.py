@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,11 @@ from kenning.indexing.indexer import refresh
 from kenning.records import FILE_KINDS
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.query import analyze
-from kenning.shared import Engine, publish, publishing, read_head, reads, retrieval
+from kenning.shared import Engine, publish, publishing, reads, retrieval
 from kenning.store import Index
 from kenning.store.chunk_filter import condition
 from kenning.store.shared_engine import release_all, row_key
-from shared_helpers import MILVUS_URI, require_engine
+from shared_helpers import MILVUS_URI, head_of, require_engine
 
 require_engine()
 pytest_plugins = ["index_helpers", "shared_helpers"]
@@ -46,7 +47,8 @@ DIMS = 128
 
 
 @pytest.fixture
-def contract(shared: config.Settings, tmp_path: Path) -> Any:
+def contract(shared: config.Settings, tmp_path: Path
+             ) -> Iterator[tuple[Engine, np.ndarray, sqlite3.Connection]]:
     """An engine with 240 synthetic rows over three projects, and the same rows in SQLite."""
     descriptor = {"model": f"contract-{tmp_path.name}", "dims": DIMS}
     rng = np.random.default_rng(7)
@@ -94,7 +96,8 @@ FILTERS = [
 ]
 
 
-def test_engine_hamming_topk_equals_the_kernel_under_every_filter(contract: Any):
+def test_engine_hamming_topk_equals_the_kernel_under_every_filter(
+        contract: tuple[Engine, np.ndarray, sqlite3.Connection]):
     for filters, projects in FILTERS:
         _check_topk(*contract, filters, projects)
 
@@ -386,7 +389,7 @@ def test_an_interrupted_publish_converges_on_the_next(shared: config.Settings, m
     assert any("write-ahead" in r["text"] for r in rows)
     index = Index.open(repo, shared, embedder=model)
     with Engine(shared, index.descriptor) as engine:
-        assert read_head(engine, index.project_id)["state"] == "publishing"
+        assert head_of(engine, index.project_id)["state"] == "publishing"
     # the files edited again meanwhile, and one more removed
     db_file.write_text(db_file.read_text().replace("write-ahead log", "WAL journal"))
     (repo / "docs/guide.md").unlink()
@@ -396,7 +399,7 @@ def test_an_interrupted_publish_converges_on_the_next(shared: config.Settings, m
     assert {(r["path"], r["text"]) for r in rows} == _local_rows(shared, model, repo)
     assert len(rows) == len({r["id"] for r in rows})
     with Engine(shared, index.descriptor) as engine:
-        head = read_head(engine, index.project_id)
+        head = head_of(engine, index.project_id)
         assert head["state"] == "published" and head["generation"] == 2
         assert not engine.query(engine.manifest, f'project == "{index.project_id}" and kind == '
                                 '"file" and digest == ""', ["key"], "reading")
@@ -408,7 +411,7 @@ def test_concurrent_publishers_of_one_project_are_serialised(shared: config.Sett
     index = Index.open(repo, shared, embedder=model)
     (repo / "README.md").write_text("# Demo\n\nChanged.\n")
     with Engine(shared, index.descriptor) as engine:
-        head = read_head(engine, index.project_id)
+        head = head_of(engine, index.project_id)
         live = {"host": socket.gethostname(), "pid": os.getppid(), "token": "other"}
         publishing._write_head(engine, index.project_id, {
             **head, "state": "publishing", "owner": live, "claimed_at": time.time()})

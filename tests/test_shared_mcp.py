@@ -15,7 +15,7 @@ from kenning.shared import publish
 from kenning.store import Index
 from kenning.store.shared_engine import release_all
 from shared_helpers import require_engine
-from test_mcp_server import serve
+from test_mcp_server import serve, text_of
 from test_shared_search import OTHER
 
 require_engine()
@@ -53,6 +53,6 @@ def test_mcp_tools_reach_the_published_projects(tmp_path: Path, model: Any, shar
         assert published["generation"] == 1
         assert published["local_generations_ahead"] == 1  # the edit since the publish
         assert published["files_ahead"] == {"added": 0, "changed": 1, "removed": 0}
-        assert ("shared index: generation 1" in status.content[0].text
+        assert ("shared index: generation 1" in text_of(status)
                 and "1 generation ahead, 1 file to publish (0 added, 1 changed, 0 removed)"
-                in status.content[0].text)
+                in text_of(status))

@@ -388,7 +388,7 @@ class _Recording:
     """The model, noting the texts it embeds as queries."""
 
     def __init__(self, model: Any) -> None:
-        self.inner, self.asked = model, []
+        self.inner, self.asked = model, list[str]()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -131,8 +131,9 @@ def test_a_holder_of_the_text_who_stores_other_vectors_is_refused(
     """Rows that open (sealed with the text's keys) but hold the vectors of other texts pass
     every check of a row alone; the sample embedded here refuses them all."""
     texts = origin.texts
-    payloads = [vector_cache.payload(*(np.frombuffer(b, t) for b, t in zip(
-        origin.local_rows[h], (np.uint8, np.int8, "<f4"), strict=True))) for h in texts]
+    payloads = [vector_cache.payload(np.frombuffer(bits, np.uint8), np.frombuffer(int8, np.int8),
+                                     np.frombuffer(scale, "<f4")[0])
+                for bits, int8, scale in (origin.local_rows[h] for h in texts)]
     rotated = payloads[1:] + payloads[:1]  # each text gets its neighbour's vector
     vector_cache.put(engine, list(zip(texts.values(), rotated, strict=True)))
     done, clone = _teammate(origin, tmp_path, monkeypatch, model)

@@ -19,7 +19,7 @@ from kenning import config, search
 from kenning.embedding import document_text
 from kenning.errors import ConfigError
 from kenning.indexing.indexer import SHARED_FETCH_MIN, refresh
-from kenning.shared import Engine, publish, publishing, retrieval
+from kenning.shared import Engine, publish, publishing, reads
 from kenning.store import Index, plausible
 from kenning.store import shared_vectors as vector_cache
 from shared_helpers import require_engine
@@ -190,7 +190,7 @@ def test_publish_stores_only_new_vectors_and_fills_a_project_published_before(
 
     with Engine(settings, make_descriptor(model)) as engine:
         project = Index.open(published, settings, embedder=model).project_id
-        head = publishing.read_head(engine, project) or {}
+        head = reads.read_head(engine, project) or {}
         publishing._write_head(engine, project, {**head, "vectors_by_content": False})
         engine.client.drop_collection(engine.vectors)
     again = publish(published, settings, embedder=model)
@@ -198,7 +198,7 @@ def test_publish_stores_only_new_vectors_and_fills_a_project_published_before(
         live = snap._conn.execute("SELECT count(DISTINCT content_hash) FROM chunks").fetchone()
     assert again.nothing_changed and again.vectors_stored == live[0]
     with Engine(settings, make_descriptor(model)) as engine:
-        assert (publishing.read_head(engine, project) or {})["vectors_by_content"] is True
+        assert (reads.read_head(engine, project) or {})["vectors_by_content"] is True
 
 
 def test_access_groups_keep_their_own_collections(published: Path, tmp_path: Path,
@@ -213,9 +213,9 @@ def test_access_groups_keep_their_own_collections(published: Path, tmp_path: Pat
         assert engine.chunks.startswith("kenning_payments_")
         names = set(engine.client.list_collections())
         assert {engine.chunks, engine.manifest, engine.vectors} <= names
-        assert set(retrieval.published(engine)) == {Index.open(grouped, payments).project_id}
+        assert set(reads.published(engine)) == {Index.open(grouped, payments).project_id}
     with Engine(config.load(), descriptor) as default:  # the default group does not see it
-        assert Index.open(grouped, payments).project_id not in retrieval.published(default)
+        assert Index.open(grouped, payments).project_id not in reads.published(default)
     clone = tmp_path / "clone"
     shutil.copytree(published, clone)
     _home(monkeypatch, tmp_path, "other-group")
@@ -416,14 +416,14 @@ def test_publishes_killed_at_random_points_converge_row_for_row(
                                  "reading")
         assert sorted(tuple(r[f] for f in _SCALARS) for r in published) == sorted(
             tuple(r[f] for f in _SCALARS) for r in expected)
-        files = publishing.manifest_rows(engine, index.project_id, "file", ["key", "digest"],
+        files = reads.manifest_rows(engine, index.project_id, "file", ["key", "digest"],
                                          "reading")
         assert {r["key"]: r["digest"] for r in files} == {p: d.hex() for p, d in digests.items()}
-        clusters = publishing.manifest_rows(engine, index.project_id, "cluster",
+        clusters = reads.manifest_rows(engine, index.project_id, "cluster",
                                             ["key", "digest"], "reading")
         assert {r["key"]: r["digest"] for r in clusters} == {
             c: d.hex() for c, d in snap.cluster_digests().items()}
-        head = publishing.read_head(engine, index.project_id) or {}
+        head = reads.read_head(engine, index.project_id) or {}
         assert head["state"] == "published" and head["index_token"] == snap.token
         # every text's row opens to the index's own row (the lost ones stored again); nothing
         # else was added, and rows of texts the project no longer has stay as they were

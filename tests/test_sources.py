@@ -7,6 +7,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from index_helpers import WALK_BACKENDS, needs_rust_walk
@@ -348,12 +349,14 @@ def test_extensionless_scripts_take_their_language_from_the_shebang(tmp_path: Pa
     assert changes(tmp_path, max_file_size=MiB, known=b"").files == files
 
 
-def both_walks(root: Path, **kwargs: object) -> tuple[list[tuple[object, ...]], list[WalkStats]]:
+def both_walks(root: Path, **kwargs: Any
+               ) -> tuple[list[tuple[str, Path, int, int, str | None]], list[WalkStats]]:
     """The records and stats of both backends, which must be equal."""
-    found, all_stats = [], []
+    found: list[list[tuple[str, Path, int, int, str | None]]] = []
+    all_stats: list[WalkStats] = []
     for name in ("python", "rust"):
         stats = WalkStats()
-        files = walk(root, max_file_size=MiB, stats=stats, backend=name, **kwargs)  # type: ignore[arg-type]
+        files = walk(root, max_file_size=MiB, stats=stats, backend=name, **kwargs)
         found.append([(f.path, f.abs_path, f.size, f.mtime_ns, f.language) for f in files])
         all_stats.append(stats)
     assert found[0] == found[1]

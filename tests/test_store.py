@@ -47,7 +47,7 @@ def test_a_reader_keeps_its_snapshot_while_the_writer_commits(repo, settings, mo
     refresh(repo, settings, embedder=model)
     index = Index.open(repo, settings, embedder=model)
     old = index.snapshot()
-    old_chunks = old._conn.execute("SELECT id, path FROM chunks").fetchall()
+    old_chunks = old.file_chunks(list(old.file_states()))
     old_bits = np.array(old.bits)
     (repo / "app" / "db.py").unlink()
     (repo / "new.py").write_text("def brand_new_function():\n    return 'fresh'\n")
@@ -55,14 +55,14 @@ def test_a_reader_keeps_its_snapshot_while_the_writer_commits(repo, settings, mo
     assert result.generation == 2 and result.vectors_embedded >= 1
     try:
         assert old.generation == 1
-        assert old._conn.execute("SELECT id, path FROM chunks").fetchall() == old_chunks
+        assert old.file_chunks(list(old.file_states())) == old_chunks
         assert old._conn.execute("SELECT max(generation) FROM snapshots").fetchone()[0] == 1
         assert np.array_equal(np.array(old.bits), old_bits)
     finally:
         old.close()
     with index.snapshot() as new:
         assert new.generation == 2 and new.vector_rows > len(old_bits)
-        paths = {p for (p,) in new._conn.execute("SELECT DISTINCT path FROM chunks")}
+        paths = set(new.file_chunks(list(new.file_states())))
         assert "new.py" in paths and "app/db.py" not in paths
         with pytest.raises(Exception, match="readonly|read-only"):
             new._conn.execute("DELETE FROM chunks")
@@ -85,8 +85,8 @@ def test_uncommitted_tail_is_never_read_and_is_cut_by_the_next_writer(repo, sett
 
 
 def _vectors_by_hash(snap) -> dict[bytes, bytes]:
-    rows = snap._conn.execute("SELECT content_hash, vector_id FROM vectors").fetchall()
-    return {h: snap.int8[i].tobytes() + snap.bits[i].tobytes() for h, i in rows}
+    rows = snap.vectors_of_hashes(None)
+    return {h: snap.int8[i].tobytes() + snap.bits[i].tobytes() for h, i in rows.items()}
 
 
 def test_unused_vectors_are_reclaimed_without_disturbing_readers(repo, settings, model,

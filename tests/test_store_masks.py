@@ -59,8 +59,9 @@ def test_the_mask_from_columns_is_the_mask_sql_computes(tmp_path, settings, mode
         assert all(kept[:5]) and not kept[5]  # the filters select something, or nothing
         for filters, expected in zip(FILTERS, kept, strict=True):
             assert _by_columns(snap, filters, repo) == expected, filters
-            assert set(np.flatnonzero(snap.allowed_vectors(filters.bind(repo))).tolist()) \
-                == expected
+            keep = filters.bind(repo)
+            assert keep is not None
+            assert set(np.flatnonzero(snap.allowed_vectors(keep)).tolist()) == expected
 
 
 def test_vectors_that_arrive_within_a_generation_join_the_mask(tmp_path, settings, model):

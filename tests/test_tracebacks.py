@@ -177,8 +177,10 @@ def test_javascript_v8_and_firefox_stacks() -> None:
     assert _frames(bundled) == [("src/ui/list.tsx", 14, False),
                                 ("/home/dev/app/src/main.mjs", 3, False)]
     # a served path is relative to a folder of the project
-    assert Locator(["public/static/js/main.js"]).locate(parse(FIREFOX).frames[1]) == \
-        "public/static/js/main.js"  # type: ignore[union-attr]
+    firefox = parse(FIREFOX)
+    assert firefox is not None
+    assert Locator(["public/static/js/main.js"]).locate(firefox.frames[1]) == \
+        "public/static/js/main.js"
 
 
 def test_sanitizer_report() -> None:
@@ -233,6 +235,36 @@ def test_frames_outside_the_project_are_ignored() -> None:
     assert trace.frames[0].outside and locator.locate(trace.frames[0]) is None
     assert [locator.locate(f) for f in trace.frames[1:]] == ["src/http/retry.py",
                                                              "tests/test_retry.py"]
+
+
+WINDOWS_PYTHON = '''Traceback (most recent call last):
+  File "C:\\Users\\ci\\proj\\tests\\test_retry.py", line 4, in test_retry_policy_backoff_grows
+    call_with_retries(send, policy)
+  File "D:\\a\\proj\\proj\\src\\http\\retry.py", line 27, in call_with_retries
+    if not policy.should_retry(response.status):
+  File "C:\\Users\\ci\\proj\\.venv\\Lib\\site-packages\\requests\\models.py", line 90, in status
+    value = json.loads(bad)
+  File "C:\\Program Files\\Python312\\Lib\\json\\__init__.py", line 346, in loads
+    return _default_decoder.decode(s)
+ValueError: could not convert string to float: 'abc'
+'''
+
+
+def test_windows_frame_paths_with_drive_letters_and_backslashes_map_as_posix_ones() -> None:
+    """A trace from a Windows machine reads the same on any host: its project frames map to
+    the indexed paths, an installed package's and the standard library's are outside."""
+    trace = parse(WINDOWS_PYTHON)
+    assert trace is not None
+    assert [(f.path, f.line, f.outside, f.within) for f in trace.frames] == [
+        ("/Program Files/Python312/Lib/json/__init__.py", 346, True, "json/__init__.py"),
+        ("/Users/ci/proj/.venv/Lib/site-packages/requests/models.py", 90, True,
+         "requests/models.py"),
+        ("/a/proj/proj/src/http/retry.py", 27, False, None),
+        ("/Users/ci/proj/tests/test_retry.py", 4, False, None)]
+    assert [Locator(PATHS).locate(f) for f in trace.frames] == [
+        None, None, "src/http/retry.py", "tests/test_retry.py"]
+    panic = parse("thread 'main' panicked at crates\\parser\\src\\lexer.rs:10:5:\nbad token\n")
+    assert panic is not None and panic.frames[0].path == "crates/parser/src/lexer.rs"
 
 
 def test_message_phrases_leave_out_the_variable_parts() -> None:

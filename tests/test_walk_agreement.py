@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +19,7 @@ from kenning.errors import UsageError
 from kenning.indexing import sources
 from kenning.indexing.sources import WalkStats, changes, walk
 
+_core: ModuleType | None
 try:
     from kenning import _core
 except ImportError:  # pragma: no cover - the NumPy-only install

@@ -8,11 +8,13 @@ import numpy.typing as npt
 __all__ = [
     "binarize",
     "diff",
+    "folder_names",
     "hamming_topk",
     "hash_files",
     "hash_many",
     "kernels",
     "quantize_int8",
+    "read_file",
     "rescore",
     "walk",
     "walk_changes",
@@ -50,6 +52,17 @@ def hash_many(items: list[bytes | str]) -> list[bytes]: ...
 def hash_files(
     root: str | os.PathLike[str], paths: list[str], *, max_file_size: int
 ) -> list[bytes | None]: ...
+def read_file(
+    root: str | os.PathLike[str], rel: str, *, limit: int, head: int | None = None
+) -> tuple[bytes, int, int] | str:
+    """The file at the relative POSIX path ``rel`` under ``root`` as the walk reads one (no
+    link at any component, a regular file, at most ``limit`` bytes; its first ``head`` bytes
+    when given): (content, size, mtime_ns), or the walk's name for why it is refused."""
+
+def folder_names(root: str | os.PathLike[str], rel: str) -> list[str] | None:
+    """The names in the folder ``rel`` under ``root`` (``""``: the root), every folder on the
+    way opened as ``read_file`` opens them; None where refused."""
+
 def diff(
     old: dict[str, bytes], new: dict[str, bytes]
 ) -> tuple[list[str], list[str], list[str], list[str]]: ...

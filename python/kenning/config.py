@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, overload
 
+from kenning.embedders import BACKENDS, DEFAULT, reading
 from kenning.errors import ConfigError
 from kenning.records import EMBEDDED_KINDS, FILE_KINDS
 
@@ -73,6 +74,11 @@ def _seconds(low: float, *, zero: bool) -> Callable[[Any], float]:
     return convert
 
 
+def _listed(names: list[str] | tuple[str, ...]) -> str:
+    """``a, b or c``."""
+    return f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
+
+
 def _choice(*choices: str) -> Callable[[Any], str]:
     def convert(value: Any) -> str:
         text = value.strip().lower() if isinstance(value, str) else None
@@ -80,7 +86,7 @@ def _choice(*choices: str) -> Callable[[Any], str]:
             return text
         nearest = difflib.get_close_matches(str(text or value), choices, n=1)
         guess = f" (did you mean {nearest[0]}?)" if nearest else ""
-        raise ValueError(f"expected {', '.join(choices[:-1])} or {choices[-1]}{guess}")
+        raise ValueError(f"expected {_listed(choices)}{guess}")
 
     return convert
 
@@ -171,11 +177,12 @@ def _keep_alive(value: Any) -> str:
 KEYS: dict[str, Key] = {
     k.name: k
     for k in [
-        Key("embedder.backend", "local", _choice("local", "ollama", "openai"),
-            "local (embedded model), ollama or openai"),
+        Key("embedder.backend", DEFAULT, _choice(*BACKENDS),
+            _listed([f"{b.name} ({b.summary})" for b in BACKENDS.values()])),
         Key("embedder.model", None, _optional(_name),
             "model name; the backend's default if unset"),
-        Key("embedder.url", None, _optional(_url), "server URL for ollama or openai"),
+        Key("embedder.url", None, _optional(_url),
+            f"server URL for {_listed(reading('embedder.url'))}"),
         Key("embedder.dims", None, _optional(_integer(1)),
             "Matryoshka truncation to this many dims"),
         Key("embedder.api_key_env", "OPENAI_API_KEY", _name, "env variable holding the API key"),

@@ -1,7 +1,9 @@
 """What kenning asks of the operating system that POSIX and Windows answer differently: whether
 a process runs and when it started, ending one at once, starting one that outlives its parent,
-whether the embedding service can run, the user's config and data folders, and how a path
-compares. The rest of the package asks here and never branches on the system itself.
+whether the embedding service can run, the user's config and data folders, how a path
+compares, and making a folder's names durable. The rest of the package asks here and never
+branches on the system itself, but for project reads: ``safe_read`` reads them through the
+Rust core's handles where ``WINDOWS`` says so.
 
 On Windows a process is looked at through a handle (``OpenProcess``): ``os.kill(pid, 0)``
 would end it there, not probe it. The embedding service admits only this user's processes, by
@@ -98,8 +100,20 @@ if sys.platform == "win32":
         ``os.kill`` calls for any signal but the console's two), exit code ``KILLED``."""
         os.kill(pid, KILLED)
 
+    def sync_folder(directory: Path) -> None:
+        """Nothing: Windows opens no folder for ``os.fsync`` (``os.open`` refuses one), and
+        NTFS journals the names a folder holds."""
+
 else:
     DETACHED = 0  # POSIX detaches a child by a session of its own (``start_new_session``)
+
+    def sync_folder(directory: Path) -> None:
+        """Make the names in ``directory`` durable (a file created or renamed in it)."""
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def alive(pid: int) -> bool:
         """Whether process ``pid`` runs (another user's too)."""

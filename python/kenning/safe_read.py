@@ -9,12 +9,20 @@ must then say "regular file", and at most ``limit`` bytes are read from it, so a
 ``/dev/zero`` or a file that grows after its size was checked cannot exhaust memory. The Rust
 walk does the same in ``rust/src/walk.rs``.
 
+On Windows (``hostos.WINDOWS``) the same promise is kept on NT handles by the Rust core
+(``rust/src/platform/windows.rs``): each component is opened relative to its parent's handle
+as itself, and refused if it is a reparse point (a symlink, junction or mount point), so
+``read``, ``heads`` and ``names`` go through ``kenning._core`` there. The descriptor functions
+(``root_dir``, ``open_dir_at``, ``read_at``), which only the NumPy twin of the walk uses, are
+POSIX's alone: on Windows the walk runs in the Rust core.
+
 The root itself is opened as given: it is the folder the user chose (and the walk resolves it).
 """
 
 from __future__ import annotations
 
 import errno
+import importlib
 import itertools
 import os
 import stat
@@ -22,11 +30,19 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from types import ModuleType
+from typing import NamedTuple
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-# What opening a symlink with O_NOFOLLOW gives: ELOOP (Linux, macOS), EMLINK (FreeBSD).
-_LINK_ERRORS = (errno.ELOOP, errno.EMLINK)
+from kenning import hostos
+from kenning.errors import ConfigError
+
+# Whether project files are read through the Rust core's handles (see the module docstring).
+BY_HANDLES = hostos.WINDOWS
+if not BY_HANDLES:  # Windows has none of these flags
+    _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    # What opening a symlink with O_NOFOLLOW gives: ELOOP (Linux, macOS), EMLINK (FreeBSD).
+    _LINK_ERRORS = (errno.ELOOP, errno.EMLINK)
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 # Reads of ``heads`` in flight: a disk that has not cached the files answers several at once
@@ -42,6 +58,14 @@ class Refused(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class Stamp(NamedTuple):
+    """What a file read was read at: the size and mtime (ns) of the file opened, as the walk
+    records them."""
+
+    size: int
+    mtime_ns: int
 
 
 def mtime_ns(st: os.stat_result) -> int:
@@ -103,6 +127,10 @@ def _read_up_to(fd: int, want: int) -> bytes:
 @contextmanager
 def root_dir(root: str | os.PathLike[str]) -> Iterator[int]:
     """A descriptor of the project root, closed on exit; Refused if it cannot be opened."""
+    if BY_HANDLES:
+        raise ConfigError("The NumPy twin of the walk reads through POSIX descriptors, which "
+                          "this system does not have.",
+                          hint="Unset KENNING_KERNELS: the walk runs in the Rust core here.")
     try:
         fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
@@ -114,14 +142,44 @@ def root_dir(root: str | os.PathLike[str]) -> Iterator[int]:
 
 
 def read(root: str | os.PathLike[str], rel: str, limit: int, *, head: int | None = None
-         ) -> tuple[bytes, os.stat_result]:
+         ) -> tuple[bytes, Stamp]:
     """``read_at`` for the relative POSIX path ``rel`` under ``root``, every folder on the way
-    opened without following symlinks."""
+    opened without following symlinks (or links of any kind, on handles)."""
+    if BY_HANDLES:
+        got = _core().read_file(os.fspath(root), rel, limit=limit, head=head)
+        if isinstance(got, str):
+            raise Refused(got)
+        data, size, mtime = got
+        return data, Stamp(size, mtime)
     *folders, name = rel.split("/")
     if name in ("", ".", ".."):
         raise Refused("unreadable")  # not a path the walk yields
     with _folder(root, folders) as fd:
-        return read_at(fd, name, limit, head=head)
+        data, st = read_at(fd, name, limit, head=head)
+        return data, Stamp(st.st_size, mtime_ns(st))
+
+
+def names(root: str | os.PathLike[str], folder: str) -> frozenset[str]:
+    """The names in the folder at the relative POSIX path ``folder`` under ``root`` (``""``:
+    the root), every folder on the way opened as ``read`` opens them; empty where refused."""
+    if BY_HANDLES:
+        listed = _core().folder_names(os.fspath(root), folder)
+        return frozenset(listed or ())
+    try:
+        with _folder(root, folder.split("/") if folder else []) as fd:
+            return frozenset(os.listdir(fd))
+    except (Refused, OSError):
+        return frozenset()
+
+
+def _core() -> ModuleType:
+    """The Rust core, through which reads go on handles."""
+    try:
+        return importlib.import_module("kenning._core")
+    except ImportError:
+        raise ConfigError("kenning reads project files on this system through its Rust core, "
+                          "which is not built.", hint="Install kenning with `pip install .` "
+                          "(or a wheel) to build it.") from None
 
 
 @contextmanager
@@ -168,10 +226,12 @@ def _by_folder(rels: Iterable[str]) -> Iterator[tuple[str, ...]]:
 def _heads_in_folder(root: str | os.PathLike[str], rels: tuple[str, ...], limit: int, size: int
                      ) -> list[bytes | Refused]:
     """``heads`` of files that share one folder."""
-    names = [rel.rpartition("/")[2] for rel in rels]
+    if BY_HANDLES:  # each read opens its folders again: no descriptor to share
+        return [_head(root, rel, limit, size) for rel in rels]
+    files = [rel.rpartition("/")[2] for rel in rels]
     try:
         with _folder(root, rels[0].split("/")[:-1]) as fd:
-            return [_head_at(fd, name, limit, size) for name in names]
+            return [_head_at(fd, name, limit, size) for name in files]
     except Refused as refused:
         return [refused] * len(rels)
 
@@ -181,5 +241,12 @@ def _head_at(dir_fd: int, name: str, limit: int, size: int) -> bytes | Refused:
         if name in ("", ".", ".."):
             raise Refused("unreadable")
         return read_at(dir_fd, name, limit, head=size)[0]
+    except Refused as refused:
+        return refused
+
+
+def _head(root: str | os.PathLike[str], rel: str, limit: int, size: int) -> bytes | Refused:
+    try:
+        return read(root, rel, limit, head=size)[0]
     except Refused as refused:
         return refused

@@ -243,6 +243,44 @@ fn hash_files<'py>(
     )
 }
 
+/// What `read_file` gives: (content, size, mtime_ns), or the walk's name for the refusal.
+#[derive(IntoPyObject)]
+enum FileRead<'py> {
+    Read(Bound<'py, PyBytes>, u64, i64),
+    Refused(&'static str),
+}
+
+#[pyfunction]
+#[pyo3(signature = (root, rel, *, limit, head=None))]
+fn read_file<'py>(
+    py: Python<'py>,
+    root: std::path::PathBuf,
+    rel: String,
+    limit: u64,
+    head: Option<u64>,
+) -> FileRead<'py> {
+    let read = py.detach(|| {
+        let root = crate::platform::open_root(&root).map_err(|_| tree::Refusal::Unreadable)?;
+        tree::read_head_in(&root, rel.as_bytes(), limit, head)
+    });
+    match read {
+        Ok(read) => FileRead::Read(PyBytes::new(py, &read.data), read.size, read.mtime_ns),
+        Err(refusal) => FileRead::Refused(refusal.reason()),
+    }
+}
+
+#[pyfunction]
+fn folder_names(
+    py: Python<'_>,
+    root: std::path::PathBuf,
+    rel: String,
+) -> Option<Vec<std::ffi::OsString>> {
+    py.detach(|| {
+        let root = crate::platform::open_root(&root).ok()?;
+        tree::names_in(&root, rel.as_bytes()).ok()
+    })
+}
+
 /// Borrowed (key, digest) pairs of a manifest; the keys stay owned by `keys`.
 fn entries<'py>(
     manifest: &Bound<'py, PyDict>,
@@ -420,6 +458,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernels, m)?)?;
     m.add_function(wrap_pyfunction!(hash_many, m)?)?;
     m.add_function(wrap_pyfunction!(hash_files, m)?)?;
+    m.add_function(wrap_pyfunction!(read_file, m)?)?;
+    m.add_function(wrap_pyfunction!(folder_names, m)?)?;
     m.add_function(wrap_pyfunction!(diff, m)?)?;
     m.add_function(wrap_pyfunction!(walk, m)?)?;
     m.add_function(wrap_pyfunction!(walk_changes, m)?)?;

@@ -20,6 +20,9 @@ Junie: ``mcpServers`` in ``mcp/mcp.json`` under ``$JUNIE_HOME`` (``~/.junie``) o
 ``.junie``; guidelines in ``~/.junie/AGENTS.md``, and for a project the first of
 ``.junie/AGENTS.md``, ``AGENTS.md``, ``.junie/guidelines.md`` that exists (Junie reads only that
 one), else ``.junie/AGENTS.md``.
+
+``~`` is ``Path.home()``: on Windows ``%USERPROFILE%``, where each of these clients keeps the
+same folders (``%USERPROFILE%\\.claude`` and so on).
 """
 
 from __future__ import annotations

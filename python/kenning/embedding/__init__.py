@@ -8,20 +8,21 @@ raises ``EmbedderUnavailable`` / ``ModelNotFound`` with a hint when the backend 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol, cast
 
 import numpy as np
 
-from kenning import hostos
 from kenning.config import Settings
-from kenning.embedding.profiles import Profile, output_dims, profile_for
+from kenning.embedders import BACKENDS, known
+from kenning.embedding.profiles import Profile, profile_for
 from kenning.errors import ConfigError, EmbedderError
 
-__all__ = ["Embedder", "Identity", "WordsOnly", "borrowed", "dimensioned", "document_text",
-           "identity", "make_embedder"]
+__all__ = ["Embedder", "Identity", "Serves", "WordsOnly", "borrowed", "dimensioned",
+           "document_text", "identity", "make_embedder", "serving", "settings_profile"]
 
 
 class Embedder(Protocol):
@@ -50,7 +51,8 @@ def document_text(path: str, chunk_text: str) -> str:
     return f"Filepath: {path}\n---\n{chunk_text}"
 
 
-def _profile(settings: Settings, model: str) -> Profile:
+def settings_profile(settings: Settings, model: str) -> Profile:
+    """``model``'s profile, with the prefixes the settings override."""
     return profile_for(model, query_prefix=settings["embedder.query_prefix"],
                        document_prefix=settings["embedder.document_prefix"])
 
@@ -72,53 +74,27 @@ class Identity:
                 "document_prefix": self.document_prefix, "weights": self.weights}
 
 
+class Serves(Protocol):
+    """What the module of a backend (``kenning.embedders``) defines."""
+
+    def make(self, settings: Settings, *, service: bool) -> Embedder: ...
+    def identity(self, settings: Settings) -> Identity: ...
+    def target(self, settings: Settings) -> tuple[str, str]: ...
+
+
+def serving(settings: Settings) -> Serves:
+    """The module of the configured backend, imported on first use."""
+    name = settings["embedder.backend"]
+    backend = BACKENDS.get(name)
+    if backend is None:  # settings made without config's validation
+        raise ConfigError(f"Unknown embedder.backend {name!r}.",
+                          hint=f"Use {known()}.")
+    return cast(Serves, importlib.import_module(backend.module))
+
+
 def identity(settings: Settings) -> Identity:
     """The identity of the embedder ``make_embedder(settings)`` makes; ConfigError as it would."""
-    backend = settings["embedder.backend"]
-    requested = settings["embedder.dims"]
-    if backend == "local":
-        from kenning.embedding.local import DIMS, MODEL_NAME, check_model_name, weights_id
-
-        check_model_name(settings["embedder.model"])
-        profile = _profile(settings, MODEL_NAME)
-        output_dims(profile, MODEL_NAME, requested)
-        return Identity(backend, MODEL_NAME, profile.document_prefix, DIMS, weights_id())
-    from kenning.embedding.remote import remembered_dims
-
-    model, url = _remote_target(settings)
-    profile = _profile(settings, model)
-    dims = output_dims(profile, model, requested) or remembered_dims(backend, url, model)
-    return Identity(backend, model, profile.document_prefix, dims)
-
-
-def _remote_target(settings: Settings) -> tuple[str, str]:
-    """The model and the server URL of a remote backend."""
-    backend = settings["embedder.backend"]
-    model = settings["embedder.model"]
-    if backend == "ollama":
-        from kenning.embedding.ollama import DEFAULT_MODEL, default_url
-
-        return model or DEFAULT_MODEL, settings["embedder.url"] or default_url()
-    if backend == "openai":
-        from kenning.embedding.openai import DEFAULT_MODEL as OPENAI_MODEL
-
-        url = settings["embedder.url"]
-        if not url:
-            raise ConfigError(
-                "The openai backend needs embedder.url, the server's base URL.",
-                hint="For example `kenning config set embedder.url http://localhost:8080/v1` "
-                "(llama.cpp) or https://api.openai.com/v1.",
-            )
-        return model or OPENAI_MODEL, url
-    raise ConfigError(f"Unknown embedder.backend {backend!r}.",
-                      hint="Use local, ollama or openai.")
-
-
-class _Common(TypedDict):
-    dims: int | None
-    batch_size: int
-    concurrency: int
-    timeout: float
+    return serving(settings).identity(settings)
 
 
 def make_embedder(settings: Settings, *, service: bool = False) -> Embedder:
@@ -127,36 +103,7 @@ def make_embedder(settings: Settings, *, service: bool = False) -> Embedder:
     ``KENNING_HOME`` where ``embedder.service`` allows it and the system runs one
     (``hostos.NO_SERVICE``), for the CLI's commands and the MCP server; a program using the
     library loads the model itself."""
-    backend = settings["embedder.backend"]
-    common: _Common = {
-        "dims": settings["embedder.dims"],
-        "batch_size": settings["embedder.batch_size"],
-        "concurrency": settings["embedder.concurrency"],
-        "timeout": settings["embedder.timeout"],
-    }
-    if backend == "local":
-        from kenning.embedding.local import MODEL_NAME, LocalEmbedder, check_model_name
-
-        check_model_name(settings["embedder.model"])
-        profile = _profile(settings, MODEL_NAME)
-        output_dims(profile, MODEL_NAME, common["dims"])  # MiniLM is not Matryoshka
-        local = LocalEmbedder(profile, runtime=settings["embedder.runtime"])
-        if service and settings["embedder.service"] and not hostos.NO_SERVICE:
-            from kenning.embedding.service_client import ServiceEmbedder
-
-            return ServiceEmbedder(local, idle=settings["embedder.service_idle"],
-                                   timeout=common["timeout"])
-        return local
-    model, url = _remote_target(settings)
-    if backend == "ollama":
-        from kenning.embedding.ollama import OllamaEmbedder
-
-        return OllamaEmbedder(model=model, url=url, profile=_profile(settings, model),
-                              keep_alive=settings["embedder.keep_alive"], **common)
-    from kenning.embedding.openai import OpenAIEmbedder
-
-    return OpenAIEmbedder(model=model, url=url, profile=_profile(settings, model),
-                          api_key_env=settings["embedder.api_key_env"], **common)
+    return serving(settings).make(settings, service=service)
 
 
 @contextmanager

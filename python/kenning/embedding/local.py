@@ -30,7 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from kenning.embedding.profiles import HEADER_RESERVE_TOKENS, Profile, l2_normalise
+from kenning import hostos
+from kenning.config import Settings
+from kenning.embedding import Embedder, Identity, settings_profile
+from kenning.embedding.profiles import HEADER_RESERVE_TOKENS, Profile, l2_normalise, output_dims
 from kenning.errors import ConfigError, EmbedderUnavailable
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -600,3 +603,31 @@ class LocalEmbedder:
 
     def close(self) -> None:
         """Nothing to release: the session is shared by the whole process."""
+
+
+# -- the backend (``kenning.embedders``) -------------------------------------------------------
+
+def target(settings: Settings) -> tuple[str, str]:
+    """The one model it runs, in this process (no URL); ConfigError for another model."""
+    check_model_name(settings["embedder.model"])
+    return MODEL_NAME, ""
+
+
+def identity(settings: Settings) -> Identity:
+    profile = settings_profile(settings, target(settings)[0])
+    output_dims(profile, MODEL_NAME, settings["embedder.dims"])  # MiniLM is not Matryoshka
+    return Identity("local", MODEL_NAME, profile.document_prefix, DIMS, weights_id())
+
+
+def make(settings: Settings, *, service: bool) -> Embedder:
+    """``service``: vectors from the embedding service of this ``KENNING_HOME`` where
+    ``embedder.service`` allows it and the system runs one (``hostos.NO_SERVICE``)."""
+    profile = settings_profile(settings, target(settings)[0])
+    output_dims(profile, MODEL_NAME, settings["embedder.dims"])
+    local = LocalEmbedder(profile, runtime=settings["embedder.runtime"])
+    if service and settings["embedder.service"] and not hostos.NO_SERVICE:
+        from kenning.embedding.service_client import ServiceEmbedder
+
+        return ServiceEmbedder(local, idle=settings["embedder.service_idle"],
+                               timeout=settings["embedder.timeout"])
+    return local

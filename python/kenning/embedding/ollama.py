@@ -11,9 +11,11 @@ from typing import Any
 
 import httpx
 
+from kenning.config import Settings
+from kenning.embedding import Embedder, Identity, settings_profile
 from kenning.embedding.http import JsonPoster, RetryPolicy, error_text
 from kenning.embedding.profiles import Profile
-from kenning.embedding.remote import RemoteEmbedder
+from kenning.embedding.remote import RemoteEmbedder, server_identity, server_options
 from kenning.errors import EmbedderError, EmbedderUnavailable, KenningError, ModelNotFound
 
 DEFAULT_MODEL = "nomic-embed-text"
@@ -96,3 +98,19 @@ def _reason(exc: Exception) -> str:
     if "refused" in text.lower():
         return "connection refused"
     return text or type(exc).__name__
+
+
+# -- the backend (``kenning.embedders``) -------------------------------------------------------
+
+def target(settings: Settings) -> tuple[str, str]:
+    return settings["embedder.model"] or DEFAULT_MODEL, settings["embedder.url"] or default_url()
+
+
+def identity(settings: Settings) -> Identity:
+    return server_identity("ollama", settings, *target(settings))
+
+
+def make(settings: Settings, *, service: bool) -> Embedder:
+    model, url = target(settings)
+    return OllamaEmbedder(model=model, url=url, profile=settings_profile(settings, model),
+                          keep_alive=settings["embedder.keep_alive"], **server_options(settings))

@@ -12,10 +12,18 @@ from typing import Any
 
 import httpx
 
+from kenning.config import Settings
+from kenning.embedding import Embedder, Identity, settings_profile
 from kenning.embedding.http import JsonPoster, RetryPolicy, error_text
 from kenning.embedding.profiles import Profile
-from kenning.embedding.remote import RemoteEmbedder
-from kenning.errors import EmbedderError, EmbedderUnavailable, KenningError, ModelNotFound
+from kenning.embedding.remote import RemoteEmbedder, server_identity, server_options
+from kenning.errors import (
+    ConfigError,
+    EmbedderError,
+    EmbedderUnavailable,
+    KenningError,
+    ModelNotFound,
+)
 
 DEFAULT_MODEL = "text-embedding-3-small"
 
@@ -109,3 +117,27 @@ def _code(response: httpx.Response) -> str | None:
     except (ValueError, AttributeError):
         return None
     return error.get("code") if isinstance(error, dict) else None
+
+
+# -- the backend (``kenning.embedders``) -------------------------------------------------------
+
+def target(settings: Settings) -> tuple[str, str]:
+    url = settings["embedder.url"]
+    if not url:
+        raise ConfigError(
+            "The openai backend needs embedder.url, the server's base URL.",
+            hint="For example `kenning config set embedder.url http://localhost:8080/v1` "
+            "(llama.cpp) or https://api.openai.com/v1.",
+        )
+    return settings["embedder.model"] or DEFAULT_MODEL, url
+
+
+def identity(settings: Settings) -> Identity:
+    return server_identity("openai", settings, *target(settings))
+
+
+def make(settings: Settings, *, service: bool) -> Embedder:
+    model, url = target(settings)
+    return OpenAIEmbedder(model=model, url=url, profile=settings_profile(settings, model),
+                          api_key_env=settings["embedder.api_key_env"],
+                          **server_options(settings))

@@ -13,12 +13,13 @@ import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx
 import numpy as np
 
-from kenning.embedding import deadline
+from kenning.config import Settings
+from kenning.embedding import Identity, deadline, settings_profile
 from kenning.embedding.http import RetryPolicy, bounded
 from kenning.embedding.profiles import (
     HEADER_RESERVE_TOKENS,
@@ -125,6 +126,30 @@ def remembered_dims(backend: str, url: str, model: str) -> int | None:
     except (OSError, ValueError, AttributeError):
         return None
     return value if isinstance(value, int) and value > 0 else None
+
+
+class ServerOptions(TypedDict):
+    """The settings every server backend's embedder takes."""
+
+    dims: int | None
+    batch_size: int
+    concurrency: int
+    timeout: float
+
+
+def server_options(settings: Settings) -> ServerOptions:
+    return {"dims": settings["embedder.dims"], "batch_size": settings["embedder.batch_size"],
+            "concurrency": settings["embedder.concurrency"],
+            "timeout": settings["embedder.timeout"]}
+
+
+def server_identity(backend: str, settings: Settings, model: str, url: str) -> Identity:
+    """The identity of ``model`` at ``url``: its dims as configured, native to the model or
+    remembered from the server's earlier answer (None when none of these tells)."""
+    profile = settings_profile(settings, model)
+    dims = (output_dims(profile, model, settings["embedder.dims"])
+            or remembered_dims(backend, url, model))
+    return Identity(backend, model, profile.document_prefix, dims)
 
 
 class RemoteEmbedder:

@@ -139,7 +139,8 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
             embed_limit: int | None = None, graph: bool = True,
             progress: Progress | None = None, index: Index | None = None,
             from_shared: bool | None = None, chunk_for: float | None = None,
-            hold: bool = False, reread: Collection[str] = ()) -> RefreshResult:
+            chunk_at_least: float = 0.0, hold: bool = False,
+            reread: Collection[str] = ()) -> RefreshResult:
     """Update the index of the project at ``root``; ``busy=True`` if another process holds it.
 
     ``full`` re-hashes and re-chunks every file (vectors are still reused by content hash),
@@ -155,6 +156,9 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
     always, and a missing ``shared.uri`` is a ConfigError; False: never). ``chunk_for``: stop
     chunking once that many seconds have passed and the files chunked so far are committed
     (``files_pending`` says how many are left, for the next run); None: chunk them all.
+    ``chunk_at_least``: with ``chunk_for``, chunk for at least that many seconds once the walk
+    is done, however long it took (a tree so large that its walk spends ``chunk_for`` would
+    otherwise answer from one file).
     ``hold`` (with ``embed=False``): keep the index to words and symbols until a refresh that
     embeds without ``embed_limit`` (``kenning index``): searches meanwhile start no embedding
     of their own (``embedding_held``), as the agents' hook does above its budget. ``reread``:
@@ -203,8 +207,9 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
                 emit(event)
 
             _Refresh(index, writer, settings, embedder, result, track, from_shared,
-                     chunk_for).run(full=full, embed=embed, embed_limit=embed_limit, graph=graph,
-                                    reread=reread)
+                     chunk_for, chunk_at_least).run(full=full, embed=embed,
+                                                    embed_limit=embed_limit, graph=graph,
+                                                    reread=reread)
             if hold and not embed:
                 writer.remember("embed_held", "1")
             elif embed and embed_limit is None:
@@ -256,10 +261,10 @@ def chunk_budget(embedder: Embedder, path: str) -> int:
 class _Refresh:
     def __init__(self, index: Index, writer: IndexWriter, settings: Settings, embedder: Embedder,
                  result: RefreshResult, emit: Progress, from_shared: bool | None = None,
-                 chunk_for: float | None = None) -> None:
+                 chunk_for: float | None = None, chunk_at_least: float = 0.0) -> None:
         self.index, self.writer, self.settings = index, writer, settings
         self.from_shared = from_shared
-        self.chunk_for = chunk_for
+        self.chunk_for, self.chunk_at_least = chunk_for, chunk_at_least
         self.max_file_size = int(settings["index.max_file_size"])
         self.embedder, self.result, self.emit = embedder, result, emit
         self.texts: dict[bytes, str] = {}  # content hash -> embedding text, for this run's chunks
@@ -445,10 +450,12 @@ class _Refresh:
                                              list[str]]]:
         """The new chunks of ``files`` in increments to commit, each ``(file rows, chunks,
         paths that vanished since the walk)``; at least one, even with no files. With
-        ``chunk_for`` the last comes once that time is up, and ``files_pending`` and
+        ``chunk_for`` the last comes once that time is up (``chunk_at_least`` from now at the
+        earliest), and ``files_pending`` and
         ``chunks_pending`` say what is left."""
         chunker = chunker_for(self.embedder, self.index.root, self.max_file_size)
-        deadline = None if self.chunk_for is None else self.started + self.chunk_for
+        deadline = None if self.chunk_for is None else max(
+            self.started + self.chunk_for, time.perf_counter() + self.chunk_at_least)
         replaced: list[FileRow] = []
         chunks: list[tuple[Chunk, bytes]] = []
         gone: list[str] = []

@@ -33,7 +33,6 @@ and only the files whose kind changed are chunked again (their vectors are kept 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from typing import TYPE_CHECKING
 
@@ -116,7 +115,7 @@ class Kinds:
         """The entries of ``folder`` ("" for the root); none when it cannot be opened."""
         found = self._names.get(folder)
         if found is None:
-            found = self._names[folder] = _list(self.root, folder)
+            found = self._names[folder] = safe_read.names(self.root, folder)
         return found
 
     def of(self, rel: str, size: int, language: str | None, head: bytes) -> str | None:
@@ -165,22 +164,6 @@ class Kinds:
         texts = [text for text in texts if _LICENCE_WORDS.search(text)]
         return bool(self.root_licences and texts and not any(
             _licence_key(text) in self.root_licences for text in texts))
-
-
-def _list(root: str, folder: str) -> frozenset[str]:
-    try:
-        with safe_read.root_dir(root) as fd:
-            opened: list[int] = []
-            try:
-                for part in folder.split("/") if folder else ():
-                    fd = safe_read.open_dir_at(fd, part)
-                    opened.append(fd)
-                return frozenset(os.listdir(fd))
-            finally:
-                for inner in opened:
-                    os.close(inner)
-    except (safe_read.Refused, OSError):
-        return frozenset()
 
 
 def _licence_key(text: bytes) -> bytes:

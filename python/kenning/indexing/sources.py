@@ -29,8 +29,9 @@ index what it excludes (a ``secrets.py``), so ``walk`` and ``changes`` refuse th
 
 The tree walk runs in the Rust core (``kenning._core.walk``) when it is built; this module's
 Python walk is its reference twin, used when ``KENNING_KERNELS=numpy`` forces the pure-Python
-side or the core lacks the walk. Both yield the same candidate files in the same order; the
-binary sniff and language detection below are shared. ``changes`` is the refresh's view: the
+side (on POSIX: on Windows the walk is always the core's) or the core lacks the walk. Both
+yield the same candidate files in the same order; the binary sniff and language detection below
+are shared. ``changes`` is the refresh's view: the
 walk compared with the stat data of the files indexed before (in the core as well), so that
 only new and changed files are read and turned into records.
 """
@@ -592,7 +593,9 @@ COMPARERS: dict[
 def _default_backend() -> str:
     from kenning import kernels
 
-    if kernels.BACKEND != "rust":
+    # the Python walk opens POSIX descriptors: on handles (Windows) the walk is the core's,
+    # whichever kernels are live
+    if kernels.BACKEND != "rust" and not safe_read.BY_HANDLES:
         return "python"
     core = importlib.import_module("kenning._core")
     return "rust" if hasattr(core, "walk") and hasattr(core, "walk_changes") else "python"

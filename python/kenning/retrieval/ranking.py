@@ -9,7 +9,10 @@
   the query asks for that kind of code (``indexing.classes``);
 - for a question ("how are retries handled"), a lift for the best chunk of each file in
   proportion to the file's share of the evidence: a mechanism lives where its chunks gather;
-  and one by the query's words that its path and the names it declares say;
+  and one by the query's words that its path and the names it declares say, a word rare among
+  the candidates' files weighing more than one many of their names say;
+- no module head (the imports and banner a file starts with) where the file's best other
+  candidate is a declaration: the declaration is what the file answers with;
 - one result per unit of meaning (``units``): the chunks of one declaration cut into windows
   make one result, which spans the declaration and keeps its best window for the snippet;
 - per-file saturation, so one file cannot fill the page;
@@ -18,6 +21,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from collections.abc import Callable
@@ -55,10 +59,10 @@ SATURATION = 0.5  # each further chunk of a file keeps this share of its score
 # it lifts files with many middling chunks over the one that answers.
 FILE_EVIDENCE_LIFT = 0.5
 # For a question, the best chunk of each file gains up to this share of the top score, in
-# proportion to the share of the query's words that the file's path and the names of its
-# declarations say: "how are nested routers merged" is answered where `Router.nest` and
-# `merge` are declared. Only for questions: a description of one function names words of its
-# neighbours (benchmarks/README.md).
+# proportion to the share of the query's words (each weighed by its rarity among the
+# candidates' files) that the file's path and the names of its declarations say: "how are
+# nested routers merged" is answered where `Router.nest` and `merge` are declared. Only for
+# questions: a description of one function names words of its neighbours (benchmarks/README.md).
 FILE_DECLARATION_LIFT = 0.6
 # A file whose name the query says gets a fusion vote of this weight (as if a branch ranked it
 # first), pro rata of its name's words found in the query; more for an identifier query, whose
@@ -220,6 +224,24 @@ def adjust(candidate: Candidate, asked: _Asked, parts: AbstractSet[int],
     return score
 
 
+def without_module_heads(candidates: list[Candidate]) -> list[Candidate]:
+    """``candidates`` without the head of a file (its imports, banner, module comment: the
+    declaration-less block it starts with) where the file's best other candidate is a
+    declaration: that is what the file answers with. A file in whose code the parser finds no
+    declarations (``app.init = function ...``) keeps its head, which may be its best part."""
+    best: dict[str, Candidate] = {}
+    for cand in candidates:
+        if not _module_head(cand) and (cand.path not in best
+                                       or cand.score > best[cand.path].score):
+            best[cand.path] = cand
+    return [c for c in candidates
+            if not (_module_head(c) and c.path in best and best[c.path].symbol)]
+
+
+def _module_head(candidate: Candidate) -> bool:
+    return candidate.start_byte == 0 and candidate.symbol is None
+
+
 def below_definitions(candidates: list[Candidate]) -> None:
     """Each stub (a ``.pyi`` or ``.d.ts`` file, a C or C++ header) scores below the best
     candidate of another file that declares the same name: the definition is what a search is
@@ -284,7 +306,8 @@ def path_words(path: str) -> frozenset[str]:
 def lift_files_declaring(candidates: list[Candidate], asked: _Asked,
                          declared: dict[str, frozenset[str]]) -> None:
     """Add to each file's best chunk a share of the top score, by the share of the query's
-    terms that the names of the file's declarations say."""
+    terms that the names of the file's declarations and its path say, each term weighed by
+    its rarity among the candidates' files (an inverse document frequency)."""
     terms = asked.terms
     if not terms or not candidates:
         return
@@ -293,9 +316,15 @@ def lift_files_declaring(candidates: list[Candidate], asked: _Asked,
         if cand.path not in best or cand.score > best[cand.path].score:
             best[cand.path] = cand
     top = max(c.score for c in candidates)
+    says = {path: {stem(w) for w in declared.get(path, frozenset()) | path_words(path)} & terms
+            for path in best}
+    # a word weighs as it is rare among the candidates' files (a word none says weighs most),
+    # so "file" or "type" in many names lifts little and "wrap" in one lifts its file
+    weight = {t: math.log(1 + len(best) / max(1, sum(t in said for said in says.values())))
+              for t in terms}
+    total = sum(weight.values())
     for path, cand in best.items():
-        said = {stem(w) for w in declared.get(path, frozenset()) | path_words(path)} & terms
-        cand.score += FILE_DECLARATION_LIFT * top * len(said) / len(terms)
+        cand.score += FILE_DECLARATION_LIFT * top * sum(weight[t] for t in says[path]) / total
 
 
 def merge_units(ranked: list[Candidate], found: dict[int, Unit]) -> list[Candidate]:
@@ -376,6 +405,7 @@ def rank(candidates: list[Candidate], query: Query, parts: AbstractSet[int] = fr
     for cand in candidates:
         cand.score = adjust(cand, asked, parts, old)
     candidates[:] = heads_of_parts(candidates, parts)
+    candidates[:] = without_module_heads(candidates)
     below_definitions(candidates)
     candidates.sort(key=lambda c: (-c.score, c.path, c.start_line))
     found = _units_of_head(candidates, units_of, depth) if units_of is not None else {}

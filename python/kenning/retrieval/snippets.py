@@ -35,12 +35,12 @@ class SnippetReader:
         if path not in self._cache:
             try:
                 # the stat of the descriptor read, even if the path was replaced meanwhile
-                data, stat = safe_read.read(self.root, path, self.limit)
+                data, stamp = safe_read.read(self.root, path, self.limit)
             except safe_read.Refused:
                 self._cache[path] = (None, True)  # gone, unreadable or unsafe since indexed
             else:
                 known = self.indexed.get(path)
-                if known is None or known[:2] != (stat.st_size, safe_read.mtime_ns(stat)):
+                if known is None or known[:2] != stamp:
                     changed = True
                 elif changed := file_digest(data) != known[2]:
                     self.rewritten.add(path)

@@ -96,7 +96,7 @@ _RUST_MESSAGE_AFTER = re.compile(r"panicked at \S+\.rs:\d+(?::\d+)?:\s*$")
 # Paths of code that is not the project's: standard libraries, installed packages, toolchains.
 _OUTSIDE = re.compile(
     r"(?:^|/)(?:site-packages|dist-packages|node_modules|\.venv|venv|\.tox|\.nox)/"
-    r"|/lib/python\d[\d.]*/|^<[^>]*>$|^<frozen "
+    r"|/lib/python\d[\d.]*/|/Python\d+/Lib/|^<[^>]*>$|^<frozen "
     r"|^node:|^internal/|^(?:\w+:)?/?rustc/|/\.cargo/(?:registry|git)/|/\.rustup/"
     r"|^/?library/(?:std|core|alloc|panic_\w+|test)/src/"
     r"|/go/src/(?:runtime|testing|net|internal|reflect|sync|os)/|/usr/(?:local/)?(?:lib/)?go/"
@@ -106,6 +106,7 @@ _OUTSIDE_JAVA = ("java.", "javax.", "jdk.", "sun.", "com.sun.", "kotlin.", "kotl
                  "org.junit.", "junit.", "org.gradle.", "org.apache.maven.", "worker.org.gradle.")
 # Where an installed package's own paths start in an outside path.
 _PACKAGE_ROOT = re.compile(r"^.*/(?:site-packages|dist-packages|node_modules|lib/python\d[\d.]*"
+                           r"|Python\d+/Lib"
                            r"|pkg/mod/[^/]+@[^/]+|registry/src/[^/]+/[^/]+|rustc/[0-9a-f]+)/")
 # A URL's path (a bundle served over HTTP, a webpack source) is relative to some folder of the
 # project; a file URL's is the machine's own.

@@ -49,6 +49,9 @@ class Policy:
     # (20 s: with the walk and the query, a first answer within a minute on 2 cores in a
     # 20,000-file tree, benchmarks/README.md); None: every file first.
     chunk_seconds: float | None = 20.0
+    # Seconds it chunks at least once the walk is done, however long the walk took: at 100,000
+    # files the walk alone can spend chunk_seconds, and the answer would come from one file.
+    chunk_floor_seconds: float = 8.0
     # After the embedder fails, refreshes skip embedding (lexical tables stay fresh) this long.
     embedder_retry_after: float = 30.0
     # A project refreshed less than this many seconds ago is not refreshed again.
@@ -214,7 +217,8 @@ class Freshness:
             try:
                 done.result = refresh(done.root, settings, embedder=embedder, index=index,
                                       graph=False, embed=embed, embed_limit=limit,
-                                      progress=progress, chunk_for=self.policy.chunk_seconds)
+                                      progress=progress, chunk_for=self.policy.chunk_seconds,
+                                      chunk_at_least=self.policy.chunk_floor_seconds)
             except EmbedderError as exc:
                 self.embedder_failed(exc)
                 done.embedder_error = exc
@@ -223,7 +227,8 @@ class Freshness:
                                      "now.")
                 done.result = refresh(done.root, settings, embedder=embedder, index=index,
                                       graph=False, embed=False, progress=progress,
-                                      chunk_for=self.policy.chunk_seconds)
+                                      chunk_for=self.policy.chunk_seconds,
+                                      chunk_at_least=self.policy.chunk_floor_seconds)
             else:
                 if embed and done.result.vectors_embedded:
                     self.embedder_answered()

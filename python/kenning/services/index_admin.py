@@ -51,8 +51,9 @@ def runtime_status(settings: Settings, *, load: bool = False) -> Runtime | None:
     the setting, the CPU and the installed packages without loading it, or with ``load`` the
     one that loaded (onnxruntime where "auto" took OpenVINO and it failed to load)."""
     from kenning import config
+    from kenning.embedders import BACKENDS
 
-    if settings["embedder.backend"] != "local":
+    if not BACKENDS[settings["embedder.backend"]].in_process:
         return None
     from kenning.embedding import local
 

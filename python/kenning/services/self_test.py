@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kenning.embedders import BACKENDS
+
 if TYPE_CHECKING:
     from kenning.config import Settings
     from kenning.embedding import Embedder
@@ -79,7 +81,7 @@ def run_checks(path: str | os.PathLike[str],
         from kenning.services.index_admin import runtime_status
 
         found = runtime_status(state["settings"], load=True)
-        assert found is not None  # checked for the local backend only
+        assert found is not None  # checked for a backend run in process only
         return f"{found['name']} {found['version']}, by {found['reason']}"
 
     def writable() -> str:
@@ -131,7 +133,7 @@ def run_checks(path: str | os.PathLike[str],
     if _check("config", load_config, checks):
         _check("kernels", kernels, checks)
         embedder_ok = _check("embedder", embedder, checks)
-        if embedder_ok and state["settings"]["embedder.backend"] == "local":
+        if embedder_ok and BACKENDS[state["settings"]["embedder.backend"]].in_process:
             _check("runtime", runtime, checks)
         home_ok = _check("index writable", writable, checks)
         if embedder_ok and home_ok:

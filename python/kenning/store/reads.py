@@ -340,8 +340,13 @@ class SnapshotReads:
             chunk_list.sort()
         return found
 
-    def vectors_of_hashes(self, hashes: Sequence[bytes]) -> dict[bytes, int]:
-        """Content hash -> committed vector id, for the ``hashes`` that have one."""
+    def vectors_of_hashes(self, hashes: Sequence[bytes] | None) -> dict[bytes, int]:
+        """Content hash -> committed vector id, for the ``hashes`` that have one (None: of
+        every committed vector)."""
+        if hashes is None:
+            return dict(self._conn.execute(
+                "SELECT content_hash, vector_id FROM vectors WHERE vector_id < ?",
+                (self.vector_rows,)).fetchall())
         found: dict[bytes, int] = {}
         for start in range(0, len(hashes), 500):  # within SQLite's count of parameters
             part = list(hashes[start:start + 500])

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kenning import hostos
 from kenning.errors import IndexError_
 from kenning.store.db import damaged
 
@@ -49,14 +50,6 @@ class VectorRows:
 def _write_error(directory: Path, exc: OSError) -> IndexError_:
     return IndexError_(f"Cannot write the vector files in {directory}: {exc.strerror or exc}.",
                        hint="Free some disk space, then run `kenning index` again to resume.")
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_rows(directory: Path, arrays: dict[str, np.ndarray], offsets: dict[str, int]) -> None:
@@ -118,7 +111,7 @@ class VectorWriter:
         _write_rows(self.directory,
                     self._arrays(epoch, old.bits[keep], old.int8[keep], old.scales[keep]),
                     dict.fromkeys(names(epoch), 0))
-        _fsync_dir(self.directory)
+        hostos.sync_folder(self.directory)
         return epoch
 
     def switch_epoch(self, epoch: int, rows: int) -> None:
@@ -138,7 +131,7 @@ class VectorWriter:
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, self.directory / CENTER)
-            _fsync_dir(self.directory)
+            hostos.sync_folder(self.directory)
         except OSError as exc:
             raise _write_error(self.directory, exc) from exc
 

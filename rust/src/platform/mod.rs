@@ -10,6 +10,11 @@ mod unix;
 #[cfg(unix)]
 pub use unix::*;
 
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub use windows::*;
+
 /// What a listed name is, as far as the walk cares. A link is never followed: where it
 /// points (a folder or not) only decides how its skip is counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,5 +27,6 @@ pub struct Class {
 pub enum Stat {
     File(u64, i64),
     Other,
+    #[cfg_attr(windows, allow(dead_code))] // there, the listing's record holds the stat
     Unreadable,
 }

@@ -114,6 +114,12 @@ fn stat_raw(dir: &fs::File, name: &CStr, follow: bool) -> io::Result<libc::stat>
     Ok(unsafe { st.assume_init() })
 }
 
+/// The modification time of an opened file's stat, in ns as the walk gives it.
+pub fn mtime_of(meta: &fs::Metadata) -> i64 {
+    use std::os::unix::fs::MetadataExt;
+    mtime_ns(meta.mtime(), meta.mtime_nsec())
+}
+
 /// The listed file's own stat (symlinks are not followed: the walk never reads through one).
 pub fn stat_at(dir: &fs::File, entry: &Entry) -> Stat {
     let Ok(st) = stat_raw(dir, &entry.c_name, false) else {
