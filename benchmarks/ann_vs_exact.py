@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 from kenning import _core, kernels
-from kenning.indexing.ann import AnnIndex
+from kenning.store.ann import AnnIndex
 
 K = 50
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from kenning import config
 from kenning.embedding import borrowed
-from kenning.retrieval import resolve_projects, search
+from kenning.retrieval import resolve_projects
+from kenning.services.search import search
 
 QUERIES = Path(__file__).with_name("long_queries.jsonl")
 

@@ -56,7 +56,8 @@ def _index(root: Path, settings: Any, embedder: Any) -> float:
 
 def _search(root: Path, name: str, query: str, mode: str, k: int, settings: Any,
             embedder: Any) -> list[dict[str, Any]]:
-    from kenning.retrieval import ProjectRef, search
+    from kenning.retrieval import ProjectRef
+    from kenning.services.search import search
 
     result = search(query, [ProjectRef(name, root)], settings=settings, limit=k,
                     refresh=False, embedder=embedder, branches=MODES[mode])

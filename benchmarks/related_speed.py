@@ -54,8 +54,9 @@ def main() -> None:
     from kenning import config
     from kenning.embedding import make_embedder
     from kenning.indexing.indexer import refresh
-    from kenning.retrieval import ProjectRef, search
-    from kenning.retrieval.related import related
+    from kenning.retrieval import ProjectRef
+    from kenning.services.related import related
+    from kenning.services.search import search
 
     root = Path(args.repo).resolve()
     settings = config.load()

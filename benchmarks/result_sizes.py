@@ -29,8 +29,9 @@ def main() -> None:
     from kenning import config
     from kenning.embedding import make_embedder
     from kenning.errors import IndexMissing
-    from kenning.retrieval import ProjectRef, get_chunk, search
-    from kenning.retrieval.api import CHUNK_MAX_LINES
+    from kenning.retrieval import ProjectRef
+    from kenning.services.chunks import CHUNK_MAX_LINES, get_chunk
+    from kenning.services.search import search
 
     settings = config.load()
     embedder = make_embedder(settings)

@@ -274,7 +274,8 @@ def index_figures(tree: Path, home: Path, runs: int) -> dict[str, Any]:
 
     from kenning import config
     from kenning.indexing.indexer import refresh
-    from kenning.retrieval import ProjectRef, search
+    from kenning.retrieval import ProjectRef
+    from kenning.services.search import search
 
     index_dir = _index_dir(home)
     assert index_dir is not None

@@ -143,7 +143,8 @@ def measure(args: argparse.Namespace) -> None:
     """Warm searches over one built index in this process; prints their times as JSON."""
     from kenning import config, kernels
     from kenning.embedding import make_embedder
-    from kenning.retrieval import ProjectRef, search
+    from kenning.retrieval import ProjectRef
+    from kenning.services.search import search
 
     settings = config.load()
     fixed = FixedQueries(make_embedder(settings), QUERIES)

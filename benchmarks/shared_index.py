@@ -69,7 +69,7 @@ def _edit_one_file(target: Path, settings: Any, embedder: Any) -> str:
 
 
 def _latency(settings: Any, ref: Any, fixed: Any, runs: int) -> tuple[float, float, dict]:
-    from kenning.retrieval import search
+    from kenning.services.search import search
 
     for q in QUERIES:  # warm: the page cache, and for milvus-lite loading the collection
         search(q, [ref], settings=settings, refresh=False, embedder=fixed, limit=10)
@@ -104,7 +104,7 @@ def _hamming(engine: Any, project: str, fixed: Any, runs: int) -> float:
 def _disk_bytes(uri: str) -> int | None:
     """The milvus-lite file's size (None for a server; the file keeps the space of dropped
     collections, so a size's rows are measured by what the file grew)."""
-    from kenning.shared.engine import SERVER_SCHEMES
+    from kenning.store.shared_engine import SERVER_SCHEMES
 
     if uri.startswith(SERVER_SCHEMES):
         return None
@@ -146,7 +146,8 @@ def quality(args: argparse.Namespace) -> None:
 
     from kenning import config
     from kenning.embedding import make_embedder
-    from kenning.retrieval import ProjectRef, search
+    from kenning.retrieval import ProjectRef
+    from kenning.services.search import search
     from kenning.shared import publish
     from kenning.store import Index
 

@@ -105,7 +105,8 @@ def main() -> None:
     from kenning import config
     from kenning.embedding import make_embedder
     from kenning.errors import KenningError
-    from kenning.retrieval import ProjectRef, search
+    from kenning.retrieval import ProjectRef
+    from kenning.services.search import search
     from kenning.shared import publish
     from kenning.store import Index
 

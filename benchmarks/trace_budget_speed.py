@@ -20,7 +20,8 @@ from typing import Any
 
 from kenning import config
 from kenning.embedding import borrowed
-from kenning.retrieval import resolve_projects, search
+from kenning.retrieval import resolve_projects
+from kenning.services.search import search
 
 RUNS = 15
 PLAIN = "strip the authorization header when a redirect goes to another host"

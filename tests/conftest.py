@@ -71,7 +71,7 @@ def fresh_process_caches() -> Iterator[None]:
 def graph_searches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the searches answered by the approximate-search graph (the real one, only
     observed): one entry per search, the rows of the graph that answered it."""
-    from kenning.indexing import ann
+    from kenning.store import ann
 
     calls: list[int] = []
     real = ann.AnnIndex.search

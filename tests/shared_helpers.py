@@ -31,7 +31,7 @@ def require_engine() -> None:
 def engine_at(folder: Path, projects_under: Path) -> Iterator[str]:
     """An engine: milvus-lite in a file in ``folder``, stopped afterwards, or the test server,
     from which the projects published from under ``projects_under`` go afterwards."""
-    from kenning.shared.engine import release_all
+    from kenning.store.shared_engine import release_all
 
     try:
         yield MILVUS_URI or str(folder / "shared.db")

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from kenning import kernels
 from kenning.errors import IndexMissing
-from kenning.indexing import ann
-from kenning.indexing.ann import AnnIndex
+from kenning.store import ann
+from kenning.store.ann import AnnIndex
 
 DIMS = 384
 
@@ -138,7 +138,7 @@ def test_onnxruntime_still_imports_after_the_graph_is_used(tmp_path: Path) -> No
     # usearch loaded before onnxruntime makes onnxruntime's import crash the process.
     script = (
         "import numpy as np\n"
-        "from kenning.indexing.ann import AnnIndex\n"
+        "from kenning.store.ann import AnnIndex\n"
         f"AnnIndex({str(tmp_path / 'g.usearch')!r}, 64)._new()\n"
         "import onnxruntime\n"
         "print('ok')\n"

@@ -14,9 +14,10 @@ import pytest
 from kenning import config, hostos
 from kenning.errors import ConfigError
 from kenning.indexing import indexer
-from kenning.indexing.ann import AnnIndex
-from kenning.retrieval import dense, resolve_projects, search
+from kenning.retrieval import dense, resolve_projects
+from kenning.services.search import search
 from kenning.store import Index, graph
+from kenning.store.ann import AnnIndex
 
 pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo
 

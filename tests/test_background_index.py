@@ -21,7 +21,8 @@ from kenning.cli import cli
 from kenning.cli.index_cmd import _LogLines
 from kenning.indexing import state as indexing_state
 from kenning.indexing.indexer import embedding_order, refresh
-from kenning.retrieval import resolve_projects, search
+from kenning.retrieval import resolve_projects
+from kenning.services.search import search
 from kenning.store import Index
 from kenning.store.writer import FileRow, MissingVector
 from search_fixtures import KENNING, cli_status

@@ -11,7 +11,9 @@ from index_helpers import kenning_cli
 from kenning import config
 from kenning.chunking import chunk_file
 from kenning.indexing.indexer import refresh
-from kenning.retrieval import ProjectRef, get_chunk, search
+from kenning.retrieval import ProjectRef
+from kenning.services.chunks import get_chunk
+from kenning.services.search import search
 from kenning.store import Index
 from search_fixtures import write_repo
 

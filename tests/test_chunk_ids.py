@@ -6,7 +6,9 @@ import pytest
 from index_helpers import make_repo
 from kenning.errors import StaleChunkId, UsageError
 from kenning.indexing.indexer import refresh
-from kenning.retrieval import ProjectRef, get_chunk, search
+from kenning.retrieval import ProjectRef
+from kenning.services.chunks import get_chunk
+from kenning.services.search import search
 from kenning.store import Index
 from kenning.store.ids import ChunkId
 

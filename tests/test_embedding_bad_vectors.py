@@ -20,7 +20,8 @@ from kenning import config
 from kenning.cli import main
 from kenning.embedding import local, make_embedder
 from kenning.errors import EmbedderError
-from kenning.retrieval import resolve_projects, search
+from kenning.retrieval import resolve_projects
+from kenning.services.search import search
 from kenning.store import Index
 
 Rewrite = Callable[[list[list[float]]], Any]

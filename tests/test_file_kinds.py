@@ -17,9 +17,10 @@ from kenning.errors import UsageError
 from kenning.indexing import cost
 from kenning.indexing.indexer import dry_run, refresh
 from kenning.indexing.kinds import Kinds
-from kenning.retrieval import ProjectRef, search
+from kenning.retrieval import ProjectRef
 from kenning.services.embed_budget import estimate
 from kenning.services.index_admin import project_status
+from kenning.services.search import search
 
 MIT = "MIT License\n\nCopyright (c) {} The Finder Authors\n\nPermission is hereby granted...\n"
 

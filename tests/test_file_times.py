@@ -11,7 +11,8 @@ from index_helpers import WALK_BACKENDS, rust_walk_built
 from kenning import config
 from kenning.indexing import indexer, sources
 from kenning.indexing.sources import changes, walk
-from kenning.retrieval import resolve_projects, search
+from kenning.retrieval import resolve_projects
+from kenning.services.search import search
 
 YEAR_2300 = 10_413_792_000.25  # seconds: 2300-01-01, a quarter second in
 BEFORE_1970 = -1_000_000_000.75  # 1938

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from kenning import config
 from kenning.cli.search_cmd import _Progress
-from kenning.retrieval import ProjectRef, search
+from kenning.retrieval import ProjectRef
 from kenning.services.freshness import Freshness, Policy
+from kenning.services.search import search
 from kenning.store import Index
 from search_fixtures import KENNING, cli_status
 

@@ -11,8 +11,9 @@ import pytest
 from index_helpers import kenning_cli
 from kenning import config
 from kenning.indexing.indexer import refresh
-from kenning.retrieval import ProjectRef, search
+from kenning.retrieval import ProjectRef
 from kenning.services.freshness import Freshness, Policy
+from kenning.services.search import search
 from test_mcp_server import ALPHA, serve, write_tree
 
 # what only the MCP server adds to the status record: its own session's state

@@ -10,8 +10,9 @@ import pytest
 from kenning import config
 from kenning.indexing.indexer import refresh
 from kenning.mcpserver import render
-from kenning.retrieval import ProjectRef, get_chunk, search
-from kenning.retrieval.api import CHUNK_MAX_LINES, HEAD_LINES
+from kenning.retrieval import ProjectRef
+from kenning.services.chunks import CHUNK_MAX_LINES, HEAD_LINES, get_chunk
+from kenning.services.search import search
 
 STEPS = "\n".join(f"    total_{i} = total_{i - 1} + weights[{i % 7}] * {i}" for i in range(1, 900))
 GIANT = f'''def blend_weights(weights, total_0=0):

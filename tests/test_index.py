@@ -12,7 +12,8 @@ from index_helpers import CountingEmbedder, check_consistent, git, make_repo
 from kenning import config, kernels
 from kenning.embedding import document_text, make_embedder
 from kenning.errors import EmbedderUnavailable
-from kenning.indexing.indexer import chunk_budget, git_state, refresh
+from kenning.indexing.indexer import chunk_budget, refresh
+from kenning.project import git_state
 from kenning.store import Index, Snapshot
 
 pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo

@@ -14,8 +14,9 @@ from index_helpers import FILES, check_consistent
 from kenning.indexing import indexer
 from kenning.indexing.indexer import refresh
 from kenning.indexing.priority import file_priority
-from kenning.retrieval import ProjectRef, search
+from kenning.retrieval import ProjectRef
 from kenning.services.freshness import Freshness, Policy
+from kenning.services.search import search
 from kenning.store import Index
 
 pytest_plugins = ["index_helpers"]  # fixtures: model, settings, repo

@@ -13,8 +13,9 @@ from kenning import config
 from kenning.embedding import identity, make_embedder
 from kenning.indexing.indexer import refresh
 from kenning.project import kenning_home
-from kenning.retrieval import resolve_projects, search
+from kenning.retrieval import resolve_projects
 from kenning.services import index_admin
+from kenning.services.search import search
 from kenning.store import Index, make_descriptor
 
 pytest_plugins = ["search_fixtures", "index_helpers"]

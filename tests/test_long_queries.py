@@ -40,7 +40,8 @@ def test_a_long_query_is_split_at_line_ends_into_parts_that_fit(local_model: Non
 
 
 def test_the_words_past_the_window_find_their_code(indexed: Indexed) -> None:
-    from kenning.retrieval import resolve_projects, search
+    from kenning.retrieval import resolve_projects
+    from kenning.services.search import search
 
     settings = config.load()
     refs = resolve_projects(settings, [indexed.root])

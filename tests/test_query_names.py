@@ -9,8 +9,9 @@ from embed_server import EmbedServer
 from index_helpers import git, make_repo
 from kenning import config
 from kenning.project import names, project_id
-from kenning.retrieval import ProjectRef, search
+from kenning.retrieval import ProjectRef
 from kenning.retrieval.query import analyze
+from kenning.services.search import search
 
 FILES = {
     "retry.py": '"""Retries for failed requests."""\n\n\ndef call_with_retries(send, attempts):\n'

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from kenning import config
 from kenning.indexing.indexer import refresh
-from kenning.retrieval import ProjectRef, search
+from kenning.retrieval import ProjectRef
+from kenning.services.search import search
 
 METHODS = "\n".join(f'''
     def {verb}(self, amount):

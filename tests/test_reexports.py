@@ -8,10 +8,11 @@ import pytest
 from index_helpers import make_repo
 from kenning import config
 from kenning.project import project_id
-from kenning.retrieval import ProjectRef, search
+from kenning.retrieval import ProjectRef
 from kenning.retrieval.query import analyze
 from kenning.retrieval.reexports import lead_with_reexports
 from kenning.retrieval.symbols import LAST_PART
+from kenning.services.search import search
 
 
 def _reexports(path: str, language: str, text: str, name: str = "FromWidget") -> bool:

@@ -16,7 +16,7 @@ from kenning import config
 from kenning.errors import UsageError
 from kenning.indexing.indexer import refresh
 from kenning.retrieval import ProjectRef
-from kenning.retrieval.related import related
+from kenning.services.related import related
 from search_fixtures import write_repo
 from test_mcp_server import serve, text_of
 

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from kenning import config
+from kenning import config, usage_log
 from kenning.cli import cli
 from kenning.project import kenning_home
-from kenning.services import usage_log
 
 KENNING = [sys.executable, "-m", "kenning"]
 

@@ -12,10 +12,12 @@ from hypothesis import strategies as st
 from kenning import config
 from kenning.errors import UsageError
 from kenning.project import project_id
-from kenning.retrieval import ProjectRef, get_chunk, resolve_projects, search
+from kenning.retrieval import ProjectRef, resolve_projects
 from kenning.retrieval.query import analyze
 from kenning.retrieval.ranking import later_parts
 from kenning.retrieval.snapshot_source import candidate_of
+from kenning.services.chunks import get_chunk
+from kenning.services.search import search
 from kenning.store import Index
 from kenning.store.ids import ChunkId
 

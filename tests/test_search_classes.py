@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from kenning import config
 from kenning.errors import UsageError
+from kenning.indexing.classes import categories, chunk_class, superseded
 from kenning.indexing.indexer import refresh
-from kenning.retrieval import ProjectRef, search
-from kenning.retrieval.classes import categories, chunk_class, superseded
+from kenning.retrieval import ProjectRef
+from kenning.services.search import search
 
 LIB = '''/// Expands a glob pattern into the file paths that match it.
 pub fn expand_glob(pattern: &str, root: &Path) -> Vec<PathBuf> {

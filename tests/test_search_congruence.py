@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from index_helpers import use_home
 from kenning import config
-from kenning.retrieval import ProjectRef, search
+from kenning.retrieval import ProjectRef
+from kenning.services.search import search
 from kenning.shared import publish
 from kenning.store import Index
 from search_fixtures import REPO, write_repo

@@ -11,7 +11,8 @@ from kenning import config
 from kenning.cli import main
 from kenning.embedding import make_embedder
 from kenning.indexing.indexer import refresh
-from kenning.retrieval import resolve_projects, search
+from kenning.retrieval import resolve_projects
+from kenning.services.search import search
 
 pytest_plugins = ["search_fixtures"]
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from embed_server import EmbedServer
 from kenning import config
-from kenning.retrieval import resolve_projects, search
+from kenning.retrieval import resolve_projects
 from kenning.retrieval.dense import MINILM_FLOOR, relevance_floor
+from kenning.services.search import search
 
 pytest_plugins = ["search_fixtures"]
 

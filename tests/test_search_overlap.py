@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from kenning import config
-from kenning.retrieval import dense, resolve_projects, search, snapshot_source
+from kenning.retrieval import dense, resolve_projects, snapshot_source
+from kenning.services.search import search
 
 if TYPE_CHECKING:
     from search_fixtures import Indexed

@@ -13,7 +13,8 @@ import pytest
 from kenning import config, store
 from kenning.errors import IndexMissing
 from kenning.indexing.indexer import refresh
-from kenning.retrieval import ProjectRef, search
+from kenning.retrieval import ProjectRef
+from kenning.services.search import search
 from kenning.store import Index
 
 

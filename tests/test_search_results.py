@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from kenning import config
 from kenning.indexing.indexer import refresh
-from kenning.retrieval import ProjectRef, search
-from kenning.retrieval.api import MAX_LIMIT
+from kenning.retrieval import ProjectRef
+from kenning.retrieval.pipeline import MAX_LIMIT
 from kenning.retrieval.units import Unit
+from kenning.services.search import search
 from kenning.store.reads import ChunkRow
 from kenning.tokens import code_tokens
 
@@ -142,7 +143,7 @@ def test_the_snippet_is_the_window_that_matched(in_decls: list[ProjectRef]) -> N
 
 
 def test_get_chunk_returns_the_whole_declaration(in_decls: list[ProjectRef]) -> None:
-    from kenning.retrieval import get_chunk
+    from kenning.services.chunks import get_chunk
 
     hit = _search(in_decls, "convert fahrenheit to celsius")["results"][0]
     whole = get_chunk(hit["id"], in_decls, settings=config.load())

@@ -16,11 +16,13 @@ from kenning import config
 from kenning.cli.publish_cmd import summary
 from kenning.errors import StaleChunkId
 from kenning.indexing.indexer import refresh
-from kenning.retrieval import ProjectRef, get_chunk, search
+from kenning.retrieval import ProjectRef
 from kenning.services import index_admin
+from kenning.services.chunks import get_chunk
+from kenning.services.search import search
 from kenning.shared import Engine, publish, publishing, reads
-from kenning.shared.engine import release_all
 from kenning.store import Index
+from kenning.store.shared_engine import release_all
 from shared_helpers import head_of, require_engine
 
 require_engine()

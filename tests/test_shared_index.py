@@ -19,15 +19,15 @@ import numpy as np
 import pytest
 from kenning import config, kernels
 from kenning.errors import SharedBusy
+from kenning.indexing import classes
 from kenning.indexing.indexer import refresh
 from kenning.records import FILE_KINDS
-from kenning.retrieval import classes
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.query import analyze
 from kenning.shared import Engine, publish, publishing, reads, retrieval
-from kenning.shared.engine import release_all, row_key
 from kenning.store import Index
 from kenning.store.chunk_filter import condition
+from kenning.store.shared_engine import release_all, row_key
 from shared_helpers import MILVUS_URI, head_of, require_engine
 
 require_engine()
@@ -280,8 +280,8 @@ def test_kind_filters_give_the_same_rows_locally_and_in_the_engine(
 @pytest.mark.skipif(bool(MILVUS_URI), reason="it drops the model's collection")
 def test_a_collection_made_before_classes_says_how_to_get_them(
         shared_uri: str, model: Any, repo: Path, monkeypatch: pytest.MonkeyPatch):
-    from kenning.retrieval import search
     from kenning.retrieval.projects import ProjectRef
+    from kenning.services.search import search
     from kenning.shared import remove
 
     monkeypatch.setattr(Engine, "create_with_classes", False)

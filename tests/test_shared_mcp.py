@@ -12,8 +12,8 @@ import pytest
 from index_helpers import FILES, make_repo
 from kenning import config
 from kenning.shared import publish
-from kenning.shared.engine import release_all
 from kenning.store import Index
+from kenning.store.shared_engine import release_all
 from shared_helpers import require_engine
 from test_mcp_server import serve, text_of
 from test_shared_search import OTHER

@@ -15,7 +15,9 @@ import pytest
 from index_helpers import make_repo
 from kenning import config
 from kenning.errors import StaleChunkId, UsageError
-from kenning.retrieval import ProjectRef, get_chunk, search
+from kenning.retrieval import ProjectRef
+from kenning.services.chunks import get_chunk
+from kenning.services.search import search
 from kenning.shared import publish
 from kenning.store import Index
 from shared_helpers import require_engine

@@ -24,9 +24,10 @@ from kenning import config, kernels
 from kenning.embedding import document_text
 from kenning.errors import EmbedderUnavailable
 from kenning.indexing.indexer import refresh
-from kenning.shared import Engine, publish, vector_cache
-from kenning.shared.engine import MANIFEST_DIM
+from kenning.shared import Engine, publish
 from kenning.store import Index, make_descriptor, plausible
+from kenning.store import shared_vectors as vector_cache
+from kenning.store.shared_engine import MANIFEST_DIM
 from kenning.store.vectors import VectorRows
 from shared_helpers import require_engine
 from test_shared_vectors import DUPLICATE, _results, _rows

@@ -19,8 +19,9 @@ from kenning import config, search
 from kenning.embedding import document_text
 from kenning.errors import ConfigError
 from kenning.indexing.indexer import SHARED_FETCH_MIN, refresh
-from kenning.shared import Engine, publish, publishing, reads, vector_cache
+from kenning.shared import Engine, publish, publishing, reads
 from kenning.store import Index, plausible
+from kenning.store import shared_vectors as vector_cache
 from shared_helpers import require_engine
 
 require_engine()
@@ -325,8 +326,8 @@ def test_a_publish_killed_midway_is_finished_by_the_next(
     import subprocess
     import sys
 
-    from kenning.shared.engine import release_all
     from kenning.store import make_descriptor
+    from kenning.store.shared_engine import release_all
 
     root = make_repo(tmp_path / "origin", _files())
     _home(monkeypatch, tmp_path, "ci")
@@ -379,8 +380,8 @@ def test_publishes_killed_at_random_points_converge_row_for_row(
     import subprocess
     import sys
 
-    from kenning.shared.engine import release_all
     from kenning.store import make_descriptor
+    from kenning.store.shared_engine import release_all
 
     root = make_repo(tmp_path / "origin", {**FILES, "a/dup.py": DUPLICATE, "b/dup.py": DUPLICATE})
     _home(monkeypatch, tmp_path, "ci")

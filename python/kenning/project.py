@@ -50,12 +50,39 @@ def git_dirs(root: Path) -> tuple[Path, Path] | None:
     return (git, git) if git.is_dir() else None
 
 
+def git_state(root: Path) -> tuple[str | None, str | None]:
+    """(HEAD commit, branch) read from the git directory itself; (None, None) outside git."""
+    dirs = git_dirs(root)
+    if dirs is None:
+        return None, None
+    own, common = dirs
+    try:
+        head = (own / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None, None
+    if not head.startswith("ref:"):
+        return head or None, None  # detached HEAD
+    ref = head.removeprefix("ref:").strip()
+    branch = ref.removeprefix("refs/heads/")
+    for base in (own, common):
+        try:
+            return (base / ref).read_text(encoding="utf-8").strip() or None, branch
+        except OSError:
+            pass
+    try:
+        for line in (common / "packed-refs").read_text(encoding="utf-8").splitlines():
+            sha, _, name = line.partition(" ")
+            if name == ref:
+                return sha, branch
+    except OSError:
+        pass
+    return None, branch  # a branch with no commits yet
+
+
 def head_commit(root: Path) -> str | None:
     """The commit the work tree at ``root`` has checked out, read from its git folder (no git
     run) when that lies inside ``root``; None outside git, and for a linked worktree or a
     submodule, whose git folder lies elsewhere."""
-    from kenning.indexing.indexer import git_state
-
     dirs = git_dirs(root)
     inside = root.resolve()
     if dirs is None or not all(d.resolve().is_relative_to(inside) for d in dirs):
@@ -136,6 +163,18 @@ PROJECT_MARKERS = (
     "meson.build", "Gemfile", "composer.json", "mix.exs", "Package.swift", "pubspec.yaml",
 )
 MARKERLESS_LIMIT = 20_000
+# folders never read: version control, dependencies, caches and build output
+DEFAULT_EXCLUDED_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", ".jj",
+        "node_modules", "bower_components", "jspm_packages", ".yarn", ".pnpm-store",
+        ".venv", "venv", "virtualenv", ".virtualenv", ".tox", ".nox", ".eggs",
+        "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis",
+        ".cache", ".parcel-cache", ".next", ".nuxt", ".svelte-kit", ".turbo", ".gradle",
+        ".terraform", ".idea", ".vs", ".kenning",
+        "dist", "build", "target", "out", "coverage", "htmlcov", "_build", "site-packages",
+    }
+)  # fmt: skip
 FORCE_HINT = ("Run kenning in a project folder (for the MCP server: --project PATH or "
               "[[projects]] in the config), or insist with --force-root or `kenning config set "
               "index.force_root true`.")
@@ -160,8 +199,6 @@ def check_root(root: Path, *, force: bool, first_index: bool) -> None:
 def _more_files_than(root: Path, limit: int) -> bool:
     """Whether ``root`` holds more than ``limit`` files outside the always-excluded folders;
     stops counting there."""
-    from kenning.indexing.sources import DEFAULT_EXCLUDED_DIRS
-
     count = 0
     for _folder, folders, files in os.walk(root):  # symlinks are not followed
         folders[:] = [f for f in folders if f not in DEFAULT_EXCLUDED_DIRS]

@@ -10,6 +10,8 @@ import re
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# What separates the parts of a qualified name: `a.b`, `A::b`, `A#b`, `a->b`, `a/b`.
+QUALIFIER = re.compile(r"\.|::|#|->|/")
 
 
 def split_identifier(word: str) -> list[str]:

@@ -116,7 +116,7 @@ def cli() -> None:
     (`kenning search "how are retries handled"`). Nothing leaves this machine unless you
     point the embedder at a server elsewhere.
     """
-    from kenning.services import usage_log
+    from kenning import usage_log
 
     # the searches, index runs and errors of this command go to `kenning stats`' log
     click.get_current_context().with_resource(usage_log.opened())

@@ -29,7 +29,8 @@ def get(chunk_id: str, path: Path | None, scope: str, context_lines: int,
     """
     from kenning import config
     from kenning.display import visible
-    from kenning.retrieval import get_chunk, resolve_projects
+    from kenning.retrieval import resolve_projects
+    from kenning.services.chunks import get_chunk
 
     settings = config.load()
     refs = resolve_projects(settings, [path] if path else None)

@@ -30,7 +30,7 @@ def related(location: str, path_filter: str | None, language: str | None, kind: 
     from kenning.display import visible
     from kenning.embedding import borrowed
     from kenning.retrieval import resolve_projects
-    from kenning.retrieval.related import related as run_related
+    from kenning.services.related import related as run_related
 
     settings = config.load()
     refs = resolve_projects(settings, list(projects) or _project_of(location))

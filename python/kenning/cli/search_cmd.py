@@ -72,10 +72,12 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     from kenning import config
     from kenning.embedding import borrowed
     from kenning.retrieval import resolve_projects
-    from kenning.retrieval import search as run_search
+    from kenning.services.search import execute, request
 
     settings = config.load({"search.backend": backend,
                             "index.force_root": "true" if force_root else None})
+    asked = request(query, limit or settings["search.limit"], path_filter, language, kind,
+                    budget_tokens)
     # with the shared backend, --project names published projects, which need no checkout here
     shared_ids = list(projects) if settings["search.backend"] == "shared" and projects else None
     targets: list[str | Path] = [*([] if shared_ids else projects), *([path] if path else [])]
@@ -90,14 +92,10 @@ def search(query: str, path: Path | None, path_filter: str | None, language: str
     with borrowed(settings, service=True) as embedder:
         loading = _warm_up(embedder, settings)
         try:
-            result = run_search(query, refs, settings=settings,
-                                limit=limit or settings["search.limit"],
-                                path_filter=path_filter, language=language, kind=kind,
-                                refresh=not no_refresh, progress=progress,
-                                shared_projects=shared_ids,
-                                prefer=here if inside is not None and not targets else None,
-                                calls=calls, budget_tokens=budget_tokens, budget_frame=frame,
-                                embedder=embedder)
+            result = execute(asked, refs, settings=settings, refresh=not no_refresh,
+                             progress=progress, shared_projects=shared_ids,
+                             prefer=here if inside is not None and not targets else None,
+                             calls=calls, budget_frame=frame, embedder=embedder)
         finally:
             if progress is not None:
                 progress.clear()

@@ -199,7 +199,7 @@ def stats(json_output: bool) -> None:
     agent would otherwise have made, less what the search returned; 4 bytes a token. The log
     ($KENNING_HOME/usage.jsonl) never leaves this machine and keeps only its newest ~2 MB.
     """
-    from kenning.services import usage_log
+    from kenning import usage_log
 
     info = usage_log.summary()
     if json_output:

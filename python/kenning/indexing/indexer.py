@@ -11,7 +11,7 @@
    (``priority``: own code and recent changes first); each chunk is keyed by a hash of its
    text, and only hashes without a vector are embedded, so renames, reverts, branch switches
    and duplicates cost no embedding at all. With a shared index configured, the vectors it
-   holds for those texts are fetched first (``shared.vector_cache``), in a bounded wait, and
+   holds for those texts are fetched first (``store.shared_vectors``), in a bounded wait, and
    only the rest is embedded.
 4. Files, chunks and the lexical table commit first, in increments of a few seconds of
    chunking, each a new generation (status 'partial' while vectors are missing) that a search
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from kenning import kernels, project, safe_read
+from kenning import kernels, project, safe_read, usage_log
 from kenning.config import Settings
 from kenning.embedding import Embedder, borrowed, document_text
 from kenning.errors import EmbedderError, IndexBusy, IndexMissing, KenningError, UsageError
@@ -56,7 +56,6 @@ from kenning.indexing.sources import (
     walk,
 )
 from kenning.records import Chunk, SourceFile
-from kenning.services import usage_log
 from kenning.store import Index, db
 from kenning.store import graph as store_graph
 from kenning.store.repair import Repair
@@ -169,7 +168,7 @@ def refresh(root: Path, settings: Settings, *, embedder: Embedder | None = None,
     started = time.perf_counter()
     root = _existing_dir(root)
     if from_shared:
-        from kenning.shared.engine import configured_uri
+        from kenning.store.shared_engine import configured_uri
 
         configured_uri(settings)  # said before any work
     with ExitStack() as stack:
@@ -305,7 +304,7 @@ class _Refresh:
         rekinded = self.reclassify(found)
         recounted = self.embed_kinds()  # words-only kinds are counted, embedding or not
         latest = writer.latest()
-        head, branch = git_state(self.index.root)
+        head, branch = project.git_state(self.index.root)
         result.revision, result.branch = head, branch
         if found.files or found.removed:
             self.apply(found.files, found.removed, latest, full=full)
@@ -362,7 +361,7 @@ class _Refresh:
     def embed_kinds(self) -> bool:
         """Embed the chunks of ``index.embed_kinds`` only; True when that changed since the
         latest snapshot was counted."""
-        from kenning.retrieval.classes import chunk_class
+        from kenning.indexing.classes import chunk_class
 
         return self.writer.embed_kinds(chunk_class, self.settings["index.embed_kinds"])
 
@@ -611,7 +610,7 @@ class _Refresh:
         """Store the vectors the shared index holds for the texts of ``todo``; returns the
         hashes left to embed. A failing or slow engine costs one warning and at most
         ``shared.timeout`` seconds per answer."""
-        from kenning.shared import vector_cache
+        from kenning.store import shared_vectors
 
         if getattr(self.embedder, "needs_centering", False):
             if self.from_shared:  # asked for: say why nothing was fetched
@@ -620,16 +619,16 @@ class _Refresh:
                           "here.")
             return todo
         self.emit({"type": "fetching", "total": len(todo)})
-        found, warnings = vector_cache.fetch(self.settings, self.index.descriptor,
+        found, warnings = shared_vectors.fetch(self.settings, self.index.descriptor,
                                              [texts[h] for h in todo], self.embedder)
         for warning in warnings:
             self.warn(warning)
         hits = sorted(found)
         dims = int(self.index.descriptor["dims"])
-        for start in range(0, len(hits), vector_cache.GET_IDS):
-            part = hits[start:start + vector_cache.GET_IDS]
+        for start in range(0, len(hits), shared_vectors.GET_IDS):
+            part = hits[start:start + shared_vectors.GET_IDS]
             self.writer.add_rows([todo[i] for i in part],
-                                 vector_cache.rows_of([found[i] for i in part], dims))
+                                 shared_vectors.rows_of([found[i] for i in part], dims))
         self.result.vectors_fetched = len(hits)
         self.emit({"type": "fetched", "vectors": len(hits), "total": len(todo)})
         self.lap("fetch")
@@ -688,35 +687,6 @@ def _file_row(file: SourceFile, digest: bytes) -> FileRow:
                    file.kind)
 
 
-def git_state(root: Path) -> tuple[str | None, str | None]:
-    """(HEAD commit, branch) read from the git directory itself; (None, None) outside git."""
-    dirs = project.git_dirs(root)
-    if dirs is None:
-        return None, None
-    own, common = dirs
-    try:
-        head = (own / "HEAD").read_text(encoding="utf-8").strip()
-    except OSError:
-        return None, None
-    if not head.startswith("ref:"):
-        return head or None, None  # detached HEAD
-    ref = head.removeprefix("ref:").strip()
-    branch = ref.removeprefix("refs/heads/")
-    for base in (own, common):
-        try:
-            return (base / ref).read_text(encoding="utf-8").strip() or None, branch
-        except OSError:
-            pass
-    try:
-        for line in (common / "packed-refs").read_text(encoding="utf-8").splitlines():
-            sha, _, name = line.partition(" ")
-            if name == ref:
-                return sha, branch
-    except OSError:
-        pass
-    return None, branch  # a branch with no commits yet
-
-
 def dry_run(root: Path, settings: Settings, *, embedder: Embedder | None = None,
             progress: Progress | None = None, top: int = 10) -> dict[str, Any]:
     """What an index would hold, without writing anything: files and chunks per language and
@@ -729,7 +699,7 @@ def dry_run(root: Path, settings: Settings, *, embedder: Embedder | None = None,
     if embedder is None:
         with borrowed(settings) as made:
             return dry_run(root, settings, embedder=made, progress=progress, top=top)
-    from kenning.retrieval.classes import chunk_class
+    from kenning.indexing.classes import chunk_class
 
     emit = progress or (lambda event: None)
     skipped = WalkStats(paths={})  # the Python walker names what it skips; Rust only counts
@@ -853,4 +823,4 @@ def _leave_out(folder_kinds: dict[str, Counter[str]], chunks: int, embedded: set
     return [f"/{path}" for path, _ in picked] if chunks and held >= LEAVE_OUT_SHARE * chunks else []
 
 
-__all__ = ["RefreshResult", "chunk_budget", "dry_run", "git_state", "refresh"]
+__all__ = ["RefreshResult", "chunk_budget", "dry_run", "refresh"]

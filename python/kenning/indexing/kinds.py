@@ -1,7 +1,7 @@
 """What each file is to the project, decided when the walk lists it and stored with its chunks.
 
 A file's kind is one of ``KINDS``. Most are known by the path at search time
-(``retrieval.classes``: tests, docs, examples, completions, generated names); the kinds this
+(``indexing.classes``: tests, docs, examples, completions, generated names); the kinds this
 module decides need evidence beyond the path, and are stored:
 
 - ``vendored``: another project's code, copied in. A folder is such a copy when ``.gitmodules``

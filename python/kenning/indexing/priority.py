@@ -4,15 +4,14 @@ usually are."""
 
 from __future__ import annotations
 
+from kenning.indexing.classes import PENALTY, categories
+
 
 def file_priority(path: str, language: str | None, mtime_ns: int,
                   kind: str | None = None) -> tuple[float, int, str]:
     """Sort key of a file, smallest first: implementation code before tests, examples, docs,
     vendored and generated text (in the order ranking demotes them), and within each, recently
     changed files first; ``kind``: the one evidence gave it (``indexing.kinds``)."""
-    from kenning.retrieval.classes import categories
-    from kenning.retrieval.ranking import PENALTY
-
     weight = 1.0
     for category in categories(path, language, file_kind=kind):
         weight *= PENALTY.get(category, 1.0)

@@ -53,6 +53,7 @@ from kenning import safe_read
 from kenning.chunking import languages
 from kenning.display import visible
 from kenning.errors import UsageError
+from kenning.project import DEFAULT_EXCLUDED_DIRS
 from kenning.records import SourceFile
 
 if TYPE_CHECKING:
@@ -69,17 +70,6 @@ MINIFIABLE_SUFFIXES = (".svg", ".json", ".js", ".mjs", ".cjs", ".css")
 MINIFIED_MIN_BYTES = 512
 MINIFIED_LINE_BYTES = 300
 
-DEFAULT_EXCLUDED_DIRS = frozenset(
-    {
-        ".git", ".hg", ".svn", ".jj",
-        "node_modules", "bower_components", "jspm_packages", ".yarn", ".pnpm-store",
-        ".venv", "venv", "virtualenv", ".virtualenv", ".tox", ".nox", ".eggs",
-        "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis",
-        ".cache", ".parcel-cache", ".next", ".nuxt", ".svelte-kit", ".turbo", ".gradle",
-        ".terraform", ".idea", ".vs", ".kenning",
-        "dist", "build", "target", "out", "coverage", "htmlcov", "_build", "site-packages",
-    }
-)  # fmt: skip
 DEFAULT_EXCLUDED_FILES = frozenset(
     {
         "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb",

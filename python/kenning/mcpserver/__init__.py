@@ -17,12 +17,12 @@ def serve(settings: Settings, projects: Sequence[str] = ()) -> None:
     """Serve ``projects`` (ids or roots; else the config's, else the working directory's)."""
     import anyio
 
+    from kenning import usage_log
     from kenning.embedding import make_embedder
     from kenning.mcpserver.projects import Registry
     from kenning.mcpserver.server import build_server
     from kenning.mcpserver.service import Service
     from kenning.mcpserver.transport import serve_stdio
-    from kenning.services import usage_log
 
     registry = Registry(settings, projects)
     embedder = make_embedder(settings, service=True)

@@ -66,23 +66,16 @@ class Service:
     def _search(self, query: str, *, path_filter: str | None, limit: int, kind: str | None,
                 language: str | None, project: str | None, calls: bool,
                 budget_tokens: int | None, budget_frame: Frame | None) -> dict[str, Any]:
-        from kenning.retrieval import search
-        from kenning.retrieval.filters import Filters, normalize_path_filter
+        from kenning.retrieval.filters import normalize_path_filter
+        from kenning.services.search import execute, request
 
-        if not query.strip():
-            raise UsageError("The query is empty.", hint="Describe the code you are looking for.")
-        Filters(None, language, kind)  # refuse an unknown language or kind before any work
-        if path_filter is not None and "\0" in path_filter:
-            raise UsageError("The path filter contains a NUL character, which no path does.",
-                             hint="Give a path or glob relative to the project root.")
+        asked = request(query, limit, path_filter, language, kind, budget_tokens)
         if project is None and path_filter and Path(path_filter).expanduser().is_absolute():
             project = path_filter  # an absolute filter names the project it lies in
         if project is not None and self._published_only(project):
-            return search(query, [], settings=self._shared_settings(), limit=limit,
-                          path_filter=path_filter, language=language, kind=kind, refresh=False,
-                          embedder=self.embedder, freshness=self.freshness,
-                          shared_projects=[project], budget_tokens=budget_tokens,
-                          budget_frame=budget_frame)
+            return execute(asked, [], settings=self._shared_settings(), refresh=False,
+                           embedder=self.embedder, freshness=self.freshness,
+                           shared_projects=[project], budget_frame=budget_frame)
         targets = self.registry.select(project)
         warnings: list[str] = []
         if project is None:
@@ -96,10 +89,8 @@ class Service:
                 if served.ref is not None:
                     normalize_path_filter(path_filter, served.ref.root)
         refs = [served.ref for served in targets if served.ref is not None]
-        result = search(query, refs, settings=self.settings, limit=limit,
-                        path_filter=path_filter, language=language, kind=kind,
-                        embedder=self.embedder, freshness=self.freshness, calls=calls,
-                        budget_tokens=budget_tokens, budget_frame=budget_frame)
+        result = execute(asked, refs, settings=self.settings, embedder=self.embedder,
+                         freshness=self.freshness, calls=calls, budget_frame=budget_frame)
         for root in result["vectors_deferred"]:  # computed here, on a worker thread
             self.start_job(next(s for s in targets if s.ref and str(s.ref.root) == root),
                            full=False)
@@ -111,7 +102,7 @@ class Service:
                 project: str | None = None, calls: bool = False) -> dict[str, Any]:
         """``related`` over the served projects: the one whose root holds the location."""
         from kenning.embedding import deadline
-        from kenning.retrieval.related import related
+        from kenning.services.related import related
 
         targets = [served for served in self.registry.select(project) if served.ref]
         if not targets:
@@ -139,7 +130,7 @@ class Service:
 
     def get_chunk(self, chunk_id: str, *, scope: str = "declaration", context_lines: int = 0,
                   expect_hash: str | None = None) -> dict[str, Any]:
-        from kenning.retrieval import get_chunk
+        from kenning.services.chunks import get_chunk
 
         wanted = ChunkId.parse(chunk_id)
         if self._published_only(wanted.project):  # a result of the shared index

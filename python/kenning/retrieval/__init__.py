@@ -1,6 +1,6 @@
-"""Hybrid code search: vector, BM25 and symbol branches fused by RRF, then ranked."""
+"""Hybrid code search over one source: vector, BM25 and symbol branches fused by RRF, then
+ranked (``pipeline``); the search over projects that drives it is ``kenning.services.search``."""
 
-from kenning.retrieval.api import get_chunk, search
 from kenning.retrieval.projects import ProjectRef, resolve_projects
 
-__all__ = ["ProjectRef", "get_chunk", "resolve_projects", "search"]
+__all__ = ["ProjectRef", "resolve_projects"]

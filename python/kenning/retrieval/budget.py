@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kenning.errors import UsageError
-from kenning.retrieval.query import QUALIFIER
 from kenning.retrieval.snippets import NOT_SIGNATURE, SIGNATURE_LINES, left_out
+from kenning.tokens import QUALIFIER
 
 CHARS_PER_TOKEN = 3
 MAX_BUDGET_TOKENS = 100_000  # a budget larger than this is refused: it is no budget

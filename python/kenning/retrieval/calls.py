@@ -29,7 +29,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from kenning.chunking.languages import family
-from kenning.retrieval.classes import categories
+from kenning.indexing.classes import categories
 from kenning.store.writer import declared_name
 
 if TYPE_CHECKING:

@@ -19,11 +19,11 @@ from pathlib import Path
 from kenning.chunking.languages import ALIASES, GRAMMARS, KIND_KEYWORDS
 from kenning.display import visible
 from kenning.errors import UsageError
+from kenning.indexing.classes import CLASSES, chunk_class
 from kenning.indexing.sources import LANGUAGES, detect_language, storable
-from kenning.retrieval.classes import CLASSES, chunk_class
 from kenning.store.chunk_filter import ChunkFilter
 
-__all__ = ["KINDS", "LANGUAGES", "Filters", "normalize_path_filter"]
+__all__ = ["KINDS", "LANGUAGES", "Filters", "check_path_filter", "normalize_path_filter"]
 
 # Kinds a chunk can have: the declarations of each grammar, a method (a function in a type),
 # the filler around declarations (block, module), Markdown sections and line windows.
@@ -64,8 +64,9 @@ def canonical_kind(value: str) -> str:
     return name
 
 
-def normalize_path_filter(path_filter: str, root: Path) -> str:
-    """The filter relative to ``root`` in POSIX form; UsageError if it escapes the root."""
+def check_path_filter(path_filter: str) -> str:
+    """The filter in POSIX form; UsageError when no project could hold it (empty, NUL, not
+    UTF-8)."""
     raw = path_filter.strip().replace("\\", "/")
     if not raw:
         raise UsageError("The path filter is empty.")
@@ -76,6 +77,12 @@ def normalize_path_filter(path_filter: str, root: Path) -> str:
         raise UsageError(f"The path filter {visible(path_filter)} is not UTF-8, which every "
                          "indexed path is.",
                          hint="Give a path or glob relative to the project root.")
+    return raw
+
+
+def normalize_path_filter(path_filter: str, root: Path) -> str:
+    """The filter relative to ``root`` in POSIX form; UsageError if it escapes the root."""
+    raw = check_path_filter(path_filter)
     if raw.startswith("/") or re.match(r"^[A-Za-z]:/", raw):
         absolute = Path(raw)
         try:

@@ -19,6 +19,10 @@ from kenning.retrieval.reexports import lead_with_reexports
 from kenning.retrieval.source import Ranking, Source
 
 BRANCHES = ("dense", "lexical", "symbol")
+# Results one search returns at most. A larger limit gets this many and a warning. Each branch
+# and the ranking look at least twice the limit deep, as results merge (the windows of one
+# declaration, overlapping chunks) and the relevance floor drops some.
+MAX_LIMIT = 200
 LEXICAL_DEPTH = 100  # ranked chunks each branch hands to fusion
 DENSE_DEPTH = 100
 SYMBOL_DEPTH = 50

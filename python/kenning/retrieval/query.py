@@ -15,10 +15,9 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from kenning.errors import UsageError
 from kenning.retrieval import tracebacks
 from kenning.retrieval.tracebacks import Trace
-from kenning.tokens import code_tokens, split_identifier
+from kenning.tokens import QUALIFIER, code_tokens, split_identifier
 
 # Words that carry no meaning for code search; dropped from the lexical query only.
 STOPWORDS = frozenset(
@@ -37,9 +36,7 @@ _IDENT = re.compile(
     r"|[a-z$][a-z0-9$]*[A-Z][\w$]*"  # camelCase
     r"|[A-Z][a-z0-9]+[A-Z][\w$]*"  # PascalCase with two humps
 )
-# What separates the parts of a qualified name: `a.b`, `A::b`, `A#b`, `a->b`, `a/b`. (A query
-# word with a slash is taken for a path, so `_IDENT` leaves the slash out.)
-QUALIFIER = re.compile(r"\.|::|#|->|/")
+# (A query word with a slash is taken for a path, so `_IDENT` leaves out QUALIFIER's slash.)
 
 QUESTION_WORDS = ("how", "where", "what")
 
@@ -125,15 +122,9 @@ def without_lone_surrogates(text: str) -> str:
 
 
 def analyze(text: str, project_names: Collection[str] = ()) -> Query:
-    """The query ``text``; the model embeds it without the words that say one of
-    ``project_names``."""
+    """The query ``text`` (a search's request has refused an empty or overlong one); the model
+    embeds it without the words that say one of ``project_names``."""
     text = without_lone_surrogates(text).strip()
-    if not text:
-        raise UsageError("The query is empty.", hint="Describe what you are looking for.")
-    if len(text) > MAX_QUERY_CHARS:
-        raise UsageError(f"The query is longer than {MAX_QUERY_CHARS:,} characters.",
-                         hint="Shorten it to the words that matter, and a traceback to its "
-                              "frames and error line.")
     trace = tracebacks.parse(text)
     full = text
     # a traceback's words, and what the model embeds, are those of the report and its error

@@ -6,7 +6,7 @@
   "upsert statement builders"): a file's name is the one-line summary its authors chose;
 - penalties for tests, docs, examples, vendored, generated and compatibility code, shell
   completions, and copies in a version folder whose current counterpart also matched, unless
-  the query asks for that kind of code (classes.py);
+  the query asks for that kind of code (``indexing.classes``);
 - for a question ("how are retries handled"), a lift for the best chunk of each file in
   proportion to the file's share of the evidence: a mechanism lives where its chunks gather;
   and one by the query's words that its path and the names it declares say, a word rare among
@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING
 
 import snowballstemmer
 
+from kenning.indexing.classes import PENALTY, categories, superseded
 from kenning.retrieval import symbols
-from kenning.retrieval.classes import categories, superseded
 from kenning.retrieval.fusion import K
-from kenning.retrieval.query import QUALIFIER, Query
+from kenning.retrieval.query import Query
 from kenning.retrieval.units import Unit
-from kenning.tokens import split_identifier
+from kenning.tokens import QUALIFIER, split_identifier
 
 if TYPE_CHECKING:
     from kenning.store import Snapshot
@@ -83,9 +83,6 @@ _STEMMER_LOCK = threading.Lock()  # a stemmer keeps the word it works on in itse
 STUB = re.compile(r"\.pyi$|\.d\.[mc]?ts$|\.(h|hh|hpp|hxx)$")
 STUB_SHARE = 0.9
 
-# the multiplier a chunk of each category (classes.py) gets unless the query asks for it
-PENALTY = {"test": 0.3, "example": 0.6, "vendored": 0.5, "generated": 0.5, "compat": 0.6,
-           "changelog": 0.4, "docs": 0.35, "completion": 0.5, "fixture": 0.3, "data": 0.35}
 
 
 @dataclass(slots=True)

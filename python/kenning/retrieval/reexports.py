@@ -13,8 +13,9 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from kenning.chunking.languages import LANGUAGES
-from kenning.retrieval.query import QUALIFIER, Query
+from kenning.retrieval.query import Query
 from kenning.retrieval.symbols import LAST_PART
+from kenning.tokens import QUALIFIER
 
 
 @lru_cache(maxsize=1024)

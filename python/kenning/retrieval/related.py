@@ -30,22 +30,19 @@ import numpy as np
 from kenning import safe_read
 from kenning.config import Settings
 from kenning.display import visible
-from kenning.embedding import Embedder, borrowed, deadline
 from kenning.errors import UsageError
+from kenning.indexing.classes import categories
 from kenning.indexing.sources import storable
 from kenning.retrieval import calls, dense
-from kenning.retrieval.api import MAX_LIMIT, hit_records
-from kenning.retrieval.classes import categories
-from kenning.retrieval.filters import Filters
 from kenning.retrieval.fusion import fuse
+from kenning.retrieval.hits import hit_records
 from kenning.retrieval.pipeline import DENSE_DEPTH, RANK_DEPTH
-from kenning.retrieval.projects import ProjectRef, resolve_projects
+from kenning.retrieval.projects import ProjectRef
 from kenning.retrieval.query import Query
 from kenning.retrieval.ranking import Candidate, rank
 from kenning.retrieval.snapshot_source import candidate_of, dense_ranking
 from kenning.retrieval.tracebacks import MAX_LINE_DIGITS, line_number
 from kenning.retrieval.units import SHORT_LINES, Unit, units
-from kenning.services.freshness import Freshness, for_settings
 from kenning.store.writer import declared_name
 
 if TYPE_CHECKING:
@@ -123,54 +120,15 @@ def locate(location: str, line: int | None, refs: Sequence[ProjectRef],
                           "directory.")
 
 
-def related(location: str, projects: Sequence[ProjectRef] | None = None, *,
-            settings: Settings, line: int | None = None, limit: int = 10,
-            path_filter: str | None = None, language: str | None = None,
-            kind: str | None = None, refresh: bool = True, embedder: Embedder | None = None,
-            freshness: Freshness | None = None, cwd: Path | None = None,
-            with_calls: bool = False) -> dict[str, Any]:
-    """The code most like the declaration at ``location`` (``PATH:LINE``, or a path and
-    ``line``): a ``related_result`` whose ``results`` have the shape of a search's, the
-    declaration itself (``subject``) left out. Filters, ``limit`` and ``refresh`` are a
-    search's; with ``with_calls`` each result carries its callers and callees."""
-    from kenning.store import Index
-
-    if limit < 1:
-        raise UsageError(f"The limit must be at least 1, got {limit}.")
-    refs = list(projects) if projects else resolve_projects(settings)
-    where = locate(location, line, refs, cwd)
-    keep = Filters(path_filter, language, kind).bind(where.ref.root)
-    warnings: list[str] = []
-    deferred: list[str] = []
-    if limit > MAX_LIMIT:
-        warnings.append(f"At most {MAX_LIMIT} results are returned per search; narrow the "
-                        "filters to see others.")
-        limit = MAX_LIMIT
-    if refresh:
-        found, deferred = refreshed(where.ref, settings, embedder, freshness)
-        warnings += found
-    index = Index.open(where.ref.root, settings)
+def related_in(index: Index, where: Location, keep: ChunkFilter | None, settings: Settings,
+               limit: int, *, with_calls: bool) -> tuple[dict[str, Any], list[dict[str, Any]],
+                                                          str | None]:
+    """The declaration at ``where`` (``subject``), the results most like it in ``index``'s
+    snapshot, and the snapshot's revision."""
     with index.snapshot() as snap:
         subject, own = _subject(index, snap, where, settings)
         cands = _ranked(index, snap, subject, keep, settings, limit)
-        results = hit_records(index, snap, cands, settings, calls=with_calls)
-        revision = snap.revision
-    for record in results:
-        del record["_read_bytes"]
-    return {"type": "related_result", "location": where.given, "subject": own,
-            "results": results, "warnings": list(dict.fromkeys(warnings)),
-            "revision": revision, "vectors_deferred": deferred}
-
-
-def refreshed(ref: ProjectRef, settings: Settings, embedder: Embedder | None = None,
-              freshness: Freshness | None = None) -> tuple[list[str], list[str]]:
-    """Refresh ``ref``'s index as a search would (unless ``search.refresh`` is off): the
-    warnings, and the roots whose vectors were left to a later index."""
-    if not settings["search.refresh"]:
-        return [], []
-    with borrowed(settings, embedder) as emb, deadline.within(settings["search.timeout"]):
-        done = (freshness or for_settings(settings)).refresh(ref.root, settings, emb)
-    return list(done.warnings), [str(ref.root)] if done.deferred else []
+        return own, hit_records(index, snap, cands, settings, calls=with_calls), snap.revision
 
 
 def _subject(index: Index, snap: Snapshot, where: Location,

@@ -11,9 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kenning import safe_read
-from kenning.retrieval.query import QUALIFIER
-from kenning.services import usage_log
+from kenning import safe_read, usage_log
+from kenning.tokens import QUALIFIER
 
 
 class SnippetReader:

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from kenning.retrieval.query import QUALIFIER, Query
-from kenning.tokens import code_tokens
+from kenning.retrieval.query import Query
+from kenning.tokens import QUALIFIER, code_tokens
 
 if TYPE_CHECKING:
     from kenning.store import ChunkFilter, Snapshot

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kenning.retrieval.file_cache import FileCache
-from kenning.retrieval.query import QUALIFIER
 from kenning.store.reads import FileChunk
-from kenning.tokens import split_identifier
+from kenning.tokens import QUALIFIER, split_identifier
 
 SHORT_LINES = 3  # a piece this short that declares nothing is no result of its own
 SIBLING_LINES = 12  # a short declaration shows short siblings around it up to this many lines

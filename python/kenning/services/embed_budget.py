@@ -47,9 +47,9 @@ def estimate(root: Path, settings: Settings) -> Estimate:
     """What embedding would cost now (see the module docstring); reads no project file but
     the ones kinds are decided by (``.kenningkinds``, ``.gitmodules``, licences)."""
     from kenning.embedding import identity
+    from kenning.indexing.classes import chunk_class
     from kenning.indexing.kinds import Kinds
     from kenning.indexing.sources import listed
-    from kenning.retrieval.classes import chunk_class
     from kenning.store import Index
 
     rate, measured = cost.rate(identity(settings).model)

@@ -24,8 +24,8 @@ from kenning.config import Settings
 from kenning.errors import UsageError
 from kenning.retrieval import calls
 from kenning.retrieval.projects import ProjectRef
-from kenning.retrieval.related import refreshed
-from kenning.retrieval.related import related as run_related
+from kenning.services.related import refreshed
+from kenning.services.related import related as run_related
 
 MAX_DECLARATIONS = 40  # each costs two related lookups
 _HUNK = re.compile(r"@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")

@@ -172,7 +172,7 @@ def project_status(root: Path, settings: Settings, *, index: Index | None = None
 
 def _readable_status(index: Index, settings: Settings, changes: bool) -> ProjectStatus:
     from kenning.indexing import state as indexing_state
-    from kenning.retrieval.classes import chunk_class
+    from kenning.indexing.classes import chunk_class
 
     report = _base(index.root, index.project_id, settings, str(index.descriptor["model"]),
                    int(index.descriptor["dims"]))
@@ -371,9 +371,8 @@ def check(root: Path, settings: Settings) -> int:
 
 def paths() -> dict[str, Any]:
     """Where kenning keeps everything, with the size of each."""
-    from kenning import config
+    from kenning import config, usage_log
     from kenning.project import kenning_home
-    from kenning.services import usage_log
     from kenning.store import dir_bytes
 
     home = kenning_home()

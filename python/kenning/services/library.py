@@ -430,8 +430,8 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     that many tokens (at most 100,000; estimated at three characters a token): the heads of
     the top declarations, then their best windows, no line twice, in rank order; the result's
     ``budget`` says how many were used."""
-    from kenning.retrieval import search as run
     from kenning.services.freshness import for_settings
+    from kenning.services.search import execute, request
 
     _check("query", query, (str,), "a string")
     _check("limit", limit, (int,), "an integer")
@@ -441,11 +441,11 @@ def search(query: str, paths: PathLike | Sequence[PathLike] = ".", *, limit: int
     _check("budget_tokens", budget_tokens, (int, type(None)), "an integer or None")
     _check_common(settings)
     settings = settings or load_settings()
+    asked = request(query, limit, path_filter, language, kind, budget_tokens)
     # no background worker here to leave a backlog of chunks or vectors to: they come first
-    found = run(query, _roots(paths, settings), settings=settings, limit=limit,
-                path_filter=path_filter, language=language, kind=kind, refresh=refresh,
-                freshness=for_settings(settings, sync_embed_limit=None, chunk_seconds=None),
-                calls=calls, budget_tokens=budget_tokens)
+    found = execute(asked, _roots(paths, settings), settings=settings, refresh=refresh,
+                    freshness=for_settings(settings, sync_embed_limit=None, chunk_seconds=None),
+                    calls=calls)
     return SearchResult.from_dict(found)
 
 
@@ -460,8 +460,8 @@ def related(location: PathLike, paths: PathLike | Sequence[PathLike] = ".", *,
     itself (``subject``) is left out. Filters, ``limit``, ``refresh`` and ``calls`` are those
     of ``search``. ``UsageError`` for a malformed location, one outside the project, a file
     that is not indexed or a line past its end."""
-    from kenning.retrieval.related import related as run
     from kenning.services.freshness import for_settings
+    from kenning.services.related import related as run
 
     _check("location", location, (str, os.PathLike), "PATH:LINE, or a path with line=")
     _check("line", line, (int, type(None)), "an integer or None")
@@ -503,7 +503,7 @@ def get_chunk(chunk_id: str, paths: PathLike | Sequence[PathLike] = ".", *,
     ``expect_hash`` (the hit's ``content_hash``) refuses, with ``StaleContent``, lines that
     changed since that search."""
     from kenning.errors import UsageError
-    from kenning.retrieval import get_chunk as read
+    from kenning.services.chunks import get_chunk as read
 
     _check("chunk_id", chunk_id, (str,), "a string")
     _check("context_lines", context_lines, (int,), "an integer")

@@ -98,8 +98,9 @@ def run_checks(path: str | os.PathLike[str],
 
     def round_trip() -> str:
         from kenning.errors import IndexMissing
-        from kenning.retrieval import ProjectRef, search
+        from kenning.retrieval import ProjectRef
         from kenning.services.index_admin import remove
+        from kenning.services.search import search
         from kenning.store import project_id_for
 
         with tempfile.TemporaryDirectory(prefix="kenning-doctor-") as tmp:

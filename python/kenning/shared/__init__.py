@@ -5,8 +5,8 @@ snapshot to the engine (``kenning.shared.publishing``), and search can read othe
 there (``kenning.shared.retrieval``). Nothing here embeds, ranks or replaces the local index.
 """
 
-from kenning.shared.engine import Engine
 from kenning.shared.publishing import PublishResult, publish, remove
 from kenning.shared.reads import read_head
+from kenning.store.shared_engine import Engine
 
 __all__ = ["Engine", "PublishResult", "publish", "read_head", "remove"]

@@ -10,11 +10,11 @@ interruption harmless:
 3. rows of the old versions of changed and removed files are deleted, in a few large calls;
 4. the manifest is updated last: files, clusters, then the head row with the new generation.
 
-With step 2, each sent chunk's vector is stored by content (``vector_cache``) for the first path
-that holds its text, the one a fresh local index embeds it from; then the rows of every file not
-sent are read back, and those that are absent or do not open (a project published before
-vectors were stored by content, rows a writer without the text deleted or changed) are stored
-again, so every publish repairs the cache of its project.
+With step 2, each sent chunk's vector is stored by content (``store.shared_vectors``) for the
+first path that holds its text, the one a fresh local index embeds it from; then the rows of
+every file not sent are read back, and those that are absent or do not open (a project
+published before vectors were stored by content, rows a writer without the text deleted or
+changed) are stored again, so every publish repairs the cache of its project.
 
 A publish killed anywhere leaves marked files, which the next publish treats as changed (or
 removed), so it converges. Result ids name a row by the local index's token and the chunk's
@@ -46,10 +46,18 @@ from kenning.chunking.generated import says_generated
 from kenning.config import Settings
 from kenning.embedding import document_text
 from kenning.errors import IndexError_, SharedBusy
-from kenning.retrieval.classes import chunk_class
+from kenning.indexing.classes import chunk_class
 from kenning.retrieval.lexical import COLUMN_WEIGHTS
-from kenning.shared import vector_cache
-from kenning.shared.engine import (
+from kenning.shared.reads import (
+    any_head,
+    chunk_ids,
+    chunks_of_paths,
+    manifest_besides_head,
+    manifest_rows,
+    read_head,
+)
+from kenning.store import shared_vectors
+from kenning.store.shared_engine import (
     CLASS_FIELD,
     MANIFEST_DIM,
     PATH_MAX,
@@ -59,14 +67,6 @@ from kenning.shared.engine import (
     Engine,
     configured_uri,
     row_key,
-)
-from kenning.shared.reads import (
-    any_head,
-    chunk_ids,
-    chunks_of_paths,
-    manifest_besides_head,
-    manifest_rows,
-    read_head,
 )
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class PublishResult:
     rows_deleted: int = 0
     skipped: list[str] = field(default_factory=list)  # changed on disk since the snapshot
     resend_all: str | None = None  # why every file is sent again (None: only what changed)
-    vectors_stored: int = 0  # vectors stored by content (``vector_cache``)
+    vectors_stored: int = 0  # vectors stored by content (``store.shared_vectors``)
     vectors_repaired: int = 0  # of those, rows of files not sent that were absent or did not open
     collection: str = ""  # the chunks collection (its companions add _manifest and _vectors2)
     seconds: float = 0.0
@@ -192,12 +192,12 @@ class _ByContent:
         if content_hash in self.seen or kernels.hash_many([text])[0] != content_hash:
             return  # a later path of the same text, or a text the decoding changed
         self.seen.add(content_hash)
-        self.entries.append((document_text(path, text), vector_cache.payload(
+        self.entries.append((document_text(path, text), shared_vectors.payload(
             snap.bits[vector_id], snap.int8[vector_id], snap.scales[vector_id])))
 
     def flush(self, engine: Engine, dry_run: bool) -> None:
         if self.entries and not dry_run:
-            vector_cache.put(engine, self.entries)
+            shared_vectors.put(engine, self.entries)
             crash_point("vectors-stored")
         self.stored += len(self.entries)
         self.entries = []
@@ -206,14 +206,14 @@ class _ByContent:
         """Store again the entries whose row is absent or does not open (deleted, or written by
         someone without the text); a row that opens was made by a holder of the text and
         stays."""
-        present = vector_cache.exists(engine)
-        for start in range(0, len(self.entries), vector_cache.GET_IDS):
-            part = self.entries[start:start + vector_cache.GET_IDS]
-            held = (vector_cache.get(engine, [text for text, _ in part]) if present
+        present = shared_vectors.exists(engine)
+        for start in range(0, len(self.entries), shared_vectors.GET_IDS):
+            part = self.entries[start:start + shared_vectors.GET_IDS]
+            held = (shared_vectors.get(engine, [text for text, _ in part]) if present
                     else [None] * len(part))
             lost = [entry for entry, found in zip(part, held, strict=True) if found is None]
             if lost and not dry_run:
-                vector_cache.put(engine, lost)
+                shared_vectors.put(engine, lost)
                 crash_point("vectors-stored")
             self.stored += len(lost)
         self.entries = []
@@ -399,7 +399,7 @@ class _Publish:
         # centred bits depend on the index that made them: such models share no vectors
         by_content = _ByContent() if self.snap.center is None else None
         if by_content is not None and not dry_run:
-            vector_cache.ensure(engine)
+            shared_vectors.ensure(engine)
         if result.resend_all and not dry_run:
             claim.mark_resending()
         if not dry_run:  # 1. mark: a publish killed from here on leaves these files to redo

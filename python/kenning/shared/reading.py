@@ -15,9 +15,9 @@ from typing import Any
 
 from kenning.errors import StaleChunkId, UsageError
 from kenning.retrieval.units import Row, unit_of
-from kenning.shared.engine import Engine
 from kenning.shared.reads import chunk_at, chunks_of_paths, published
 from kenning.store.ids import ChunkId
+from kenning.store.shared_engine import Engine
 
 _FIELDS = ["ordinal", "generation", "start_byte", "end_byte", "start_line", "end_line",
            "language", "kind", "symbol", "signature", "text"]

@@ -21,13 +21,13 @@ from typing import Any
 import numpy as np
 
 from kenning.errors import UsageError
+from kenning.indexing.classes import CLASSES
 from kenning.retrieval import symbols
-from kenning.retrieval.classes import CLASSES
 from kenning.retrieval.filters import Filters, normalize_path_filter
-from kenning.retrieval.query import QUALIFIER, Query
-from kenning.shared.engine import CLASS_FIELD, Engine, row_key
+from kenning.retrieval.query import Query
 from kenning.store.ids import LEGACY_TOKEN, ChunkId
-from kenning.tokens import code_tokens
+from kenning.store.shared_engine import CLASS_FIELD, Engine, row_key
+from kenning.tokens import QUALIFIER, code_tokens
 
 # the fields of a chunk row that search reads
 META = ["project", "path", "content_hash", "ordinal", "start_line", "end_line", "start_byte",

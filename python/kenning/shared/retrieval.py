@@ -22,18 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from kenning import kernels, safe_read
+from kenning import kernels, safe_read, usage_log
 from kenning.errors import SharedIndexError, UsageError
+from kenning.indexing.classes import CLASSES, chunk_class
 from kenning.retrieval import confidence, pipeline
-from kenning.retrieval.classes import CLASSES, chunk_class
 from kenning.retrieval.filters import Filters
 from kenning.retrieval.query import Query
 from kenning.retrieval.ranking import Candidate, named_candidates
 from kenning.retrieval.snippets import signature_line, windowed
 from kenning.retrieval.source import Phrases, Ranking
 from kenning.retrieval.units import Row, Unit, name_words, units
-from kenning.services import usage_log
-from kenning.shared.engine import CLASS_FIELD, PATHS_PER_QUERY, Engine
 from kenning.shared.reads import (
     META,
     Published,
@@ -51,6 +49,7 @@ from kenning.shared.reads import (
     quote,
     symbol_rows,
 )
+from kenning.store.shared_engine import CLASS_FIELD, PATHS_PER_QUERY, Engine
 
 SHORTLIST = 300  # Hamming candidates rescored per query, as locally
 TOPK_MAX = 16_384  # Milvus's cap on one search's limit

@@ -1,6 +1,6 @@
 """The approximate-search graph of an index: derived data, kept beside the vector files.
 
-The usearch HNSW graph (``kenning.indexing.ann``) is keyed by vector id, and ids are only stable
+The usearch HNSW graph (``kenning.store.ann``) is keyed by vector id, and ids are only stable
 within one vector epoch (a compaction renumbers them), so the file name carries the epoch (epoch 0
 keeps the plain name, as the vector files do). Search uses a graph only when it holds exactly
 the snapshot's rows of the snapshot's epoch; anything else (missing, behind, ahead, another
@@ -20,7 +20,7 @@ from kenning.errors import IndexMissing
 
 if TYPE_CHECKING:
     from kenning.config import Settings
-    from kenning.indexing.ann import AnnIndex
+    from kenning.store.ann import AnnIndex
 
 SUFFIX = ".usearch"
 NAME = "vectors" + SUFFIX  # epoch 0's graph
@@ -40,7 +40,7 @@ def wanted(settings: Settings, rows: int) -> bool:
 
 def _view(file: Path, dims: int) -> AnnIndex | None:
     """The graph at ``file``, memory-mapped; None when it is missing or unreadable."""
-    from kenning.indexing.ann import AnnIndex
+    from kenning.store.ann import AnnIndex
 
     try:
         return AnnIndex(file, dims).view()
@@ -60,7 +60,7 @@ def sync(directory: Path, dims: int, epoch: int, bits: np.ndarray) -> int:
     """Bring the graph of ``epoch`` up to the committed rows ``bits``; drop other epochs'
     graphs and a killed sync's temporary files. Returns the rows added (0 when current).
     The caller holds the index lock."""
-    from kenning.indexing.ann import AnnIndex
+    from kenning.store.ann import AnnIndex
 
     keep = path(directory, epoch)
     for stale in directory.glob(f"*{SUFFIX}*"):

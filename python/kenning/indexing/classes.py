@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from kenning.chunking import DOCS_LANGUAGES
-from kenning.retrieval.query import QUALIFIER
+from kenning.tokens import QUALIFIER
 
 # category -> a path pattern
 _PATTERNS = {
@@ -61,6 +61,10 @@ _TEST_SCOPES = frozenset({"test", "tests"})
 # The class a --kind filter selects: a stored file kind, else the first category of a chunk in
 # this order, else "code".
 CLASSES = ("vendored", "generated", "fixture", "data", "docs", "test", "completion", "example")
+# the multiplier a chunk of each category gets in ranking unless the query asks for it; a first
+# index takes files in the same order (``indexing.priority``)
+PENALTY = {"test": 0.3, "example": 0.6, "vendored": 0.5, "generated": 0.5, "compat": 0.6,
+           "changelog": 0.4, "docs": 0.35, "completion": 0.5, "fixture": 0.3, "data": 0.35}
 _CLASS_OF = {"changelog": "docs"}  # release notes are written by people, for people
 # The categories that say what a file is (the rest, compat and changelog, say how old or what
 # for): a file kind the user stored in place of them wins.

@@ -6,7 +6,7 @@ Collections per embedding descriptor (a different model never mixes) and access 
 chunk's text and metadata, kenning's own code tokens for the engine's BM25),
 ``kenning_<slug>_manifest`` the published manifest of each project (its clusters and files with
 their digests, and one head row with the published generation), and ``kenning_<slug>_vectors2``
-the vectors by content (``kenning.shared.vector_cache``).
+the vectors by content (``kenning.store.shared_vectors``).
 
 ``shared.uri`` is an ``http(s)://`` server (Standalone or Distributed), or a local ``.db`` file,
 which pymilvus serves with milvus-lite: one process at a time (a process keeps the file until
@@ -166,7 +166,7 @@ class Engine:
         self.descriptor = descriptor
         self.chunks = collection_name(descriptor, str(settings["shared.group"]))
         self.manifest = self.chunks + "_manifest"
-        self.vectors = self.chunks + "_vectors2"  # format 2: see vector_cache
+        self.vectors = self.chunks + "_vectors2"  # format 2: see shared_vectors
         # seconds: a server that does not answer is reported, not waited on
         self.timeout = float(settings["shared.timeout"])
         self.dims = int(descriptor["dims"])

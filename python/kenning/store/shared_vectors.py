@@ -52,8 +52,8 @@ from blake3 import blake3
 
 from kenning import project
 from kenning.errors import EmbedderError, KenningError
-from kenning.shared.engine import MANIFEST_DIM, Engine, require_pymilvus
 from kenning.store import plausible
+from kenning.store.shared_engine import MANIFEST_DIM, Engine, require_pymilvus
 from kenning.store.vectors import VectorRows
 
 if TYPE_CHECKING:
